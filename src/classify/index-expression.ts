@@ -1,0 +1,42 @@
+/**
+ * Resolves an index expression from a request path (`spam-1`, `spam-*`, `easy-ham-1,spam-*`, `_all`,
+ * `*`) against the concrete index names an engine serves, as OpenSearch does: a concrete name that
+ * does not exist is an error (404), a wildcard that matches nothing contributes nothing.
+ */
+import { IndexNotFoundError, InvalidArgumentError } from '../errors.js';
+import { compileWildcardPattern } from './wildcard-pattern.js';
+
+/** Longest expression accepted, characters. */
+const MAX_EXPRESSION_LENGTH = 4096;
+
+/**
+ * Concrete index names for `expression`, in the engine's order, without duplicates.
+ * @param known the engine's indices, or undefined when the engine does not list them (then the
+ *   expression's parts are passed through as given, wildcards included).
+ * @throws IndexNotFoundError for a concrete name that is not known.
+ * @throws InvalidArgumentError for an empty part or an over-long expression.
+ */
+export function resolveIndexExpression(expression: string, known: readonly string[] | undefined): string[] {
+  if (expression.length > MAX_EXPRESSION_LENGTH) {
+    throw new InvalidArgumentError('index', `must be at most ${MAX_EXPRESSION_LENGTH} characters`, expression);
+  }
+  const parts = expression.split(',');
+  for (const part of parts) {
+    if (part.length === 0) throw new InvalidArgumentError('index', 'must not contain an empty name', expression);
+  }
+  if (known === undefined) return [...new Set(parts)];
+  const wanted = new Set<string>();
+  for (const part of parts) {
+    if (part === '_all' || part === '*') {
+      for (const name of known) wanted.add(name);
+    } else if (part.includes('*')) {
+      const pattern = compileWildcardPattern(part);
+      for (const name of known) if (pattern.matches(name)) wanted.add(name);
+    } else if (known.includes(part)) {
+      wanted.add(part);
+    } else {
+      throw new IndexNotFoundError(part);
+    }
+  }
+  return known.filter((name) => wanted.has(name));
+}

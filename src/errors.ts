@@ -1,0 +1,171 @@
+/**
+ * Every error the runtime throws or returns, with a stable `code`.
+ *
+ * Errors carry a brand under `Symbol.for('query-sandbox.error')` so that `isQuerySandboxError` works
+ * across realms and worker threads (as undici does). HTTP status mapping lives in one place:
+ * `httpStatusOf()` below, used by the server.
+ */
+
+const kBrand = Symbol.for('query-sandbox.error');
+
+/** Codes a caller can act on. Each one appears in the README's error table (a test keeps them in step). */
+export const ErrorCode = {
+  /** Refused before it ran: the sandbox is above its low limit, or the queue is full. HTTP 429. */
+  REJECTED: 'QS_REJECTED',
+  /** Stopped while running: the sandbox went above its high limit. HTTP 429. */
+  CANCELLED: 'QS_CANCELLED',
+  /** A configuration or request field is invalid. HTTP 400. */
+  INVALID_ARGUMENT: 'QS_INVALID_ARGUMENT',
+  /** A sandbox definition (file or API) is invalid. HTTP 400, or a refusal at start. */
+  INVALID_SANDBOX: 'QS_INVALID_SANDBOX',
+  /** An explicit sandbox choice that the request's attributes do not allow. HTTP 403. */
+  SANDBOX_FORBIDDEN: 'QS_SANDBOX_FORBIDDEN',
+  /** A named index does not exist. HTTP 404. */
+  INDEX_NOT_FOUND: 'QS_INDEX_NOT_FOUND',
+  /** The engine refused the request (bad query). HTTP 400 unless the engine says otherwise. */
+  ENGINE_REQUEST: 'QS_ENGINE_REQUEST',
+  /** The engine failed on a valid request. HTTP 500. */
+  ENGINE_FAILURE: 'QS_ENGINE_FAILURE',
+  /** The runtime is closed or not started. HTTP 503. */
+  NOT_RUNNING: 'QS_NOT_RUNNING',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** Base class: `code` is one of `ErrorCode`; `type` is the OpenSearch-style error type for HTTP bodies. */
+export class QuerySandboxError extends Error {
+  readonly code: ErrorCode;
+  readonly type: string;
+  constructor(code: ErrorCode, type: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.type = type;
+    this.name = new.target.name;
+    Object.defineProperty(this, kBrand, { value: true });
+  }
+}
+
+/** True for any error made by this package, also one from another realm. */
+export function isQuerySandboxError(value: unknown): value is QuerySandboxError {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[kBrand] === true;
+}
+
+/** The task was refused before it ran. `sandboxId` and `resource` say why ('queue' for a full queue). */
+export class RejectedError extends QuerySandboxError {
+  readonly sandboxId: string;
+  readonly resource: 'cpu' | 'memory' | 'queue';
+  constructor(sandboxId: string, resource: 'cpu' | 'memory' | 'queue', message: string) {
+    super(ErrorCode.REJECTED, 'rejected_execution_exception', message);
+    this.sandboxId = sandboxId;
+    this.resource = resource;
+  }
+}
+
+/** The task was stopped while running. `hard` is true when its worker was terminated. */
+export class CancelledError extends QuerySandboxError {
+  readonly sandboxId: string;
+  readonly resource: 'cpu' | 'memory' | 'shutdown';
+  readonly hard: boolean;
+  constructor(sandboxId: string, resource: 'cpu' | 'memory' | 'shutdown', hard: boolean, message: string) {
+    super(ErrorCode.CANCELLED, 'task_cancelled_exception', message);
+    this.sandboxId = sandboxId;
+    this.resource = resource;
+    this.hard = hard;
+  }
+}
+
+/** An option or request field is invalid; `path` names it (`limits.cpu.high`), `received` is the value. */
+export class InvalidArgumentError extends QuerySandboxError {
+  readonly path: string;
+  readonly received: unknown;
+  constructor(path: string, expectation: string, received: unknown, code: ErrorCode = ErrorCode.INVALID_ARGUMENT) {
+    super(code, 'illegal_argument_exception', `${path} ${expectation}; received ${formatReceived(received)}`);
+    this.path = path;
+    this.received = received;
+  }
+}
+
+/** A sandbox definition is invalid (same message shape as InvalidArgumentError). */
+export class InvalidSandboxError extends InvalidArgumentError {
+  constructor(path: string, expectation: string, received: unknown) {
+    super(path, expectation, received, ErrorCode.INVALID_SANDBOX);
+  }
+}
+
+/** An explicit sandbox choice (`x-sandbox-id`) that the request may not use. */
+export class SandboxForbiddenError extends QuerySandboxError {
+  readonly sandboxId: string;
+  constructor(sandboxId: string, message: string) {
+    super(ErrorCode.SANDBOX_FORBIDDEN, 'security_exception', message);
+    this.sandboxId = sandboxId;
+  }
+}
+
+/** The request names an index that does not exist. */
+export class IndexNotFoundError extends QuerySandboxError {
+  readonly index: string;
+  constructor(index: string) {
+    super(ErrorCode.INDEX_NOT_FOUND, 'index_not_found_exception', `no such index [${index}]`);
+    this.index = index;
+  }
+}
+
+/**
+ * Thrown by an engine for a request it refuses (unknown query type, bad field). `type` follows
+ * OpenSearch (`parsing_exception`, `illegal_argument_exception`); `statusCode` is a 4xx (default 400).
+ * Any error with a numeric `statusCode` in 400..499 thrown by an engine is treated the same way.
+ */
+export class EngineRequestError extends QuerySandboxError {
+  readonly statusCode: number;
+  constructor(type: string, message: string, statusCode = 400) {
+    super(ErrorCode.ENGINE_REQUEST, type, message);
+    this.statusCode = statusCode;
+  }
+}
+
+/** The engine failed on a request it accepted. */
+export class EngineFailureError extends QuerySandboxError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.ENGINE_FAILURE, 'exception', message, options);
+  }
+}
+
+/** The runtime is not accepting work. */
+export class NotRunningError extends QuerySandboxError {
+  constructor(message = 'the runtime is closed') {
+    super(ErrorCode.NOT_RUNNING, 'node_closed_exception', message);
+  }
+}
+
+/** HTTP status for an error: the one place where codes map to statuses. */
+export function httpStatusOf(error: unknown): number {
+  if (!isQuerySandboxError(error)) return 500;
+  switch (error.code) {
+    case ErrorCode.REJECTED:
+    case ErrorCode.CANCELLED:
+      return 429;
+    case ErrorCode.INVALID_ARGUMENT:
+    case ErrorCode.INVALID_SANDBOX:
+      return 400;
+    case ErrorCode.SANDBOX_FORBIDDEN:
+      return 403;
+    case ErrorCode.INDEX_NOT_FOUND:
+      return 404;
+    case ErrorCode.ENGINE_REQUEST:
+      return (error as EngineRequestError).statusCode ?? 400;
+    case ErrorCode.NOT_RUNNING:
+      return 503;
+    default:
+      return 500;
+  }
+}
+
+/** Short, bounded rendering of a received value for messages. */
+export function formatReceived(value: unknown): string {
+  let text: string;
+  try {
+    text = typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
+  } catch {
+    text = String(value);
+  }
+  return text.length > 120 ? `${text.slice(0, 117)}...` : text;
+}

@@ -1,0 +1,195 @@
+/**
+ * The governor's decision for one interval: a pure function of (usage, sandboxes, node state).
+ *
+ * Per sandbox and resource: usage above the low limit makes the sandbox `rejecting` (new tasks are
+ * refused), above the high limit `cancelling` (running tasks are cancelled until the excess is
+ * covered). `enforced` sandboxes act always, `soft` ones only while the node is in duress, `monitor`
+ * ones never act but count what they would have done. A sandbox's usage includes its descendants';
+ * a task is refused when its sandbox or any ancestor is rejecting.
+ *
+ * Cancellation: acting sandboxes above a high limit in ascending priority (lowest first); within one,
+ * the running tasks of its subtree that are not already being cancelled, by usage of the breaching
+ * resource, descending, picked until their usage plus that of tasks already being cancelled covers
+ * the excess (usage − high). A task picked for one resource or sandbox counts for every other.
+ */
+import { RESOURCES, type Resource, type Sandbox } from '../sandbox/sandbox.js';
+
+export const EnforcementMode = { ENABLED: 'enabled', MONITOR_ONLY: 'monitor_only', DISABLED: 'disabled' } as const;
+export type EnforcementMode = (typeof EnforcementMode)[keyof typeof EnforcementMode];
+
+export type SandboxState = 'ok' | 'rejecting' | 'cancelling';
+
+/** A running task as the decision sees it. */
+export interface TaskUsageView {
+  readonly taskId: number;
+  readonly sandboxId: string;
+  readonly cpuUsage: number;
+  readonly memoryUsage: number;
+  /** Already picked in an earlier interval and not yet stopped. */
+  readonly cancelling: boolean;
+}
+
+export interface DecisionInput {
+  readonly enforcement: EnforcementMode;
+  readonly duress: boolean;
+  /** Every sandbox, the root included. */
+  readonly sandboxes: readonly Sandbox[];
+  /** Usage per sandbox id including descendants (missing: zero). */
+  readonly usage: ReadonlyMap<string, { readonly cpu: number; readonly memory: number }>;
+  readonly tasks: readonly TaskUsageView[];
+}
+
+/** What the governor publishes for one sandbox. */
+export interface SandboxVerdict {
+  /** Its own state from its own limits (acting ones only). */
+  readonly state: SandboxState;
+  /** The resource that set the state (the first breached, cpu before memory). */
+  readonly resource: Resource | undefined;
+  /** New tasks of this sandbox are refused: it or an ancestor is rejecting or cancelling. */
+  readonly rejectNew: boolean;
+  /** The sandbox whose limit refuses them (this one or an ancestor). */
+  readonly rejectedBy: string | undefined;
+  /** The resource of `rejectedBy` that is over its low limit. */
+  readonly rejectResource: Resource | undefined;
+  /** Monitor (or not acting): it would reject / cancel if it acted. */
+  readonly wouldReject: boolean;
+  readonly wouldCancel: boolean;
+}
+
+export interface Cancellation {
+  readonly taskId: number;
+  /** The sandbox whose limit was breached (the task's own or an ancestor). */
+  readonly sandboxId: string;
+  readonly resource: Resource;
+}
+
+export interface Decision {
+  readonly verdicts: ReadonlyMap<string, SandboxVerdict>;
+  readonly cancellations: readonly Cancellation[];
+}
+
+const OK_VERDICT: SandboxVerdict = Object.freeze({
+  state: 'ok',
+  resource: undefined,
+  rejectNew: false,
+  rejectedBy: undefined,
+  rejectResource: undefined,
+  wouldReject: false,
+  wouldCancel: false,
+});
+
+function acts(sandbox: Sandbox, input: DecisionInput): boolean {
+  if (input.enforcement !== EnforcementMode.ENABLED) return false;
+  if (sandbox.mode === 'enforced') return true;
+  if (sandbox.mode === 'soft') return input.duress;
+  return false;
+}
+
+function usageOf(task: TaskUsageView, resource: Resource): number {
+  return resource === 'cpu' ? task.cpuUsage : task.memoryUsage;
+}
+
+/** Computes the decision for one interval. Pure: same input, same output. */
+export function decide(input: DecisionInput): Decision {
+  const verdicts = new Map<string, SandboxVerdict>();
+  if (input.enforcement === EnforcementMode.DISABLED) {
+    for (const s of input.sandboxes) verdicts.set(s.id, OK_VERDICT);
+    return { verdicts, cancellations: [] };
+  }
+  const byId = new Map<string, Sandbox>();
+  for (const s of input.sandboxes) byId.set(s.id, s);
+
+  // Own state per sandbox.
+  const own = new Map<string, { state: SandboxState; resource: Resource | undefined; acting: boolean; rejectResource: Resource | undefined }>();
+  for (const s of input.sandboxes) {
+    const usage = input.usage.get(s.id);
+    let state: SandboxState = 'ok';
+    let resource: Resource | undefined;
+    let rejectResource: Resource | undefined;
+    for (const r of RESOURCES) {
+      const limit = s.limits[r];
+      if (limit === undefined || usage === undefined) continue;
+      const u = usage[r];
+      if (u > limit.high && state !== 'cancelling') {
+        state = 'cancelling';
+        resource = r;
+      } else if (u > limit.low && state === 'ok') {
+        state = 'rejecting';
+        resource = r;
+      }
+      if (u > limit.low) rejectResource ??= r;
+    }
+    own.set(s.id, { state, resource, acting: acts(s, input), rejectResource });
+  }
+
+  // Verdicts: a sandbox refuses new tasks when it or an ancestor acts and is above low.
+  for (const s of input.sandboxes) {
+    const mine = own.get(s.id)!;
+    let rejectedBy: string | undefined;
+    let rejectResource: Resource | undefined;
+    let id: string | null = s.id;
+    for (let depth = 0; id !== null && depth < 64; depth++) {
+      const o = own.get(id);
+      if (o !== undefined && o.acting && o.state !== 'ok') {
+        rejectedBy = id;
+        rejectResource = o.rejectResource;
+        break;
+      }
+      id = byId.get(id)?.parentId ?? null;
+    }
+    verdicts.set(s.id, {
+      state: mine.acting ? mine.state : 'ok',
+      resource: mine.acting ? mine.resource : undefined,
+      rejectNew: rejectedBy !== undefined,
+      rejectedBy,
+      rejectResource,
+      wouldReject: !mine.acting && mine.state !== 'ok',
+      wouldCancel: !mine.acting && mine.state === 'cancelling',
+    });
+  }
+
+  // Cancellation, lowest priority first.
+  const breaching = input.sandboxes
+    .filter((s) => own.get(s.id)!.acting && own.get(s.id)!.state === 'cancelling')
+    .sort((a, b) => a.priority - b.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  if (breaching.length === 0) return { verdicts, cancellations: [] };
+
+  const inSubtree = (taskSandboxId: string, rootId: string): boolean => {
+    let id: string | null = taskSandboxId;
+    for (let depth = 0; id !== null && depth < 64; depth++) {
+      if (id === rootId) return true;
+      id = byId.get(id)?.parentId ?? null;
+    }
+    return false;
+  };
+  const priorityOf = (sandboxId: string): number => byId.get(sandboxId)?.priority ?? 0;
+
+  const picked = new Set<number>();
+  const cancellations: Cancellation[] = [];
+  for (const s of breaching) {
+    const usage = input.usage.get(s.id)!;
+    for (const r of RESOURCES) {
+      const limit = s.limits[r];
+      if (limit === undefined || usage[r] <= limit.high) continue;
+      const excess = usage[r] - limit.high;
+      const subtree = input.tasks.filter((t) => inSubtree(t.sandboxId, s.id));
+      let covered = 0;
+      for (const t of subtree) if (t.cancelling || picked.has(t.taskId)) covered += usageOf(t, r);
+      if (covered >= excess) continue;
+      const candidates = subtree
+        .filter((t) => !t.cancelling && !picked.has(t.taskId) && usageOf(t, r) > 0)
+        // Lowest-priority child first, then the largest consumer, then the older task.
+        .sort(
+          (a, b) =>
+            priorityOf(a.sandboxId) - priorityOf(b.sandboxId) || usageOf(b, r) - usageOf(a, r) || a.taskId - b.taskId,
+        );
+      for (const t of candidates) {
+        if (covered >= excess) break;
+        picked.add(t.taskId);
+        covered += usageOf(t, r);
+        cancellations.push({ taskId: t.taskId, sandboxId: s.id, resource: r });
+      }
+    }
+  }
+  return { verdicts, cancellations };
+}

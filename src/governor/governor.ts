@@ -1,0 +1,197 @@
+/**
+ * The periodic governor. Every interval it samples usage (tracker, node sampler), feeds duress, calls
+ * the pure `decide`, publishes the verdicts that the request path reads, and cancels tasks: soft
+ * first (the task's cancel flag, seen by its AbortSignal), then hard (its worker is terminated) when
+ * it is still running `graceIntervals` intervals later.
+ */
+import type { NodeUsage } from '../tracking/node-usage-sampler.js';
+import type { SandboxUsage, UsageSample } from '../tracking/usage-tracker.js';
+import type { Resource, Sandbox } from '../sandbox/sandbox.js';
+import {
+  type Cancellation,
+  type Decision,
+  decide,
+  type EnforcementMode,
+  type SandboxVerdict,
+  type TaskUsageView,
+} from './decide.js';
+import type { DuressDetector } from './duress-detector.js';
+import type { SandboxCounterTable } from './sandbox-counters.js';
+
+/** What the governor needs from the rest of the runtime (wired by the composition root). */
+export interface GovernorDeps {
+  sampleUsage(): UsageSample;
+  sampleNode(): NodeUsage;
+  sandboxes(): readonly Sandbox[];
+  readonly duress: DuressDetector;
+  readonly counters: SandboxCounterTable;
+  /** Soft cancellation: raise the task's cancel flag. */
+  softCancel(taskId: number, resource: Resource): void;
+  /** Hard cancellation: terminate the task's worker. */
+  hardCancel(taskId: number, resource: Resource): void;
+  /** Clock, ms. */
+  nowMs(): number;
+}
+
+export interface GovernorOptions {
+  /** Interval between ticks, ms, 10..60000. Default 100. */
+  readonly intervalMs: number;
+  /** Intervals between soft and hard cancellation, >= 1. Default 2. */
+  readonly graceIntervals: number;
+  readonly enforcement: EnforcementMode;
+}
+
+interface PendingCancellation {
+  readonly cancellation: Cancellation;
+  readonly softAtMs: number;
+  hard: boolean;
+}
+
+/** A plain snapshot of the last interval, for stats. */
+export interface GovernorSnapshot {
+  readonly atMs: number;
+  readonly ticks: number;
+  readonly duress: boolean;
+  readonly enforcement: EnforcementMode;
+  readonly node: NodeUsage;
+  readonly usage: ReadonlyMap<string, SandboxUsage>;
+  readonly verdicts: ReadonlyMap<string, SandboxVerdict>;
+}
+
+const ALLOW: SandboxVerdict = Object.freeze({
+  state: 'ok',
+  resource: undefined,
+  rejectNew: false,
+  rejectedBy: undefined,
+  rejectResource: undefined,
+  wouldReject: false,
+  wouldCancel: false,
+});
+
+export class Governor {
+  readonly #deps: GovernorDeps;
+  readonly #intervalMs: number;
+  readonly #graceMs: number;
+  #enforcement: EnforcementMode;
+  #timer: NodeJS.Timeout | undefined;
+  readonly #pending = new Map<number, PendingCancellation>();
+  #snapshot: GovernorSnapshot;
+  #lastDecision: Decision | undefined;
+
+  constructor(options: GovernorOptions, deps: GovernorDeps) {
+    this.#deps = deps;
+    this.#intervalMs = options.intervalMs;
+    this.#graceMs = options.intervalMs * options.graceIntervals;
+    this.#enforcement = options.enforcement;
+    this.#snapshot = {
+      atMs: deps.nowMs(),
+      ticks: 0,
+      duress: false,
+      enforcement: this.#enforcement,
+      node: { cpu: 0, memory: 0 },
+      usage: new Map(),
+      verdicts: new Map(),
+    };
+  }
+
+  /** Starts ticking every interval (timer unref'ed). */
+  start(): void {
+    if (this.#timer !== undefined) return;
+    this.#timer = setInterval(() => this.tick(), this.#intervalMs);
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  get enforcement(): EnforcementMode {
+    return this.#enforcement;
+  }
+
+  /** Changes the enforcement mode; takes effect at the next tick. */
+  set enforcement(mode: EnforcementMode) {
+    this.#enforcement = mode;
+  }
+
+  /** Request path: the published verdict for a sandbox (allow when unknown). */
+  verdict(sandboxId: string): SandboxVerdict {
+    return this.#snapshot.verdicts.get(sandboxId) ?? ALLOW;
+  }
+
+  get snapshot(): GovernorSnapshot {
+    return this.#snapshot;
+  }
+
+  /** The last decision's cancellations (for tests and diagnostics). */
+  get lastCancellations(): readonly Cancellation[] {
+    return this.#lastDecision?.cancellations ?? [];
+  }
+
+  /** True when the task was picked for cancellation and not yet forgotten. */
+  cancellationOf(taskId: number): { readonly cancellation: Cancellation; readonly hard: boolean } | undefined {
+    return this.#pending.get(taskId);
+  }
+
+  /** The task settled: stop tracking its cancellation. */
+  forget(taskId: number): void {
+    this.#pending.delete(taskId);
+  }
+
+  /** One interval: sample, decide, publish, act. */
+  tick(): void {
+    const deps = this.#deps;
+    const nowMs = deps.nowMs();
+    const sample = deps.sampleUsage();
+    const node = deps.sampleNode();
+    const duress = deps.duress.update(node.cpu, node.memory);
+    const sandboxes = deps.sandboxes();
+
+    const tasks: TaskUsageView[] = sample.tasks.map((t) => ({
+      taskId: t.taskId,
+      sandboxId: t.sandboxId,
+      cpuUsage: t.cpuUsage,
+      memoryUsage: t.memoryUsage,
+      cancelling: this.#pending.has(t.taskId),
+    }));
+    const decision = decide({ enforcement: this.#enforcement, duress, sandboxes, usage: sample.sandboxes, tasks });
+    this.#lastDecision = decision;
+    this.#snapshot = {
+      atMs: nowMs,
+      ticks: this.#snapshot.ticks + 1,
+      duress,
+      enforcement: this.#enforcement,
+      node,
+      usage: sample.sandboxes,
+      verdicts: decision.verdicts,
+    };
+
+    for (const [id, v] of decision.verdicts) {
+      if (v.wouldCancel) {
+        const s = sandboxes.find((x) => x.id === id);
+        const r = s !== undefined ? breachedHigh(s, sample.sandboxes.get(id)) : undefined;
+        if (r !== undefined) deps.counters.of(id)[r].wouldCancel++;
+      }
+    }
+
+    // Hard cancellation of tasks still running after the grace period.
+    for (const [taskId, p] of this.#pending) {
+      if (!p.hard && nowMs - p.softAtMs >= this.#graceMs) {
+        p.hard = true;
+        deps.hardCancel(taskId, p.cancellation.resource);
+      }
+    }
+    for (const c of decision.cancellations) {
+      this.#pending.set(c.taskId, { cancellation: c, softAtMs: nowMs, hard: false });
+      deps.softCancel(c.taskId, c.resource);
+    }
+  }
+}
+
+function breachedHigh(s: Sandbox, usage: SandboxUsage | undefined): Resource | undefined {
+  if (usage === undefined) return undefined;
+  if (s.limits.cpu !== undefined && usage.cpu > s.limits.cpu.high) return 'cpu';
+  if (s.limits.memory !== undefined && usage.memory > s.limits.memory.high) return 'memory';
+  return undefined;
+}

@@ -1,0 +1,65 @@
+/**
+ * Per-sandbox counters for the stats API, shaped after OpenSearch's `_wlm/stats`. Incremented on the
+ * request path and by the governor; read as plain snapshots.
+ */
+import type { Resource } from '../sandbox/sandbox.js';
+
+export interface ResourceCounters {
+  rejections: number;
+  cancellations: number;
+  /** Monitor mode (or enforcement off for this sandbox): requests it would have rejected. */
+  wouldReject: number;
+  /** Monitor mode: intervals in which it was above its high limit and would have cancelled. */
+  wouldCancel: number;
+}
+
+export interface SandboxCounters {
+  completions: number;
+  rejections: number;
+  cancellations: number;
+  /** Of `cancellations`, those where the worker had to be terminated. */
+  hardCancellations: number;
+  /** Tasks that failed (engine errors), not counting rejections and cancellations. */
+  failures: number;
+  readonly cpu: ResourceCounters;
+  readonly memory: ResourceCounters;
+}
+
+function newResourceCounters(): ResourceCounters {
+  return { rejections: 0, cancellations: 0, wouldReject: 0, wouldCancel: 0 };
+}
+
+/** Counters keyed by sandbox id; created on first use, kept for deleted sandboxes until `prune`. */
+export class SandboxCounterTable {
+  readonly #table = new Map<string, SandboxCounters>();
+
+  of(sandboxId: string): SandboxCounters {
+    let c = this.#table.get(sandboxId);
+    if (c === undefined) {
+      c = {
+        completions: 0,
+        rejections: 0,
+        cancellations: 0,
+        hardCancellations: 0,
+        failures: 0,
+        cpu: newResourceCounters(),
+        memory: newResourceCounters(),
+      };
+      this.#table.set(sandboxId, c);
+    }
+    return c;
+  }
+
+  countRejection(sandboxId: string, resource: Resource | 'queue'): void {
+    const c = this.of(sandboxId);
+    c.rejections++;
+    if (resource !== 'queue') c[resource].rejections++;
+  }
+
+  countCancellation(sandboxId: string, resource: Resource | 'shutdown', hard: boolean): void {
+    const c = this.of(sandboxId);
+    c.cancellations++;
+    if (hard) c.hardCancellations++;
+    if (resource !== 'shutdown') c[resource].cancellations++;
+  }
+}

@@ -1,0 +1,24 @@
+/** Public exports of query-sandbox. */
+export { createRuntime, type Runtime, type SearchRequest, type SandboxStats, type NodeStats } from './runtime.js';
+export type { RuntimeOptions, ResolvedRuntimeOptions } from './runtime-options.js';
+export * from './errors.js';
+export type {
+  EngineModule,
+  EngineRequest,
+  EngineDescription,
+  EnginePrepareContext,
+  EngineInitContext,
+  TaskContext,
+} from './pool/engine-module.js';
+export { EnforcementMode, type SandboxState } from './governor/decide.js';
+export type { GovernorSnapshot } from './governor/governor.js';
+export {
+  ROOT_SANDBOX_ID,
+  SandboxMode,
+  RESOURCES,
+  type Resource,
+  type ResourceLimit,
+  type Sandbox,
+  type SelectionAttributes,
+} from './sandbox/sandbox.js';
+export { loadSandboxFile, parseSandboxDefinitions } from './sandbox/sandbox-file.js';

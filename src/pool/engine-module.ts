@@ -1,0 +1,66 @@
+/**
+ * The contract between the runtime and a search engine. An engine is an ES module (given to
+ * `createRuntime({ engine: '/abs/path/to/module.js' })`) that exports `handle` and, optionally,
+ * `prepare`, `init` and `validate`. The module is imported once in the main thread (for `prepare`
+ * and `validate`) and once in every worker (for `init` and `handle`).
+ *
+ * Errors: an engine refuses a request by throwing an error with a numeric `statusCode` in 400..499
+ * and, optionally, an OpenSearch-style `type` (`EngineRequestError` from this package does both).
+ * Anything else thrown is reported as a 500 `ENGINE_FAILURE`.
+ */
+
+/** Passed to `prepare` in the main thread, once, before any worker starts. */
+export interface EnginePrepareContext {
+  /** Directory for caches the engine may write (created if missing). */
+  readonly cacheDir: string;
+  /** `engineOptions` given to the runtime, passed through unchanged. */
+  readonly options: Readonly<Record<string, unknown>>;
+  /** Log a line of start-up progress. */
+  log(message: string): void;
+}
+
+/** What `prepare` may report about the engine. */
+export interface EngineDescription {
+  /**
+   * The concrete index names the engine serves. When given, the runtime resolves index expressions
+   * (`spam-*`, `a,b`) against them before classification and answers unknown names with 404.
+   */
+  readonly indices?: readonly string[];
+}
+
+/** Passed to `init` in each worker, once, before it takes tasks. */
+export interface EngineInitContext {
+  readonly cacheDir: string;
+  readonly options: Readonly<Record<string, unknown>>;
+}
+
+/** The request the runtime hands to an engine's `handle` and `validate`. */
+export interface EngineRequest<Body = unknown> {
+  /** Concrete index names (resolved from the request's expression when the engine lists indices). */
+  readonly indices: readonly string[];
+  /** The request body as received (parsed JSON). */
+  readonly body: Body;
+}
+
+/** Given to `handle` for one task. */
+export interface TaskContext {
+  /** Fires when the task is cancelled (soft cancellation). Check it between units of work. */
+  readonly signal: AbortSignal;
+  /**
+   * Record a memory checkpoint (live heap + external memory of this worker) and check for a soft
+   * cancellation; throws the signal's reason (an `AbortError`-like error) when the task was cancelled.
+   * Costs about 1 µs; call it between units of work (an index, a shard, a batch of documents).
+   */
+  checkpoint(): void;
+  /** The runtime's id of this task. */
+  readonly taskId: number;
+}
+
+/** The shape of an engine module. */
+export interface EngineModule<Body = unknown, Result = unknown> {
+  prepare?(context: EnginePrepareContext): EngineDescription | undefined | Promise<EngineDescription | undefined>;
+  init?(context: EngineInitContext): void | Promise<void>;
+  /** Main thread, on the request path: throw an `EngineRequestError` for a request the engine would refuse. Must be cheap. */
+  validate?(request: EngineRequest<Body>): void;
+  handle(request: EngineRequest<Body>, context: TaskContext): Result | Promise<Result>;
+}

@@ -1,0 +1,55 @@
+/**
+ * What crosses the thread boundary for one task: the envelope in, the outcome out, and the start-up
+ * report every worker broadcasts once. Plain structured-cloneable data only.
+ */
+import type { EngineRequest } from './engine-module.js';
+import type { TaskSlotBuffers } from './task-slots.js';
+
+/** Sent to the worker for one task. */
+export interface TaskEnvelope {
+  readonly taskId: number;
+  readonly slot: number;
+  readonly request: EngineRequest;
+}
+
+/** An error as it crosses threads: enough to rebuild a typed error in the main thread. */
+export interface SerializedError {
+  readonly name: string;
+  readonly message: string;
+  /** OpenSearch-style type from the engine (`parsing_exception`), when it gave one. */
+  readonly type: string | undefined;
+  /** 4xx from the engine for a refused request; undefined for a failure. */
+  readonly statusCode: number | undefined;
+  readonly stack: string | undefined;
+}
+
+/** Returned by the worker for one task (the harness never throws). */
+export type TaskOutcome =
+  | { readonly ok: true; readonly result: unknown }
+  | { readonly ok: false; readonly error: SerializedError; readonly cancelCode: number };
+
+/** `workerData` of every worker in the pool. */
+export interface HarnessWorkerData {
+  /** file: URL of the engine module. */
+  readonly engineUrl: string;
+  readonly engineOptions: Readonly<Record<string, unknown>>;
+  readonly cacheDir: string;
+  readonly slots: TaskSlotBuffers;
+  /** BroadcastChannel name on which each worker reports `WorkerStartupReport` once. */
+  readonly channelName: string;
+}
+
+/** Broadcast by each worker once its engine is loaded, or once its start-up failed. */
+export interface WorkerStartupReport {
+  readonly kind: 'ready' | 'failed';
+  /** Kernel thread id (0 where it cannot be had). */
+  readonly tid: number;
+  /** worker_threads threadId. */
+  readonly threadId: number;
+  /** From the harness module's first line to the engine's init resolving, ms. */
+  readonly startupMs: number;
+  /** Heap + external of the worker's isolate after start-up, bytes. */
+  readonly heapBytes: number;
+  readonly heapLimitBytes: number;
+  readonly error: string | undefined;
+}

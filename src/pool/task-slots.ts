@@ -1,0 +1,181 @@
+/**
+ * Shared-memory slots through which a worker reports on the task it runs and the main thread asks it
+ * to stop. One slot per task in flight (assigned by the main thread before dispatch, freed when the
+ * task settles), so a slot's owner is always known without tracking worker lifecycles.
+ *
+ * Layout per slot:
+ * - control (Int32Array, 4 words): `taskId`, `state` (FREE, ASSIGNED, RUNNING, DONE), `cancel` (0 or a
+ *   CancelRequest code), `tid` (kernel thread id of the worker that runs the task).
+ * - figures (Float64Array, 4 words): `startCpuNs`, `endCpuNs` (worker's own thread clock),
+ *   `heapBaselineBytes` (heap + external at task start), `heapBytes` (last checkpoint).
+ *
+ * A worker writes a slot only while `taskId` still names its task, so a late write from a worker that
+ * is being terminated cannot touch the slot's next task.
+ */
+
+export const SlotState = { FREE: 0, ASSIGNED: 1, RUNNING: 2, DONE: 3 } as const;
+export type SlotState = (typeof SlotState)[keyof typeof SlotState];
+
+const CONTROL_WORDS = 4;
+const C_TASK_ID = 0;
+const C_STATE = 1;
+const C_CANCEL = 2;
+const C_TID = 3;
+
+const FIGURE_WORDS = 4;
+const F_START_CPU = 0;
+const F_END_CPU = 1;
+const F_BASELINE = 2;
+const F_HEAP = 3;
+
+/** The buffers behind the slots; structured-cloneable into workers (SharedArrayBuffers are shared). */
+export interface TaskSlotBuffers {
+  readonly control: SharedArrayBuffer;
+  readonly figures: SharedArrayBuffer;
+  readonly slotCount: number;
+}
+
+/** Allocates buffers for `slotCount` slots (1..65536). */
+export function allocateTaskSlotBuffers(slotCount: number): TaskSlotBuffers {
+  if (!Number.isInteger(slotCount) || slotCount < 1 || slotCount > 65536) {
+    throw new RangeError(`slotCount must be an integer in 1..65536; received ${slotCount}`);
+  }
+  return {
+    control: new SharedArrayBuffer(slotCount * CONTROL_WORDS * 4),
+    figures: new SharedArrayBuffer(slotCount * FIGURE_WORDS * 8),
+    slotCount,
+  };
+}
+
+/** A view over the slot buffers, usable from the main thread and from workers. */
+export class TaskSlots {
+  readonly #control: Int32Array;
+  readonly #figures: Float64Array;
+  readonly slotCount: number;
+
+  constructor(buffers: TaskSlotBuffers) {
+    this.#control = new Int32Array(buffers.control);
+    this.#figures = new Float64Array(buffers.figures);
+    this.slotCount = buffers.slotCount;
+  }
+
+  // ---- main thread ----
+
+  /** Marks `slot` as assigned to `taskId` and clears its figures. */
+  assign(slot: number, taskId: number): void {
+    const c = slot * CONTROL_WORDS;
+    const f = slot * FIGURE_WORDS;
+    this.#figures.fill(0, f, f + FIGURE_WORDS);
+    Atomics.store(this.#control, c + C_CANCEL, 0);
+    Atomics.store(this.#control, c + C_TID, 0);
+    Atomics.store(this.#control, c + C_TASK_ID, taskId);
+    Atomics.store(this.#control, c + C_STATE, SlotState.ASSIGNED);
+  }
+
+  /** Frees `slot`; later writes by the old task's worker are ignored. */
+  release(slot: number): void {
+    const c = slot * CONTROL_WORDS;
+    Atomics.store(this.#control, c + C_TASK_ID, 0);
+    Atomics.store(this.#control, c + C_STATE, SlotState.FREE);
+  }
+
+  /** Asks the task in `slot` to stop (soft cancellation); `code` > 0 says why. */
+  requestCancel(slot: number, code: number): void {
+    Atomics.store(this.#control, slot * CONTROL_WORDS + C_CANCEL, code);
+  }
+
+  state(slot: number): SlotState {
+    return Atomics.load(this.#control, slot * CONTROL_WORDS + C_STATE) as SlotState;
+  }
+
+  tid(slot: number): number {
+    return Atomics.load(this.#control, slot * CONTROL_WORDS + C_TID);
+  }
+
+  taskId(slot: number): number {
+    return Atomics.load(this.#control, slot * CONTROL_WORDS + C_TASK_ID);
+  }
+
+  startCpuNs(slot: number): number {
+    return this.#figures[slot * FIGURE_WORDS + F_START_CPU]!;
+  }
+
+  endCpuNs(slot: number): number {
+    return this.#figures[slot * FIGURE_WORDS + F_END_CPU]!;
+  }
+
+  /** Task memory: heap + external above the task's start, bytes (0 when it shrank). */
+  memoryBytes(slot: number): number {
+    const f = slot * FIGURE_WORDS;
+    const grown = this.#figures[f + F_HEAP]! - this.#figures[f + F_BASELINE]!;
+    return grown > 0 ? grown : 0;
+  }
+
+  /** Last heap + external figure the worker wrote, bytes. */
+  heapBytes(slot: number): number {
+    return this.#figures[slot * FIGURE_WORDS + F_HEAP]!;
+  }
+
+  // ---- worker ----
+
+  /** Worker: records the start of `taskId` in `slot`. Returns false when the slot is no longer its. */
+  begin(slot: number, taskId: number, tid: number, cpuNs: number, heapBytes: number): boolean {
+    const c = slot * CONTROL_WORDS;
+    if (Atomics.load(this.#control, c + C_TASK_ID) !== taskId) return false;
+    const f = slot * FIGURE_WORDS;
+    this.#figures[f + F_START_CPU] = cpuNs;
+    this.#figures[f + F_BASELINE] = heapBytes;
+    this.#figures[f + F_HEAP] = heapBytes;
+    Atomics.store(this.#control, c + C_TID, tid);
+    Atomics.store(this.#control, c + C_STATE, SlotState.RUNNING);
+    return true;
+  }
+
+  /** Worker: records a heap checkpoint; returns the cancel code (0: keep going). */
+  checkpoint(slot: number, taskId: number, heapBytes: number): number {
+    const c = slot * CONTROL_WORDS;
+    if (Atomics.load(this.#control, c + C_TASK_ID) !== taskId) return 0;
+    this.#figures[slot * FIGURE_WORDS + F_HEAP] = heapBytes;
+    return Atomics.load(this.#control, c + C_CANCEL);
+  }
+
+  /** Worker: the cancel code for `taskId` (0 when none or the slot is no longer its). */
+  cancelCode(slot: number, taskId: number): number {
+    const c = slot * CONTROL_WORDS;
+    if (Atomics.load(this.#control, c + C_TASK_ID) !== taskId) return 0;
+    return Atomics.load(this.#control, c + C_CANCEL);
+  }
+
+  /** Worker: records the end of `taskId`. */
+  end(slot: number, taskId: number, cpuNs: number, heapBytes: number): void {
+    const c = slot * CONTROL_WORDS;
+    if (Atomics.load(this.#control, c + C_TASK_ID) !== taskId) return;
+    const f = slot * FIGURE_WORDS;
+    this.#figures[f + F_END_CPU] = cpuNs;
+    this.#figures[f + F_HEAP] = heapBytes;
+    Atomics.store(this.#control, c + C_STATE, SlotState.DONE);
+  }
+}
+
+/** Free-list of slot indices, main thread only. */
+export class SlotAllocator {
+  readonly #free: number[];
+  constructor(slotCount: number) {
+    this.#free = [];
+    for (let i = slotCount - 1; i >= 0; i--) this.#free.push(i);
+  }
+  /** A free slot index, or -1 when none is left. */
+  acquire(): number {
+    return this.#free.pop() ?? -1;
+  }
+  release(slot: number): void {
+    this.#free.push(slot);
+  }
+  get available(): number {
+    return this.#free.length;
+  }
+}
+
+/** Why the main thread asked a task to stop (the `cancel` word of a slot). */
+export const CancelReason = { CPU: 1, MEMORY: 2, SHUTDOWN: 3 } as const;
+export type CancelReason = (typeof CancelReason)[keyof typeof CancelReason];

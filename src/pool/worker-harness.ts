@@ -1,0 +1,133 @@
+/**
+ * Runs inside every pool worker. Loads the engine once (module import + `init`), reports its kernel
+ * tid and start-up time on a BroadcastChannel, then runs tasks: for each, it records the start CPU
+ * and heap in the task's shared slot, hands the engine an AbortSignal and a `checkpoint()` that
+ * records memory and observes soft cancellation, and records the end CPU. It never throws: every
+ * outcome is a `TaskOutcome`.
+ */
+import { performance } from 'node:perf_hooks';
+import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
+import { currentThreadCpuTimeNs, currentThreadTid, sampleHeap } from '../../native-shim/index.js';
+import type { EngineModule, TaskContext } from './engine-module.js';
+import type { HarnessWorkerData, SerializedError, TaskEnvelope, TaskOutcome, WorkerStartupReport } from './task-envelope.js';
+import { CancelReason, TaskSlots } from './task-slots.js';
+
+const startedAt = performance.now();
+const data = workerData as HarnessWorkerData;
+const slots = new TaskSlots(data.slots);
+
+function heapNow(): number {
+  const s = sampleHeap();
+  return s.usedHeapBytes + s.externalBytes;
+}
+
+/** How often an async handler's cancel flag is polled while its event loop is free, ms. */
+const ASYNC_POLL_MS = 5;
+
+function cancelMessage(code: number): string {
+  switch (code) {
+    case CancelReason.CPU:
+      return 'task cancelled: its sandbox is above its high cpu limit';
+    case CancelReason.MEMORY:
+      return 'task cancelled: its sandbox is above its high memory limit';
+    default:
+      return 'task cancelled: the runtime is shutting down';
+  }
+}
+
+function serializeError(error: unknown): SerializedError {
+  if (error instanceof Error) {
+    const e = error as Error & { statusCode?: unknown; type?: unknown };
+    const statusCode =
+      typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500 ? e.statusCode : undefined;
+    return {
+      name: e.name,
+      message: e.message,
+      type: typeof e.type === 'string' ? e.type : undefined,
+      statusCode,
+      stack: e.stack,
+    };
+  }
+  return { name: 'Error', message: String(error), type: undefined, statusCode: undefined, stack: undefined };
+}
+
+let tid = 0;
+let engine: EngineModule;
+const channel = new BroadcastChannel(data.channelName);
+try {
+  tid = currentThreadTid();
+  const imported = (await import(data.engineUrl)) as EngineModule & { default?: EngineModule };
+  engine = typeof imported.handle === 'function' ? imported : (imported.default as EngineModule);
+  if (engine === undefined || typeof engine.handle !== 'function') {
+    throw new TypeError(`engine module ${data.engineUrl} exports no handle() function`);
+  }
+  await engine.init?.({ cacheDir: data.cacheDir, options: data.engineOptions });
+  const heap = sampleHeap();
+  const report: WorkerStartupReport = {
+    kind: 'ready',
+    tid,
+    threadId,
+    startupMs: performance.now() - startedAt,
+    heapBytes: heap.usedHeapBytes + heap.externalBytes,
+    heapLimitBytes: heap.heapLimitBytes,
+    error: undefined,
+  };
+  channel.postMessage(report);
+} catch (error) {
+  const report: WorkerStartupReport = {
+    kind: 'failed',
+    tid,
+    threadId,
+    startupMs: performance.now() - startedAt,
+    heapBytes: 0,
+    heapLimitBytes: 0,
+    error: error instanceof Error ? `${error.message}` : String(error),
+  };
+  channel.postMessage(report);
+  throw error;
+} finally {
+  channel.close();
+}
+
+/** The piscina task handler. */
+export default async function runTask(envelope: TaskEnvelope): Promise<TaskOutcome> {
+  const { taskId, slot } = envelope;
+  slots.begin(slot, taskId, tid, currentThreadCpuTimeNs(), heapNow());
+  const controller = new AbortController();
+  const abortIfRequested = (): void => {
+    if (controller.signal.aborted) return;
+    const code = slots.cancelCode(slot, taskId);
+    if (code !== 0) controller.abort(Object.assign(new Error(cancelMessage(code)), { name: 'AbortError', code }));
+  };
+  const context: TaskContext = {
+    signal: controller.signal,
+    taskId,
+    checkpoint() {
+      const code = slots.checkpoint(slot, taskId, heapNow());
+      if (code !== 0) {
+        abortIfRequested();
+        controller.signal.throwIfAborted();
+      }
+    },
+  };
+  let poll: NodeJS.Timeout | undefined;
+  try {
+    abortIfRequested();
+    controller.signal.throwIfAborted();
+    const pending = engine.handle(envelope.request, context);
+    let result: unknown;
+    if (pending !== null && typeof (pending as Promise<unknown>)?.then === 'function') {
+      poll = setInterval(abortIfRequested, ASYNC_POLL_MS);
+      result = await pending;
+    } else {
+      result = pending;
+    }
+    return { ok: true, result };
+  } catch (error) {
+    const code = controller.signal.aborted ? slots.cancelCode(slot, taskId) || CancelReason.SHUTDOWN : 0;
+    return { ok: false, error: serializeError(error), cancelCode: code };
+  } finally {
+    if (poll !== undefined) clearInterval(poll);
+    slots.end(slot, taskId, currentThreadCpuTimeNs(), heapNow());
+  }
+}

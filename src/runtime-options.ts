@@ -1,0 +1,162 @@
+/**
+ * Options of `createRuntime`, validated once into a frozen resolved object; the hot path never
+ * re-validates. Messages name the option and the received value
+ * (`options.threads must be an integer in 1..1024; received 0`).
+ */
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { availableCores } from '../native-shim/index.js';
+import { InvalidArgumentError } from './errors.js';
+import { EnforcementMode } from './governor/decide.js';
+import type pino from 'pino';
+
+export interface RuntimeOptions {
+  /**
+   * The engine: absolute or cwd-relative path, or file: URL, of an ES module implementing
+   * `EngineModule` (see `src/pool/engine-module.ts`). Default: the built-in MiniSearch engine over
+   * the SpamAssassin corpus.
+   */
+  engine?: string;
+  /** Passed unchanged to the engine's `prepare` and `init`. Default `{}`. */
+  engineOptions?: Record<string, unknown>;
+  /**
+   * Sandboxes: the path of a sandbox file, or its parsed content (`{ "sandboxes": [...] }`, see
+   * `parseSandboxDefinitions`). Default: the root sandbox alone.
+   */
+  sandboxes?: string | { readonly sandboxes: readonly unknown[] };
+  /** Worker threads, integer 1..1024. Default: the node's cores (cgroup quota aware), at least 1. */
+  threads?: number;
+  /** Old-generation heap limit of each worker, MiB, 64..65536. Default 1024. */
+  workerHeapMb?: number;
+  /** Bytes that count as 100 % memory usage. Default: threads × workerHeapMb MiB. */
+  memoryBudgetBytes?: number;
+  /** Tasks waiting for a worker, beyond which new ones are rejected (429), 0..1e6. Default 1000. */
+  maxQueuedTasks?: number;
+  /** Governor interval, ms, 10..60000. Default 100. */
+  intervalMs?: number;
+  /** Intervals between soft and hard cancellation, integer 1..1000. Default 2. */
+  graceIntervals?: number;
+  /** `enabled` (act), `monitor_only` (count what would be done), `disabled`. Default `enabled`. */
+  enforcement?: EnforcementMode;
+  /** Node duress thresholds. Defaults: cpu 0.9, memory 0.9, 3 consecutive intervals. */
+  duress?: { cpuThreshold?: number; memoryThreshold?: number; consecutiveIntervals?: number };
+  /** Directory for caches and state. Default `./.query-sandbox` (resolved against the cwd). */
+  dataDir?: string;
+  /** This node's id in stats. Default `node-<pid>`. */
+  nodeId?: string;
+  /** How long start-up waits for every worker to load the engine, ms. Default 300000. */
+  startTimeoutMs?: number;
+  /** A pino logger. Default: silent. */
+  logger?: pino.Logger;
+}
+
+export interface ResolvedRuntimeOptions {
+  readonly engineUrl: string | undefined;
+  readonly engineOptions: Readonly<Record<string, unknown>>;
+  readonly sandboxes: string | { readonly sandboxes: readonly unknown[] } | undefined;
+  readonly threads: number;
+  readonly workerHeapMb: number;
+  readonly memoryBudgetBytes: number;
+  readonly maxQueuedTasks: number;
+  readonly intervalMs: number;
+  readonly graceIntervals: number;
+  readonly enforcement: EnforcementMode;
+  readonly duress: { readonly cpuThreshold: number; readonly memoryThreshold: number; readonly consecutiveIntervals: number };
+  readonly dataDir: string;
+  readonly nodeId: string;
+  readonly startTimeoutMs: number;
+  readonly cores: number;
+}
+
+function integer(name: string, value: unknown, min: number, max: number, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new InvalidArgumentError(`options.${name}`, `must be an integer in ${min}..${max}`, value);
+  }
+  return value;
+}
+
+function ratio(name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !(value > 0 && value <= 1)) {
+    throw new InvalidArgumentError(`options.${name}`, 'must be a ratio in (0, 1]', value);
+  }
+  return value;
+}
+
+/** Validates and fills defaults. @throws InvalidArgumentError naming the option and value. */
+export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRuntimeOptions {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError('options', 'must be an object', options);
+  }
+  const cores = availableCores();
+  let engineUrl: string | undefined;
+  if (options.engine !== undefined) {
+    if (typeof options.engine !== 'string' || options.engine.length === 0) {
+      throw new InvalidArgumentError('options.engine', 'must be a module path or file: URL', options.engine);
+    }
+    engineUrl = options.engine.startsWith('file:')
+      ? options.engine
+      : pathToFileURL(path.resolve(options.engine)).href;
+  }
+  const engineOptions = options.engineOptions ?? {};
+  if (typeof engineOptions !== 'object' || engineOptions === null || Array.isArray(engineOptions)) {
+    throw new InvalidArgumentError('options.engineOptions', 'must be an object', engineOptions);
+  }
+  if (
+    options.sandboxes !== undefined &&
+    typeof options.sandboxes !== 'string' &&
+    (typeof options.sandboxes !== 'object' || options.sandboxes === null)
+  ) {
+    throw new InvalidArgumentError('options.sandboxes', 'must be a file path or a sandbox file object', options.sandboxes);
+  }
+  const threads = integer('threads', options.threads, 1, 1024, Math.max(1, Math.round(cores)));
+  const workerHeapMb = integer('workerHeapMb', options.workerHeapMb, 64, 65536, 1024);
+  const memoryBudgetBytes = integer(
+    'memoryBudgetBytes',
+    options.memoryBudgetBytes,
+    1,
+    Number.MAX_SAFE_INTEGER,
+    threads * workerHeapMb * 1024 * 1024,
+  );
+  const enforcement = options.enforcement ?? EnforcementMode.ENABLED;
+  if (!Object.values(EnforcementMode).includes(enforcement)) {
+    throw new InvalidArgumentError(
+      'options.enforcement',
+      `must be one of ${Object.values(EnforcementMode).join(', ')}`,
+      enforcement,
+    );
+  }
+  const duress = options.duress ?? {};
+  if (typeof duress !== 'object' || duress === null) {
+    throw new InvalidArgumentError('options.duress', 'must be an object', duress);
+  }
+  const nodeId = options.nodeId ?? `node-${process.pid}`;
+  if (typeof nodeId !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(nodeId)) {
+    throw new InvalidArgumentError('options.nodeId', 'must be 1..64 characters of [A-Za-z0-9_.-]', nodeId);
+  }
+  if (options.dataDir !== undefined && (typeof options.dataDir !== 'string' || options.dataDir.length === 0)) {
+    throw new InvalidArgumentError('options.dataDir', 'must be a directory path', options.dataDir);
+  }
+  return Object.freeze({
+    engineUrl,
+    engineOptions: Object.freeze({ ...engineOptions }),
+    sandboxes: options.sandboxes,
+    threads,
+    workerHeapMb,
+    memoryBudgetBytes,
+    maxQueuedTasks: integer('maxQueuedTasks', options.maxQueuedTasks, 0, 1_000_000, 1000),
+    intervalMs: integer('intervalMs', options.intervalMs, 10, 60_000, 100),
+    graceIntervals: integer('graceIntervals', options.graceIntervals, 1, 1000, 2),
+    enforcement,
+    duress: Object.freeze({
+      cpuThreshold: ratio('duress.cpuThreshold', duress.cpuThreshold, 0.9),
+      memoryThreshold: ratio('duress.memoryThreshold', duress.memoryThreshold, 0.9),
+      consecutiveIntervals: integer('duress.consecutiveIntervals', duress.consecutiveIntervals, 1, 1000, 3),
+    }),
+    dataDir: path.resolve(options.dataDir ?? '.query-sandbox'),
+    nodeId,
+    startTimeoutMs: integer('startTimeoutMs', options.startTimeoutMs, 1000, 3_600_000, 300_000),
+    cores,
+  });
+}

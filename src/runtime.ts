@@ -1,0 +1,499 @@
+/**
+ * The composition root: `createRuntime(options)` wires the engine, the worker pool, the usage
+ * tracker, the governor and the classifier, and exposes the public API that the HTTP server and CLI
+ * sit on.
+ *
+ * Request path (`search`): resolve the index expression, let the engine validate the body, bind the
+ * request to a sandbox, read the governor's published verdict (no sampling here), queue, and run on a
+ * free worker. Every submitted task settles exactly once: a result, a `RejectedError`, a
+ * `CancelledError`, or an engine error.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import pino from 'pino';
+import { resolveIndexExpression } from './classify/index-expression.js';
+import { SandboxClassifier } from './classify/sandbox-classifier.js';
+import {
+  CancelledError,
+  EngineFailureError,
+  EngineRequestError,
+  InvalidArgumentError,
+  NotRunningError,
+  RejectedError,
+} from './errors.js';
+import type { EnforcementMode } from './governor/decide.js';
+import { DuressDetector } from './governor/duress-detector.js';
+import { Governor, type GovernorSnapshot } from './governor/governor.js';
+import { SandboxCounterTable, type SandboxCounters } from './governor/sandbox-counters.js';
+import { compiledModuleUrl } from './pool/compiled-module-url.js';
+import type { EngineDescription, EngineModule, EngineRequest } from './pool/engine-module.js';
+import type { TaskOutcome } from './pool/task-envelope.js';
+import { CancelReason, SlotAllocator } from './pool/task-slots.js';
+import { WorkerPool } from './pool/worker-pool.js';
+import { type ResolvedRuntimeOptions, type RuntimeOptions, resolveRuntimeOptions } from './runtime-options.js';
+import { loadSandboxFile, parseSandboxDefinitions } from './sandbox/sandbox-file.js';
+import { createRootSandbox, type Resource, type Sandbox } from './sandbox/sandbox.js';
+import { NodeUsageSampler } from './tracking/node-usage-sampler.js';
+import { newTrackedTask, type TrackedTask } from './tracking/tracked-task.js';
+import { UsageTracker } from './tracking/usage-tracker.js';
+
+export type { RuntimeOptions } from './runtime-options.js';
+
+/** One search request as the runtime takes it. */
+export interface SearchRequest {
+  /** Index expression: a name, a comma list, wildcards (`spam-*`), `_all`. */
+  readonly index: string;
+  /** The request body (parsed JSON), handed to the engine. */
+  readonly body: unknown;
+  /** The authenticated user, from the deployment's authentication layer. */
+  readonly user?: string | undefined;
+  /** An explicit sandbox choice, honoured only when the request's attributes match it. */
+  readonly sandboxId?: string | undefined;
+}
+
+/** Per-sandbox stats, a plain snapshot. */
+export interface SandboxStats {
+  readonly running: number;
+  readonly queued: number;
+  readonly counters: Readonly<SandboxCounters>;
+  readonly usage: { readonly cpu: number; readonly memory: number };
+  readonly state: 'ok' | 'rejecting' | 'cancelling';
+}
+
+/** Node stats, a plain snapshot. */
+export interface NodeStats {
+  readonly nodeId: string;
+  readonly cores: number;
+  readonly threads: number;
+  readonly liveWorkers: number;
+  readonly running: number;
+  readonly queued: number;
+  readonly duress: boolean;
+  readonly enforcement: EnforcementMode;
+  readonly usage: { readonly cpu: number; readonly memory: number };
+  readonly workersStarted: number;
+  /** Start-up of the initial workers, ms (engine indices loaded). */
+  readonly workerStartupMs: readonly number[];
+  /** Start-up of the most recent replacement worker, ms, if any. */
+  readonly lastReplacementStartupMs: number | undefined;
+  readonly engineIndices: readonly string[] | undefined;
+  readonly governorTicks: number;
+}
+
+export interface Runtime {
+  /** Runs one search. Rejects with the errors listed in `errors.ts`. */
+  search(request: SearchRequest): Promise<unknown>;
+  /** The sandboxes, the root first. */
+  sandboxes(): readonly Sandbox[];
+  /** Per-sandbox stats keyed by sandbox id. */
+  sandboxStats(): ReadonlyMap<string, SandboxStats>;
+  nodeStats(): NodeStats;
+  /** The governor's last published snapshot. */
+  governorSnapshot(): GovernorSnapshot;
+  /** Changes the enforcement mode at runtime (takes effect at the next interval). */
+  setEnforcement(mode: EnforcementMode): void;
+  readonly options: ResolvedRuntimeOptions;
+  /** Stops accepting work, cancels queued and running tasks, stops the workers. Idempotent. */
+  close(): Promise<void>;
+}
+
+interface QueuedTask {
+  readonly taskId: number;
+  readonly sandbox: Sandbox;
+  readonly request: EngineRequest;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (reason: unknown) => void;
+}
+
+interface RunningTask {
+  readonly queued: QueuedTask;
+  readonly tracked: TrackedTask;
+  readonly abort: AbortController;
+}
+
+/** Index-based FIFO: O(1) push and shift without Array#shift's copying. */
+class FifoQueue<T> {
+  #items: (T | undefined)[] = [];
+  #head = 0;
+  push(item: T): void {
+    this.#items.push(item);
+  }
+  shift(): T | undefined {
+    if (this.#head >= this.#items.length) return undefined;
+    const item = this.#items[this.#head];
+    this.#items[this.#head++] = undefined;
+    if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+      this.#items = this.#items.slice(this.#head);
+      this.#head = 0;
+    }
+    return item;
+  }
+  get length(): number {
+    return this.#items.length - this.#head;
+  }
+  *[Symbol.iterator](): IterableIterator<T> {
+    for (let i = this.#head; i < this.#items.length; i++) yield this.#items[i]!;
+  }
+}
+
+function cancelResourceOf(code: number): Resource | 'shutdown' {
+  return code === CancelReason.CPU ? 'cpu' : code === CancelReason.MEMORY ? 'memory' : 'shutdown';
+}
+
+async function loadSandboxes(source: ResolvedRuntimeOptions['sandboxes']): Promise<Sandbox[]> {
+  if (source === undefined) return [createRootSandbox()];
+  if (typeof source === 'string') return loadSandboxFile(source);
+  return parseSandboxDefinitions(source);
+}
+
+/**
+ * Creates and starts a runtime: loads the sandboxes, prepares the engine in the main thread, starts
+ * the workers and waits until each has loaded the engine, then starts the governor.
+ * @throws InvalidArgumentError / InvalidSandboxError for bad options or a bad sandbox file;
+ *   Error when the engine cannot be loaded or a worker fails to start.
+ */
+export async function createRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
+  const resolved = resolveRuntimeOptions(options);
+  const log = options.logger ?? pino({ level: 'silent' });
+  const sandboxes = await loadSandboxes(resolved.sandboxes);
+  const engineUrl = resolved.engineUrl ?? compiledModuleUrl('./engine/minisearch-engine.js', import.meta.url);
+  let engine: EngineModule;
+  try {
+    const imported = (await import(engineUrl)) as EngineModule & { default?: EngineModule };
+    engine = typeof imported.handle === 'function' ? imported : (imported.default as EngineModule);
+  } catch (error) {
+    throw new Error(`cannot load engine module ${engineUrl}: ${(error as Error).message}`, { cause: error });
+  }
+  if (engine === undefined || typeof engine.handle !== 'function') {
+    throw new InvalidArgumentError('options.engine', 'must name a module that exports handle()', engineUrl);
+  }
+  const cacheDir = path.join(resolved.dataDir, 'cache');
+  await fs.mkdir(cacheDir, { recursive: true });
+  const prepareStarted = performance.now();
+  const description: EngineDescription =
+    (await engine.prepare?.({
+      cacheDir,
+      options: resolved.engineOptions,
+      log: (message) => log.info({ engine: engineUrl }, message),
+    })) ?? {};
+  const prepareMs = performance.now() - prepareStarted;
+  log.info({ prepareMs: Math.round(prepareMs), indices: description.indices }, 'engine prepared');
+
+  const pool = await WorkerPool.start({
+    engineUrl,
+    engineOptions: resolved.engineOptions,
+    cacheDir,
+    threads: resolved.threads,
+    workerHeapMb: resolved.workerHeapMb,
+    // One slot per task in flight; tasks in flight never exceed the worker count.
+    slotCount: resolved.threads * 2,
+    startTimeoutMs: resolved.startTimeoutMs,
+  });
+  log.info({ startupMs: pool.startups.map((s) => Math.round(s.startupMs)) }, 'workers ready');
+  return new GovernedRuntime(resolved, engine, description, sandboxes, pool, log);
+}
+
+class GovernedRuntime implements Runtime {
+  readonly options: ResolvedRuntimeOptions;
+  readonly #engine: EngineModule;
+  readonly #indices: readonly string[] | undefined;
+  readonly #sandboxes: readonly Sandbox[];
+  readonly #byId: ReadonlyMap<string, Sandbox>;
+  readonly #classifier: SandboxClassifier;
+  readonly #pool: WorkerPool;
+  readonly #log: pino.Logger;
+  readonly #allocator: SlotAllocator;
+  readonly #tracker: UsageTracker;
+  readonly #nodeSampler: NodeUsageSampler;
+  readonly #counters = new SandboxCounterTable();
+  readonly #governor: Governor;
+  readonly #queue = new FifoQueue<QueuedTask>();
+  readonly #running = new Map<number, RunningTask>();
+  readonly #initialWorkers: number;
+  #nextTaskId = 1;
+  #closed = false;
+
+  constructor(
+    options: ResolvedRuntimeOptions,
+    engine: EngineModule,
+    description: EngineDescription,
+    sandboxes: readonly Sandbox[],
+    pool: WorkerPool,
+    log: pino.Logger,
+  ) {
+    this.options = options;
+    this.#engine = engine;
+    this.#indices = description.indices;
+    this.#sandboxes = sandboxes;
+    this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
+    this.#classifier = new SandboxClassifier(sandboxes);
+    this.#pool = pool;
+    this.#log = log;
+    this.#initialWorkers = pool.workersStarted;
+    this.#allocator = new SlotAllocator(pool.slots.slotCount);
+    this.#tracker = new UsageTracker({
+      slots: pool.slots,
+      cores: options.cores,
+      memoryBudgetBytes: options.memoryBudgetBytes,
+      parentOf: (id) => this.#byId.get(id)?.parentId ?? null,
+    });
+    this.#nodeSampler = new NodeUsageSampler({ cores: options.cores });
+    this.#governor = new Governor(
+      { intervalMs: options.intervalMs, graceIntervals: options.graceIntervals, enforcement: options.enforcement },
+      {
+        sampleUsage: () => this.#tracker.sample(),
+        sampleNode: () => this.#sampleNode(),
+        sandboxes: () => this.#sandboxes,
+        duress: new DuressDetector(options.duress),
+        counters: this.#counters,
+        softCancel: (taskId, resource) => this.#softCancel(taskId, resource),
+        hardCancel: (taskId, resource) => this.#hardCancel(taskId, resource),
+        nowMs: () => performance.now(),
+      },
+    );
+    this.#governor.start();
+  }
+
+  #sampleNode() {
+    const startups = this.#pool.startups;
+    const last = startups[startups.length - 1];
+    const idleHeap = last?.heapBytes ?? 0;
+    const heapLimit = last?.heapLimitBytes ?? this.options.workerHeapMb * 1024 * 1024;
+    let workersHeap = 0;
+    for (const r of this.#running.values()) workersHeap += this.#pool.slots.heapBytes(r.tracked.slot) || idleHeap;
+    workersHeap += Math.max(0, this.#pool.threads - this.#running.size) * idleHeap;
+    return this.#nodeSampler.sample(workersHeap, heapLimit * this.#pool.threads);
+  }
+
+  search(request: SearchRequest): Promise<unknown> {
+    try {
+      return this.#admit(request);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  #admit(request: SearchRequest): Promise<unknown> {
+    if (this.#closed) throw new NotRunningError();
+    if (typeof request.index !== 'string') throw new InvalidArgumentError('index', 'must be a string', request.index);
+    const indices = resolveIndexExpression(request.index, this.#indices);
+    const engineRequest: EngineRequest = { indices, body: request.body };
+    this.#engine.validate?.(engineRequest);
+    const attributes = { user: request.user, indices };
+    const sandbox =
+      request.sandboxId !== undefined
+        ? this.#classifier.resolveExplicit(request.sandboxId, attributes)
+        : this.#classifier.classify(attributes);
+    this.#checkVerdict(sandbox);
+    if (this.#queue.length >= this.options.maxQueuedTasks && this.#running.size >= this.#pool.threads) {
+      this.#counters.countRejection(sandbox.id, 'queue');
+      throw new RejectedError(
+        sandbox.id,
+        'queue',
+        `rejected: the queue is full (${this.options.maxQueuedTasks} tasks waiting); sandbox [${sandbox.id}]`,
+      );
+    }
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ taskId: this.#nextTaskId++, sandbox, request: engineRequest, resolve, reject });
+      this.#pump();
+    });
+  }
+
+  /** Throws RejectedError when the governor's published verdict refuses new tasks of `sandbox`. */
+  #checkVerdict(sandbox: Sandbox): void {
+    const verdict = this.#governor.verdict(sandbox.id);
+    if (verdict.wouldReject && verdict.resource !== undefined) {
+      this.#counters.of(sandbox.id)[verdict.resource].wouldReject++;
+    }
+    if (!verdict.rejectNew) return;
+    const resource = verdict.rejectResource ?? 'cpu';
+    const by = verdict.rejectedBy ?? sandbox.id;
+    const usage = this.#governor.snapshot.usage.get(by);
+    const limit = this.#byId.get(by)?.limits[resource];
+    this.#counters.countRejection(sandbox.id, resource);
+    throw new RejectedError(
+      sandbox.id,
+      resource,
+      `rejected: sandbox [${by}] is above its low ${resource} limit` +
+        (usage !== undefined && limit !== undefined
+          ? ` (usage ${usage[resource].toFixed(3)} > low ${limit.low})`
+          : '') +
+        (by !== sandbox.id ? `; request bound to its child [${sandbox.id}]` : ''),
+    );
+  }
+
+  /** Hands queued tasks to free workers. */
+  #pump(): void {
+    while (this.#running.size < this.#pool.threads && this.#queue.length > 0 && !this.#closed) {
+      const queued = this.#queue.shift()!;
+      // A task that waited is still new work: the verdict published since it was queued applies.
+      try {
+        this.#checkVerdict(queued.sandbox);
+      } catch (error) {
+        queued.reject(error);
+        continue;
+      }
+      const slot = this.#allocator.acquire();
+      if (slot < 0) {
+        // Cannot happen while slots = 2 × workers; refuse rather than lose the task.
+        queued.reject(new EngineFailureError('no free task slot'));
+        continue;
+      }
+      this.#pool.slots.assign(slot, queued.taskId);
+      const tracked = newTrackedTask(queued.taskId, queued.sandbox.id, slot, performance.now());
+      const running: RunningTask = { queued, tracked, abort: new AbortController() };
+      this.#running.set(queued.taskId, running);
+      this.#tracker.add(tracked);
+      this.#pool
+        .run({ taskId: queued.taskId, slot, request: queued.request }, running.abort.signal)
+        .then(
+          (outcome) => this.#settle(running, outcome, undefined),
+          (error: unknown) => this.#settle(running, undefined, error),
+        );
+    }
+  }
+
+  #settle(running: RunningTask, outcome: TaskOutcome | undefined, thrown: unknown): void {
+    const { queued, tracked } = running;
+    this.#tracker.complete(tracked);
+    this.#pool.slots.release(tracked.slot);
+    this.#allocator.release(tracked.slot);
+    this.#running.delete(queued.taskId);
+    const picked = this.#governor.cancellationOf(queued.taskId);
+    this.#governor.forget(queued.taskId);
+    const sandboxId = queued.sandbox.id;
+    const counters = this.#counters.of(sandboxId);
+    try {
+      if (outcome?.ok === true) {
+        counters.completions++;
+        queued.resolve(outcome.result);
+      } else if (outcome !== undefined && outcome.cancelCode !== 0) {
+        const resource = cancelResourceOf(outcome.cancelCode);
+        this.#counters.countCancellation(sandboxId, resource, false);
+        queued.reject(this.#cancelledError(queued.sandbox, picked?.cancellation.sandboxId, resource, false));
+      } else if (outcome !== undefined) {
+        const e = outcome.error;
+        if (e.statusCode !== undefined) {
+          counters.failures++;
+          queued.reject(new EngineRequestError(e.type ?? 'illegal_argument_exception', e.message, e.statusCode));
+        } else {
+          counters.failures++;
+          this.#log.warn({ taskId: queued.taskId, error: e.message, stack: e.stack }, 'engine failure');
+          queued.reject(new EngineFailureError(`engine failure: ${e.message}`));
+        }
+      } else {
+        // The worker was terminated: a hard cancellation, or shutdown.
+        const resource: Resource | 'shutdown' = picked?.hard ? picked.cancellation.resource : 'shutdown';
+        this.#counters.countCancellation(sandboxId, resource, true);
+        if (resource === 'shutdown' && !this.#closed) {
+          this.#log.warn({ taskId: queued.taskId, error: String(thrown) }, 'worker lost');
+        }
+        queued.reject(this.#cancelledError(queued.sandbox, picked?.cancellation.sandboxId, resource, true));
+      }
+    } finally {
+      this.#pump();
+    }
+  }
+
+  #cancelledError(
+    sandbox: Sandbox,
+    breachedBy: string | undefined,
+    resource: Resource | 'shutdown',
+    hard: boolean,
+  ): CancelledError {
+    if (resource === 'shutdown') {
+      return new CancelledError(sandbox.id, resource, hard, `task cancelled: the runtime is shutting down`);
+    }
+    const by = breachedBy ?? sandbox.id;
+    return new CancelledError(
+      sandbox.id,
+      resource,
+      hard,
+      `task cancelled: sandbox [${by}] is above its high ${resource} limit` +
+        (by !== sandbox.id ? ` (task of its child [${sandbox.id}])` : '') +
+        (hard ? '; its worker was terminated' : ''),
+    );
+  }
+
+  #softCancel(taskId: number, resource: Resource): void {
+    const r = this.#running.get(taskId);
+    if (r === undefined) return;
+    this.#pool.slots.requestCancel(r.tracked.slot, resource === 'cpu' ? CancelReason.CPU : CancelReason.MEMORY);
+  }
+
+  #hardCancel(taskId: number, _resource: Resource): void {
+    this.#running.get(taskId)?.abort.abort();
+  }
+
+  sandboxes(): readonly Sandbox[] {
+    return this.#sandboxes;
+  }
+
+  sandboxStats(): ReadonlyMap<string, SandboxStats> {
+    const snapshot = this.#governor.snapshot;
+    const running = new Map<string, number>();
+    const queued = new Map<string, number>();
+    for (const r of this.#running.values()) {
+      running.set(r.queued.sandbox.id, (running.get(r.queued.sandbox.id) ?? 0) + 1);
+    }
+    for (const q of this.#queue) queued.set(q.sandbox.id, (queued.get(q.sandbox.id) ?? 0) + 1);
+    const out = new Map<string, SandboxStats>();
+    for (const s of this.#sandboxes) {
+      const c = this.#counters.of(s.id);
+      const usage = snapshot.usage.get(s.id);
+      out.set(s.id, {
+        running: running.get(s.id) ?? 0,
+        queued: queued.get(s.id) ?? 0,
+        counters: structuredClone(c),
+        usage: { cpu: usage?.cpu ?? 0, memory: usage?.memory ?? 0 },
+        state: snapshot.verdicts.get(s.id)?.state ?? 'ok',
+      });
+    }
+    return out;
+  }
+
+  nodeStats(): NodeStats {
+    const snapshot = this.#governor.snapshot;
+    const startups = this.#pool.startups;
+    const started = this.#pool.workersStarted;
+    return {
+      nodeId: this.options.nodeId,
+      cores: this.options.cores,
+      threads: this.#pool.threads,
+      liveWorkers: this.#pool.liveWorkers,
+      running: this.#running.size,
+      queued: this.#queue.length,
+      duress: snapshot.duress,
+      enforcement: this.#governor.enforcement,
+      usage: { cpu: snapshot.node.cpu, memory: snapshot.node.memory },
+      workersStarted: started,
+      workerStartupMs: startups.slice(0, this.#initialWorkers).map((s) => s.startupMs),
+      lastReplacementStartupMs: started > this.#initialWorkers ? startups[startups.length - 1]?.startupMs : undefined,
+      engineIndices: this.#indices,
+      governorTicks: snapshot.ticks,
+    };
+  }
+
+  governorSnapshot(): GovernorSnapshot {
+    return this.#governor.snapshot;
+  }
+
+  setEnforcement(mode: EnforcementMode): void {
+    if (!['enabled', 'monitor_only', 'disabled'].includes(mode)) {
+      throw new InvalidArgumentError('enforcement', 'must be one of enabled, monitor_only, disabled', mode);
+    }
+    this.#governor.enforcement = mode;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#governor.stop();
+    for (let q = this.#queue.shift(); q !== undefined; q = this.#queue.shift()) {
+      this.#counters.countCancellation(q.sandbox.id, 'shutdown', false);
+      q.reject(new CancelledError(q.sandbox.id, 'shutdown', false, 'task cancelled: the runtime is shutting down'));
+    }
+    await this.#pool.close();
+    this.#tracker.close();
+  }
+}
