@@ -1,0 +1,162 @@
+import { InvalidSandboxError } from '../errors.js';
+import { isPlainObject } from './is-plain-object.js';
+import { type ParsedResourceLimits, parseResourceLimits } from './resource-limits.js';
+import { ROOT_SANDBOX_ID, SandboxMode, type SelectionAttributes } from './sandbox.js';
+import { parseSelectionAttributes } from './selection-attributes.js';
+
+/** Fields a sandbox entry of a sandbox file may have. */
+const ENTRY_KEYS = [
+  '_id',
+  'name',
+  'parent_id',
+  'priority',
+  'mode',
+  'resourceConsumptionLimits',
+  'selectionAttributes',
+  'tags',
+] as const;
+/** Fields the root's entry (`"_id": "_root"`) may have. */
+const ROOT_ENTRY_KEYS = ['_id', 'priority'] as const;
+
+/** Names and ids: 1..50 (names) or 1..100 (ids) characters of `[A-Za-z0-9_-]`. */
+const NAME_PATTERN = /^[A-Za-z0-9_-]+$/;
+export const MAX_NAME_LENGTH = 50;
+export const MAX_ID_LENGTH = 100;
+/** A tag is 1..100 characters. */
+export const MAX_TAG_LENGTH = 100;
+
+/** One entry of a sandbox file, checked on its own (checks across entries come later). */
+export interface SandboxEntry {
+  /** Position in the file's `sandboxes` list. */
+  readonly index: number;
+  /** Path of the entry, e.g. `sandboxes[2]`. */
+  readonly path: string;
+  readonly id: string;
+  /** True when `_id` was not written and the id is the name. */
+  readonly idFromName: boolean;
+  readonly name: string;
+  /** `parent_id` as written: `null` when absent, null or `_root`. */
+  readonly parentId: string | null;
+  readonly priority: number;
+  readonly mode: SandboxMode;
+  readonly limits: ParsedResourceLimits;
+  readonly selectionAttributes: SelectionAttributes;
+  readonly tags: readonly string[];
+}
+
+/** The root's entry: only its priority can be set. */
+export interface RootEntry {
+  readonly index: number;
+  readonly path: string;
+  readonly priority: number;
+}
+
+/**
+ * Checks one entry of a sandbox file's `sandboxes` list.
+ *
+ * @param value the raw entry.
+ * @param index its position; paths in errors read `sandboxes[index].field`.
+ * @returns a `RootEntry` for `"_id": "_root"`, else a `SandboxEntry`.
+ * @throws InvalidSandboxError naming the exact field.
+ */
+export function parseSandboxEntry(value: unknown, index: number): SandboxEntry | RootEntry {
+  const path = `sandboxes[${index}]`;
+  if (!isPlainObject(value)) throw new InvalidSandboxError(path, 'must be an object', value);
+  if (value['_id'] === ROOT_SANDBOX_ID) {
+    refuseUnknownKeys(
+      value,
+      path,
+      ROOT_ENTRY_KEYS,
+      'on the root sandbox entry (only _id and priority may be set)',
+    );
+    return Object.freeze({ index, path, priority: parsePriority(value['priority'], `${path}.priority`) });
+  }
+  refuseUnknownKeys(value, path, ENTRY_KEYS, `(expected one of ${ENTRY_KEYS.join(', ')})`);
+
+  const name = value['name'];
+  if (typeof name !== 'string' || name.length > MAX_NAME_LENGTH || !NAME_PATTERN.test(name)) {
+    throw new InvalidSandboxError(
+      `${path}.name`,
+      `must be 1..${MAX_NAME_LENGTH} characters of [A-Za-z0-9_-]`,
+      name,
+    );
+  }
+  const rawId = value['_id'];
+  if (
+    rawId !== undefined &&
+    (typeof rawId !== 'string' || rawId.length > MAX_ID_LENGTH || !NAME_PATTERN.test(rawId))
+  ) {
+    throw new InvalidSandboxError(
+      `${path}._id`,
+      `must be 1..${MAX_ID_LENGTH} characters of [A-Za-z0-9_-]`,
+      rawId,
+    );
+  }
+  const parentId = value['parent_id'];
+  if (
+    parentId !== undefined &&
+    parentId !== null &&
+    (typeof parentId !== 'string' || parentId.length === 0)
+  ) {
+    throw new InvalidSandboxError(`${path}.parent_id`, 'must be the _id of another sandbox', parentId);
+  }
+  const mode = value['mode'] ?? SandboxMode.ENFORCED;
+  if (!(Object.values(SandboxMode) as unknown[]).includes(mode)) {
+    throw new InvalidSandboxError(
+      `${path}.mode`,
+      `must be one of ${Object.values(SandboxMode).join(', ')}`,
+      mode,
+    );
+  }
+
+  return Object.freeze({
+    index,
+    path,
+    id: rawId ?? name,
+    idFromName: rawId === undefined,
+    name,
+    parentId: parentId === undefined || parentId === null || parentId === ROOT_SANDBOX_ID ? null : parentId,
+    priority: parsePriority(value['priority'], `${path}.priority`),
+    mode: mode as SandboxMode,
+    limits: parseResourceLimits(value['resourceConsumptionLimits'], `${path}.resourceConsumptionLimits`),
+    selectionAttributes: parseSelectionAttributes(
+      value['selectionAttributes'],
+      `${path}.selectionAttributes`,
+    ),
+    tags: parseTags(value['tags'], `${path}.tags`),
+  });
+}
+
+function refuseUnknownKeys(
+  value: Record<string, unknown>,
+  path: string,
+  allowed: readonly string[],
+  explanation: string,
+): void {
+  for (const key of Object.keys(value)) {
+    if (!allowed.includes(key))
+      throw new InvalidSandboxError(`${path}.${key}`, `is not allowed ${explanation}`, value[key]);
+  }
+}
+
+function parsePriority(value: unknown, path: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
+    throw new InvalidSandboxError(path, 'must be an integer (higher = more important)', value);
+  }
+  return value;
+}
+
+function parseTags(value: unknown, path: string): readonly string[] {
+  if (value === undefined) return Object.freeze([]);
+  if (!Array.isArray(value)) throw new InvalidSandboxError(path, 'must be a list of strings', value);
+  value.forEach((tag: unknown, tagIndex) => {
+    if (typeof tag !== 'string' || tag.length === 0 || tag.length > MAX_TAG_LENGTH) {
+      throw new InvalidSandboxError(
+        `${path}[${tagIndex}]`,
+        `must be a string of 1..${MAX_TAG_LENGTH} characters`,
+        tag,
+      );
+    }
+  });
+  return Object.freeze([...(value as string[])]);
+}

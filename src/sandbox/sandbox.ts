@@ -1,0 +1,87 @@
+/**
+ * The sandbox model: a node of the sandbox tree with a priority, limits per resource, a mode and the
+ * selection attributes that bind requests to it. Values of these types are plain, frozen data; the
+ * file loader (`sandbox-file.ts`) is the place that validates them.
+ */
+
+/** Id (and name) of the root sandbox: the catch-all parent of every other sandbox. It has no limits. */
+export const ROOT_SANDBOX_ID = '_root';
+
+/**
+ * How a sandbox's limits are applied.
+ * - `enforced`: limits apply at all times.
+ * - `soft`: limits apply only while the node is in duress.
+ * - `monitor`: usage is counted and reported; nothing is rejected or cancelled.
+ */
+export const SandboxMode = { ENFORCED: 'enforced', SOFT: 'soft', MONITOR: 'monitor' } as const;
+export type SandboxMode = (typeof SandboxMode)[keyof typeof SandboxMode];
+
+/** A resource whose usage is tracked per sandbox. */
+export type Resource = 'cpu' | 'memory';
+/** Every resource, in a fixed order (`cpu`, then `memory`). */
+export const RESOURCES: readonly Resource[] = Object.freeze(['cpu', 'memory'] as const);
+
+/**
+ * Limits of one sandbox for one resource, as usage ratios of the node's capacity.
+ * `low`: above it new work is rejected; `high`: above it running work is cancelled.
+ * Both are in (0, 1] and `low <= high`.
+ */
+export interface ResourceLimit {
+  readonly low: number;
+  readonly high: number;
+}
+
+/**
+ * Patterns on request attributes. Each list holds wildcard patterns (`*` is the only special
+ * character) that are OR-ed together; an empty list means the sandbox does not name that attribute.
+ * A sandbox matches a request when every attribute it names matches.
+ */
+export interface SelectionAttributes {
+  /** Patterns on the request's user name. */
+  readonly userPattern: readonly string[];
+  /** Patterns on the request's index names: every index of the request must match one of them. */
+  readonly indicesPattern: readonly string[];
+}
+
+/** One node of the sandbox tree. */
+export interface Sandbox {
+  /** Unique id; `_root` for the root. */
+  readonly id: string;
+  /** Unique human name, 1..50 chars of `[A-Za-z0-9_-]`; `_root` for the root. */
+  readonly name: string;
+  /** Id of the parent sandbox; `null` only for the root. */
+  readonly parentId: string | null;
+  /** Integer; a higher number is more important (cancelled later under duress). */
+  readonly priority: number;
+  /** How the limits are applied. */
+  readonly mode: SandboxMode;
+  /** Limits per resource as usage ratios; a resource without an entry is not limited. The root has none. */
+  readonly limits: Readonly<Partial<Record<Resource, ResourceLimit>>>;
+  /** Patterns that bind requests to this sandbox implicitly. */
+  readonly selectionAttributes: SelectionAttributes;
+  /** Free-form labels for reporting. */
+  readonly tags: readonly string[];
+}
+
+const NO_PATTERNS: readonly string[] = Object.freeze([]);
+
+/**
+ * The root sandbox: id and name `_root`, no parent, mode `enforced`, no limits, no selection
+ * attributes, no tags. Requests that match no other sandbox land here.
+ *
+ * @param overrides.priority integer, default 0. Give it a value between those of the other sandboxes
+ *   to rank unclassified work between them.
+ * @returns a frozen sandbox.
+ */
+export function createRootSandbox(overrides?: { priority?: number }): Sandbox {
+  return Object.freeze({
+    id: ROOT_SANDBOX_ID,
+    name: ROOT_SANDBOX_ID,
+    parentId: null,
+    priority: overrides?.priority ?? 0,
+    mode: SandboxMode.ENFORCED,
+    limits: Object.freeze({}),
+    selectionAttributes: Object.freeze({ userPattern: NO_PATTERNS, indicesPattern: NO_PATTERNS }),
+    tags: NO_PATTERNS,
+  });
+}
