@@ -1,0 +1,87 @@
+/**
+ * Command-line and environment options of `query-sandbox serve` (and the demo), parsed and checked
+ * into runtime options. Flags win over environment variables, which win over defaults.
+ */
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { InvalidArgumentError } from '../errors.js';
+import type { EnforcementMode } from '../governor/decide.js';
+import type { RuntimeOptions } from '../runtime-options.js';
+import { packageRoot } from './package-root.js';
+
+export interface ServeOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly runtime: RuntimeOptions;
+  readonly logLevel: string;
+}
+
+export const SERVE_USAGE = `query-sandbox serve [options]
+
+  --host HOST            listen address (default 127.0.0.1; HOST)
+  --port N               listen port, 0 for any (default 9200; PORT)
+  --sandboxes FILE       sandbox file (default config/sandboxes.json; QUERY_SANDBOX_SANDBOXES)
+  --data-dir DIR         caches and state (default ./.query-sandbox; QUERY_SANDBOX_DATA_DIR)
+  --threads N            worker threads (default: cores)
+  --engine MODULE        engine module path (default: built-in MiniSearch over SpamAssassin)
+  --enforcement MODE     enabled | monitor_only | disabled (default enabled)
+  --interval-ms N        governor interval (default 100)
+  --max-docs N           index at most N mails per index (engine option maxDocumentsPerIndex)
+  --log-level LEVEL      pino level (default info; LOG_LEVEL)
+`;
+
+function intFlag(name: string, text: string | undefined, min: number, max: number): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!/^-?\d+$/.test(text) || n < min || n > max) {
+    throw new InvalidArgumentError(`--${name}`, `must be an integer in ${min}..${max}`, text);
+  }
+  return n;
+}
+
+/** Parses `argv` (after the sub-command) and `env`. @throws InvalidArgumentError naming the flag. */
+export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEnv): ServeOptions {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      options: {
+        host: { type: 'string' },
+        port: { type: 'string' },
+        sandboxes: { type: 'string' },
+        'data-dir': { type: 'string' },
+        threads: { type: 'string' },
+        engine: { type: 'string' },
+        enforcement: { type: 'string' },
+        'interval-ms': { type: 'string' },
+        'max-docs': { type: 'string' },
+        'log-level': { type: 'string' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    throw new InvalidArgumentError('arguments', `are invalid (${(error as Error).message})`, argv.join(' '));
+  }
+  const str = (k: string): string | undefined => values[k] as string | undefined;
+  const port = intFlag('port', str('port') ?? env['PORT'], 0, 65535) ?? 9200;
+  const threads = intFlag('threads', str('threads'), 1, 1024);
+  const intervalMs = intFlag('interval-ms', str('interval-ms'), 10, 60_000);
+  const maxDocs = intFlag('max-docs', str('max-docs'), 1, 1_000_000);
+  const enforcement = str('enforcement');
+  const runtime: RuntimeOptions = {
+    sandboxes: str('sandboxes') ?? env['QUERY_SANDBOX_SANDBOXES'] ?? path.join(packageRoot(), 'config', 'sandboxes.json'),
+    dataDir: str('data-dir') ?? env['QUERY_SANDBOX_DATA_DIR'] ?? '.query-sandbox',
+    ...(threads !== undefined ? { threads } : {}),
+    ...(intervalMs !== undefined ? { intervalMs } : {}),
+    ...(str('engine') !== undefined ? { engine: str('engine')! } : {}),
+    ...(enforcement !== undefined ? { enforcement: enforcement as EnforcementMode } : {}),
+    ...(maxDocs !== undefined ? { engineOptions: { maxDocumentsPerIndex: maxDocs } } : {}),
+  };
+  return {
+    host: str('host') ?? env['HOST'] ?? '127.0.0.1',
+    port,
+    runtime,
+    logLevel: str('log-level') ?? env['LOG_LEVEL'] ?? 'info',
+  };
+}

@@ -1,0 +1,42 @@
+/**
+ * The OpenSearch-shaped error body and its HTTP status, for every error the server answers with:
+ * `{"error": {"type", "reason", ...}, "status": N}`. The one place where errors become HTTP.
+ */
+import { httpStatusOf, isQuerySandboxError, RejectedError, CancelledError } from '../errors.js';
+
+export interface ErrorBody {
+  readonly error: { readonly type: string; readonly reason: string; readonly [extra: string]: unknown };
+  readonly status: number;
+}
+
+/** Status and body for `error` (a runtime error, a fastify error, or anything else thrown). */
+export function toErrorResponse(error: unknown): { status: number; body: ErrorBody } {
+  if (isQuerySandboxError(error)) {
+    const status = httpStatusOf(error);
+    const extra: Record<string, unknown> = { code: error.code };
+    if (error instanceof RejectedError || error instanceof CancelledError) {
+      extra['sandbox_id'] = error.sandboxId;
+      extra['resource'] = error.resource;
+    }
+    if (error instanceof CancelledError) extra['hard'] = error.hard;
+    return { status, body: { error: { type: error.type, reason: error.message, ...extra }, status } };
+  }
+  const e = error as { statusCode?: unknown; message?: unknown; code?: unknown };
+  if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    const reason = String(e.message ?? 'bad request');
+    const type =
+      e.statusCode === 413
+        ? 'content_too_long_exception'
+        : e.statusCode === 415
+          ? 'media_type_header_exception'
+          : 'parsing_exception';
+    const text = e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError
+      ? `request body is not valid JSON: ${reason}`
+      : reason;
+    return { status: e.statusCode, body: { error: { type, reason: text }, status: e.statusCode } };
+  }
+  return {
+    status: 500,
+    body: { error: { type: 'exception', reason: 'internal error; see the server log' }, status: 500 },
+  };
+}

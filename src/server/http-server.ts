@@ -1,0 +1,103 @@
+/**
+ * The HTTP face of a runtime (fastify): search, sandbox listing, stats. Thin: every decision is the
+ * runtime's; this file only maps HTTP to the runtime's API and errors to OpenSearch-shaped bodies.
+ *
+ * Routes: `POST|GET /{index}/_search`, `POST|GET /_search`, `GET /_sandbox`, `GET /_sandbox/_stats`,
+ * `GET /_nodes/stats`, `GET /`.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { InvalidArgumentError } from '../errors.js';
+import type { Runtime } from '../runtime.js';
+import { toErrorResponse } from './error-body.js';
+import { nodeStatsView, sandboxStatsView, sandboxesView } from './stats-views.js';
+
+export interface HttpServerOptions {
+  /** Header that carries the user (set by the deployment's authentication layer). Default `x-user`. */
+  readonly userHeader?: string;
+  /** Header that carries an explicit sandbox choice. Default `x-sandbox-id`. */
+  readonly sandboxHeader?: string;
+  /** Largest request body, bytes. Default 1 MiB. */
+  readonly bodyLimitBytes?: number;
+  /** Logger for requests and errors. Default: none. */
+  readonly logger?: FastifyBaseLogger;
+}
+
+function headerValue(request: FastifyRequest, name: string): string | undefined {
+  const v = request.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function sendError(reply: FastifyReply, error: unknown): FastifyReply {
+  const { status, body } = toErrorResponse(error);
+  return reply.code(status).send(body);
+}
+
+/** Builds (does not listen) the fastify instance for `runtime`. */
+export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {}): FastifyInstance {
+  const userHeader = (options.userHeader ?? 'x-user').toLowerCase();
+  const sandboxHeader = (options.sandboxHeader ?? 'x-sandbox-id').toLowerCase();
+  const app = Fastify({
+    bodyLimit: options.bodyLimitBytes ?? 1024 * 1024,
+    ...(options.logger !== undefined ? { loggerInstance: options.logger } : { logger: false }),
+    disableRequestLogging: true,
+  });
+
+  // curl -d sends form-urlencoded by default; search bodies are JSON whatever the header says.
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
+    const text = String(body);
+    if (text.trim().length === 0) return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch (error) {
+      done(Object.assign(error as Error, { statusCode: 400 }), undefined);
+    }
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const { status } = toErrorResponse(error);
+    if (status >= 500) request.log.error({ err: error }, 'request failed');
+    return sendError(reply, error);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({
+      error: { type: 'no_handler_found_exception', reason: `no handler for ${request.method} ${request.url}` },
+      status: 404,
+    }),
+  );
+
+  const search = async (request: FastifyRequest, reply: FastifyReply, index: string) => {
+    const body = request.body;
+    if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) {
+      return sendError(reply, new InvalidArgumentError('body', 'must be a JSON object', body));
+    }
+    try {
+      const result = await runtime.search({
+        index,
+        body: body ?? {},
+        user: headerValue(request, userHeader),
+        sandboxId: headerValue(request, sandboxHeader),
+      });
+      return reply.send(result);
+    } catch (error) {
+      return sendError(reply, error);
+    }
+  };
+
+  for (const method of ['GET', 'POST'] as const) {
+    app.route<{ Params: { index: string } }>({
+      method,
+      url: '/:index/_search',
+      handler: (request, reply) => search(request, reply, request.params.index),
+    });
+    app.route({ method, url: '/_search', handler: (request, reply) => search(request, reply, '_all') });
+  }
+  app.get('/_sandbox', async () => sandboxesView(runtime));
+  app.get('/_sandbox/_stats', async () => sandboxStatsView(runtime));
+  app.get('/_nodes/stats', async () => nodeStatsView(runtime));
+  app.get('/', async () => ({
+    name: runtime.options.nodeId,
+    tagline: 'query-sandbox: governed search execution',
+    indices: runtime.nodeStats().engineIndices ?? null,
+  }));
+  return app;
+}

@@ -1,0 +1,113 @@
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  currentThreadCpuTimeNs,
+  currentThreadTid,
+  ThreadCpuReader,
+  threadCpuSupport,
+} from '../../native-shim/index.js';
+
+// Workers cannot load TypeScript: they import the tsc output (npm test builds first).
+const shimUrl = pathToFileURL(`${process.cwd()}/dist/native-shim/index.js`).href;
+
+/** A worker that reports its tid, then burns `burnMs` of its own thread CPU (or spins forever when 0). */
+function startBurner(burnMs: number): { worker: Worker; tid: Promise<number>; done: Promise<number> } {
+  const code = `
+    import { parentPort } from 'node:worker_threads';
+    import { currentThreadCpuTimeNs, currentThreadTid } from ${JSON.stringify(shimUrl)};
+    parentPort.postMessage({ tid: currentThreadTid() });
+    parentPort.once('message', () => {
+      const start = currentThreadCpuTimeNs();
+      let x = 0;
+      for (;;) {
+        for (let i = 0; i < 10000; i++) x += Math.sqrt(i + x);
+        if (${burnMs} > 0 && currentThreadCpuTimeNs() - start >= ${burnMs} * 1e6) break;
+      }
+      parentPort.postMessage({ burnedNs: currentThreadCpuTimeNs() - start, x: x > 0 });
+    });
+  `;
+  const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(code)}`));
+  let resolveTid!: (tid: number) => void;
+  let resolveDone!: (ns: number) => void;
+  const tid = new Promise<number>((r) => (resolveTid = r));
+  const done = new Promise<number>((r) => (resolveDone = r));
+  worker.on('message', (m: { tid?: number; burnedNs?: number }) => {
+    if (m.tid !== undefined) resolveTid(m.tid);
+    if (m.burnedNs !== undefined) resolveDone(m.burnedNs);
+  });
+  return { worker, tid, done };
+}
+
+const workers: Worker[] = [];
+afterEach(async () => {
+  await Promise.all(workers.splice(0).map((w) => w.terminate()));
+});
+
+describe('thread CPU clock', () => {
+  it('reports per-thread CPU as available on Linux with /proc', () => {
+    const support = threadCpuSupport();
+    expect(support.available).toBe(true);
+    expect(support.otherThreadSource).toBe('schedstat');
+    expect(['threadCpuUsage', 'schedstat']).toContain(support.currentThreadSource);
+  });
+
+  it("advances the calling thread's clock by about the CPU it burns", () => {
+    const before = currentThreadCpuTimeNs();
+    const wallStart = process.hrtime.bigint();
+    let x = 0;
+    while (Number(process.hrtime.bigint() - wallStart) < 50e6) x += Math.sqrt(x + 1);
+    const burnedMs = (currentThreadCpuTimeNs() - before) / 1e6;
+    expect(x).toBeGreaterThan(0);
+    // A busy loop of 50 ms wall on an otherwise idle test thread: between 25 and 60 ms of CPU.
+    expect(burnedMs).toBeGreaterThan(25);
+    expect(burnedMs).toBeLessThan(60);
+  });
+
+  it('gives each thread its own kernel tid', async () => {
+    const w = startBurner(1);
+    workers.push(w.worker);
+    const tid = await w.tid;
+    expect(tid).toBeGreaterThan(0);
+    expect(tid).not.toBe(currentThreadTid());
+  });
+
+  it("measures a busy worker's CPU from the main thread within 10 % while another thread is also busy", async () => {
+    const target = startBurner(200);
+    const other = startBurner(0); // spins until terminated: a process-wide clock would count it too
+    workers.push(target.worker, other.worker);
+    const [tid] = await Promise.all([target.tid, other.tid]);
+    const reader = new ThreadCpuReader();
+    const processBefore = process.cpuUsage();
+    const threadBefore = reader.cpuTimeNs(tid)!;
+    other.worker.postMessage('go');
+    target.worker.postMessage('go');
+    // Sample while it runs: reading must work while the worker is stuck in synchronous code.
+    const midway: number[] = [];
+    const timer = setInterval(() => midway.push(reader.cpuTimeNs(tid) ?? -1), 20);
+    const ownNs = await target.done;
+    clearInterval(timer);
+    const measuredNs = reader.cpuTimeNs(tid)! - threadBefore;
+    const processDelta = process.cpuUsage(processBefore);
+    const processNs = (processDelta.user + processDelta.system) * 1000;
+
+    expect(ownNs / 1e6).toBeGreaterThanOrEqual(200);
+    expect(Math.abs(measuredNs - ownNs) / ownNs).toBeLessThan(0.1);
+    expect(Math.abs(measuredNs / 1e6 - 200) / 200).toBeLessThan(0.1);
+    // The process-wide figure includes the other busy thread, so it would fail the 10 % bound.
+    expect(processNs / measuredNs).toBeGreaterThan(1.5);
+    expect(midway.filter((v) => v > threadBefore).length).toBeGreaterThan(0);
+    reader.close();
+  });
+
+  it('answers undefined, not a reused figure, once the thread has exited', async () => {
+    const w = startBurner(1);
+    const tid = await w.tid;
+    const reader = new ThreadCpuReader();
+    expect(reader.cpuTimeNs(tid)).toBeGreaterThan(0);
+    await w.worker.terminate();
+    expect(reader.cpuTimeNs(tid)).toBeUndefined();
+    expect(reader.size).toBe(0);
+    reader.close();
+  });
+});

@@ -1,0 +1,207 @@
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  CancelledError,
+  EngineFailureError,
+  EngineRequestError,
+  IndexNotFoundError,
+  InvalidArgumentError,
+  NotRunningError,
+  RejectedError,
+  SandboxForbiddenError,
+} from '../src/errors.js';
+import { createRuntime, type Runtime } from '../src/runtime.js';
+
+const echoEngine = fileURLToPath(new URL('./fixtures/echo-engine.mjs', import.meta.url));
+
+const sandboxFile = {
+  sandboxes: [
+    {
+      name: 'burners',
+      priority: 1,
+      resourceConsumptionLimits: { cpu: { low: 0.2, high: 0.6 }, memory: { low: 0.3, high: 0.5 } },
+      selectionAttributes: [{ name: 'userPattern', value: 'burn_*' }],
+    },
+    {
+      name: 'alpha-only',
+      priority: 2,
+      selectionAttributes: [{ name: 'indicesPattern', value: 'alpha' }],
+    },
+  ],
+};
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('runtime with a second, trivial engine', () => {
+  let runtime: Runtime;
+  beforeAll(async () => {
+    runtime = await createRuntime({
+      engine: echoEngine,
+      threads: 2,
+      sandboxes: sandboxFile,
+      memoryBudgetBytes: 200 * 1024 * 1024,
+      dataDir: fileURLToPath(new URL('../.query-sandbox/test-runtime', import.meta.url)),
+    });
+  });
+  afterAll(async () => {
+    await runtime.close();
+  });
+
+  it('runs a task on a worker and resolves index expressions against the engine indices', async () => {
+    await expect(runtime.search({ index: 'alpha,g*', body: { echo: 'hi' } })).resolves.toEqual({
+      echo: 'hi',
+      indices: ['alpha', 'gamma'],
+    });
+    await expect(runtime.search({ index: '_all', body: {} })).resolves.toMatchObject({
+      indices: ['alpha', 'beta', 'gamma'],
+    });
+    const node = runtime.nodeStats();
+    expect(node.workerStartupMs).toHaveLength(2);
+    expect(node.engineIndices).toEqual(['alpha', 'beta', 'gamma']);
+  });
+
+  it('refuses bad requests before they reach a worker, naming the field and value', async () => {
+    await expect(runtime.search({ index: 'delta', body: {} })).rejects.toBeInstanceOf(IndexNotFoundError);
+    await expect(runtime.search({ index: 'delta', body: {} })).rejects.toThrow('no such index [delta]');
+    await expect(runtime.search({ index: 'alpha,,beta', body: {} })).rejects.toBeInstanceOf(InvalidArgumentError);
+    const invalid = runtime.search({ index: 'alpha', body: [1] });
+    await expect(invalid).rejects.toThrow('body must be an object; received [1]');
+  });
+
+  it('maps engine errors: a tagged 4xx keeps its type and status, anything else is a failure', async () => {
+    const client = await runtime.search({ index: 'alpha', body: { fail: 'client' } }).catch((e: unknown) => e);
+    expect(client).toBeInstanceOf(EngineRequestError);
+    expect((client as EngineRequestError).statusCode).toBe(400);
+    expect((client as EngineRequestError).type).toBe('parsing_exception');
+    const server = await runtime.search({ index: 'alpha', body: { fail: 'server' } }).catch((e: unknown) => e);
+    expect(server).toBeInstanceOf(EngineFailureError);
+    expect((server as Error).message).toContain('engine exploded');
+  });
+
+  it('honours an explicit sandbox only when the request attributes match it', async () => {
+    await expect(runtime.search({ index: 'alpha', body: {}, sandboxId: 'alpha-only' })).resolves.toBeDefined();
+    const refused = await runtime
+      .search({ index: 'beta', body: {}, sandboxId: 'alpha-only' })
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(SandboxForbiddenError);
+    expect((refused as Error).message).toContain('alpha-only');
+    await expect(runtime.search({ index: 'beta', body: {}, sandboxId: 'nope' })).rejects.toBeInstanceOf(
+      SandboxForbiddenError,
+    );
+  });
+
+  it('rejects new tasks above the low limit and soft-cancels one of two busy tasks above the high limit', async () => {
+    const before = runtime.sandboxStats().get('burners')!.counters;
+    const tasks = [
+      runtime.search({ index: 'beta', body: { burnCpuMs: 1500 }, user: 'burn_1' }),
+      runtime.search({ index: 'beta', body: { burnCpuMs: 1500 }, user: 'burn_2' }),
+    ].map((p) => p.then(
+      (v) => ({ ok: true as const, v }),
+      (e: unknown) => ({ ok: false as const, e }),
+    ));
+    await sleep(400);
+    const rejected = await runtime.search({ index: 'beta', body: {}, user: 'burn_3' }).catch((e: unknown) => e);
+    expect(rejected).toBeInstanceOf(RejectedError);
+    expect((rejected as RejectedError).resource).toBe('cpu');
+    expect((rejected as Error).message).toMatch(/sandbox \[burners\] is above its low cpu limit/);
+    const results = await Promise.all(tasks);
+    const cancelled = results.filter((r) => !r.ok).map((r) => (r as { e: unknown }).e);
+    // Two busy workers on two cores: about 1.0 of the node against a high limit of 0.6. One task
+    // (about 0.5) covers the excess; the other finishes.
+    expect(cancelled).toHaveLength(1);
+    expect(cancelled[0]).toBeInstanceOf(CancelledError);
+    expect((cancelled[0] as CancelledError).hard).toBe(false);
+    expect((cancelled[0] as CancelledError).resource).toBe('cpu');
+    const after = runtime.sandboxStats().get('burners')!.counters;
+    expect(after.cancellations - before.cancellations).toBe(1);
+    expect(after.completions - before.completions).toBe(1);
+    expect(after.cpu.rejections - before.cpu.rejections).toBeGreaterThanOrEqual(1);
+    await sleep(300); // let usage fall back under the low limit
+  });
+
+  it('terminates the worker of a task that ignores soft cancellation, and replaces it', async () => {
+    const startedBefore = runtime.nodeStats().workersStarted;
+    const results = await Promise.all(
+      [1, 2].map((i) =>
+        runtime
+          .search({ index: 'beta', body: { spinWallMs: 2500 }, user: `burn_${i}` })
+          .then(() => 'done', (e: unknown) => e),
+      ),
+    );
+    const cancelled = results.filter((r) => r instanceof CancelledError) as CancelledError[];
+    expect(cancelled.length).toBeGreaterThanOrEqual(1);
+    expect(cancelled.every((e) => e.hard)).toBe(true);
+    expect(cancelled[0]!.message).toContain('its worker was terminated');
+    // The replacement loads the engine and reports its start-up.
+    for (let i = 0; i < 50 && runtime.nodeStats().workersStarted === startedBefore; i++) await sleep(100);
+    expect(runtime.nodeStats().workersStarted).toBeGreaterThan(startedBefore);
+    expect(runtime.nodeStats().lastReplacementStartupMs).toBeGreaterThan(0);
+    await expect(runtime.search({ index: 'alpha', body: { echo: 1 } })).resolves.toMatchObject({ echo: 1 });
+    await sleep(300);
+  });
+
+  it('cancels a task whose memory puts its sandbox above the high memory limit', async () => {
+    // Budget 200 MiB, high 0.5: holding about 128 MiB breaches it.
+    const result = await runtime
+      .search({ index: 'beta', body: { allocateMb: 128, holdMs: 3000 }, user: 'burn_mem' })
+      .catch((e: unknown) => e);
+    expect(result).toBeInstanceOf(CancelledError);
+    expect((result as CancelledError).resource).toBe('memory');
+    await sleep(300);
+  });
+
+  it('settles every submitted task exactly once and accounts for each in the stats', async () => {
+    const before = structuredClone(runtime.sandboxStats().get('_root')!.counters);
+    const n = 40;
+    let settled = 0;
+    const outcomes = await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        runtime
+          .search({ index: 'beta', body: i % 10 === 0 ? { fail: 'server' } : { sleepMs: 5 } })
+          .then(
+            () => 'ok',
+            () => 'error',
+          )
+          .finally(() => {
+            settled++;
+          }),
+      ),
+    );
+    expect(settled).toBe(n);
+    expect(outcomes.filter((o) => o === 'ok')).toHaveLength(36);
+    const after = runtime.sandboxStats().get('_root')!.counters;
+    expect(after.completions - before.completions).toBe(36);
+    expect(after.failures - before.failures).toBe(4);
+  });
+});
+
+describe('runtime queue and shutdown', () => {
+  it('rejects with 429 when the queue is full and cancels queued tasks at close', async () => {
+    const runtime = await createRuntime({ engine: echoEngine, threads: 1, maxQueuedTasks: 1 });
+    const running = runtime.search({ index: 'alpha', body: { sleepMs: 500 } }).catch((e: unknown) => e);
+    const queued = runtime.search({ index: 'alpha', body: {} }).catch((e: unknown) => e);
+    const full = await runtime.search({ index: 'alpha', body: {} }).catch((e: unknown) => e);
+    expect(full).toBeInstanceOf(RejectedError);
+    expect((full as RejectedError).resource).toBe('queue');
+    await runtime.close();
+    expect(await queued).toBeInstanceOf(CancelledError);
+    expect(await running).toBeInstanceOf(CancelledError);
+    await expect(runtime.search({ index: 'alpha', body: {} })).rejects.toBeInstanceOf(NotRunningError);
+  });
+
+  it('refuses to start when the engine fails to load in a worker, with its message', async () => {
+    const broken = fileURLToPath(new URL('./fixtures/broken-engine.mjs', import.meta.url));
+    await expect(createRuntime({ engine: broken, threads: 1, startTimeoutMs: 20_000 })).rejects.toThrow(
+      /index files are missing/,
+    );
+  });
+
+  it('refuses invalid options naming the option and the value', async () => {
+    await expect(createRuntime({ engine: echoEngine, threads: 0 })).rejects.toThrow(
+      'options.threads must be an integer in 1..1024; received 0',
+    );
+    await expect(createRuntime({ engine: echoEngine, enforcement: 'loud' as never })).rejects.toThrow(
+      'options.enforcement must be one of enabled, monitor_only, disabled; received "loud"',
+    );
+  });
+});
