@@ -1,0 +1,76 @@
+/**
+ * The `engineOptions` of the MiniSearch engine, validated.
+ */
+
+import { InvalidArgumentError } from '../errors.js';
+import { CORPUS_GROUPS, type CorpusGroup } from './spam-assassin-corpus.js';
+
+/** Validated engine options. */
+export interface MinisearchEngineOptions {
+  /** Shards per index, 1..64 (default 2). Scores are shard-local; `handle` checks for cancellation between shards. */
+  readonly shardsPerIndex: number;
+  /** Index at most this many mails per index, the first in corpus order (default: all, `Infinity`). */
+  readonly maxDocumentsPerIndex: number;
+  /** The indices (corpus groups) to serve, in corpus order (default: all five). */
+  readonly indices: readonly CorpusGroup[];
+}
+
+/** Default shards per index. */
+export const DEFAULT_SHARDS_PER_INDEX = 2;
+
+const KNOWN_KEYS = ['shardsPerIndex', 'maxDocumentsPerIndex', 'indices'];
+
+/**
+ * Validate raw `engineOptions`.
+ *
+ * @param raw the options as given to the runtime (`undefined`/`null` means all defaults).
+ * @returns the options with defaults filled in.
+ * @throws InvalidArgumentError naming the option and the received value, e.g.
+ *   `engineOptions.shardsPerIndex must be an integer in 1..64; received 0`.
+ */
+export function parseEngineOptions(raw: unknown): MinisearchEngineOptions {
+  if (raw === undefined || raw === null) raw = {};
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new InvalidArgumentError('engineOptions', 'must be an object', raw);
+  }
+  const options = raw as Record<string, unknown>;
+  for (const key of Object.keys(options)) {
+    if (!KNOWN_KEYS.includes(key)) {
+      throw new InvalidArgumentError(
+        `engineOptions.${key}`,
+        `is not an option of the MiniSearch engine (known: ${KNOWN_KEYS.join(', ')})`,
+        options[key],
+      );
+    }
+  }
+  const shards = options['shardsPerIndex'] ?? DEFAULT_SHARDS_PER_INDEX;
+  if (!Number.isInteger(shards) || (shards as number) < 1 || (shards as number) > 64) {
+    throw new InvalidArgumentError('engineOptions.shardsPerIndex', 'must be an integer in 1..64', shards);
+  }
+  const max = options['maxDocumentsPerIndex'] ?? Number.POSITIVE_INFINITY;
+  if (max !== Number.POSITIVE_INFINITY && (!Number.isInteger(max) || (max as number) < 1)) {
+    throw new InvalidArgumentError('engineOptions.maxDocumentsPerIndex', 'must be an integer >= 1', max);
+  }
+  const indices = options['indices'] ?? CORPUS_GROUPS;
+  if (!Array.isArray(indices) || indices.length === 0) {
+    throw new InvalidArgumentError(
+      'engineOptions.indices',
+      `must be a non-empty array of index names (${CORPUS_GROUPS.join(', ')})`,
+      indices,
+    );
+  }
+  for (const [i, name] of indices.entries()) {
+    if (!(CORPUS_GROUPS as readonly unknown[]).includes(name)) {
+      throw new InvalidArgumentError(
+        `engineOptions.indices[${i}]`,
+        `must be one of ${CORPUS_GROUPS.join(', ')}`,
+        name,
+      );
+    }
+  }
+  return {
+    shardsPerIndex: shards as number,
+    maxDocumentsPerIndex: max as number,
+    indices: CORPUS_GROUPS.filter((g) => indices.includes(g)),
+  };
+}
