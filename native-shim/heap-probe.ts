@@ -16,5 +16,9 @@ export interface HeapSample {
 /** One sample of the calling isolate's heap. */
 export function sampleHeap(): HeapSample {
   const s = v8.getHeapStatistics() as v8.HeapInfo & { external_memory?: number };
-  return { usedHeapBytes: s.used_heap_size, externalBytes: s.external_memory ?? 0, heapLimitBytes: s.heap_size_limit };
+  return {
+    usedHeapBytes: s.used_heap_size,
+    externalBytes: s.external_memory ?? 0,
+    heapLimitBytes: s.heap_size_limit,
+  };
 }

@@ -18,8 +18,9 @@ import fs from 'node:fs';
 
 type ThreadCpuUsageFn = () => { user: number; system: number };
 
-const threadCpuUsage: ThreadCpuUsageFn | undefined = (process as unknown as { threadCpuUsage?: ThreadCpuUsageFn })
-  .threadCpuUsage;
+const threadCpuUsage: ThreadCpuUsageFn | undefined = (
+  process as unknown as { threadCpuUsage?: ThreadCpuUsageFn }
+).threadCpuUsage;
 
 /** Where per-thread CPU figures come from on this machine. */
 export type ThreadCpuSource = 'threadCpuUsage' | 'schedstat' | 'none';
@@ -81,7 +82,11 @@ export function threadCpuSupport(): ThreadCpuSupport {
   } catch (error) {
     reason = `/proc/thread-self/schedstat cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`;
   }
-  const currentThreadSource: ThreadCpuSource = threadCpuUsage ? 'threadCpuUsage' : schedstatOk ? 'schedstat' : 'none';
+  const currentThreadSource: ThreadCpuSource = threadCpuUsage
+    ? 'threadCpuUsage'
+    : schedstatOk
+      ? 'schedstat'
+      : 'none';
   support = Object.freeze({
     available: currentThreadSource !== 'none' && schedstatOk,
     currentThreadSource,
@@ -120,10 +125,13 @@ export function currentThreadTid(): number {
   try {
     link = fs.readlinkSync('/proc/thread-self');
   } catch (error) {
-    throw new ThreadCpuUnavailableError(`/proc/thread-self cannot be read (${(error as NodeJS.ErrnoException).code})`);
+    throw new ThreadCpuUnavailableError(
+      `/proc/thread-self cannot be read (${(error as NodeJS.ErrnoException).code})`,
+    );
   }
   const tid = Number(link.slice(link.lastIndexOf('/') + 1));
-  if (!Number.isInteger(tid) || tid <= 0) throw new ThreadCpuUnavailableError(`unexpected /proc/thread-self: ${link}`);
+  if (!Number.isInteger(tid) || tid <= 0)
+    throw new ThreadCpuUnavailableError(`unexpected /proc/thread-self: ${link}`);
   return tid;
 }
 

@@ -77,7 +77,12 @@ export class CancelledError extends QuerySandboxError {
 export class InvalidArgumentError extends QuerySandboxError {
   readonly path: string;
   readonly received: unknown;
-  constructor(path: string, expectation: string, received: unknown, code: ErrorCode = ErrorCode.INVALID_ARGUMENT) {
+  constructor(
+    path: string,
+    expectation: string,
+    received: unknown,
+    code: ErrorCode = ErrorCode.INVALID_ARGUMENT,
+  ) {
     super(code, 'illegal_argument_exception', `${path} ${expectation}; received ${formatReceived(received)}`);
     this.path = path;
     this.received = received;

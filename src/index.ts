@@ -1,5 +1,11 @@
 /** Public exports of query-sandbox. */
-export { createRuntime, type Runtime, type SearchRequest, type SandboxStats, type NodeStats } from './runtime.js';
+export {
+  createRuntime,
+  type Runtime,
+  type SearchRequest,
+  type SandboxStats,
+  type NodeStats,
+} from './runtime.js';
 export type { RuntimeOptions, ResolvedRuntimeOptions } from './runtime-options.js';
 export * from './errors.js';
 export type {

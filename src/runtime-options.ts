@@ -61,7 +61,11 @@ export interface ResolvedRuntimeOptions {
   readonly intervalMs: number;
   readonly graceIntervals: number;
   readonly enforcement: EnforcementMode;
-  readonly duress: { readonly cpuThreshold: number; readonly memoryThreshold: number; readonly consecutiveIntervals: number };
+  readonly duress: {
+    readonly cpuThreshold: number;
+    readonly memoryThreshold: number;
+    readonly consecutiveIntervals: number;
+  };
   readonly dataDir: string;
   readonly nodeId: string;
   readonly startTimeoutMs: number;
@@ -108,7 +112,11 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     typeof options.sandboxes !== 'string' &&
     (typeof options.sandboxes !== 'object' || options.sandboxes === null)
   ) {
-    throw new InvalidArgumentError('options.sandboxes', 'must be a file path or a sandbox file object', options.sandboxes);
+    throw new InvalidArgumentError(
+      'options.sandboxes',
+      'must be a file path or a sandbox file object',
+      options.sandboxes,
+    );
   }
   const threads = integer('threads', options.threads, 1, 1024, Math.max(1, Math.round(cores)));
   const workerHeapMb = integer('workerHeapMb', options.workerHeapMb, 64, 65536, 1024);
@@ -135,7 +143,10 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
   if (typeof nodeId !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(nodeId)) {
     throw new InvalidArgumentError('options.nodeId', 'must be 1..64 characters of [A-Za-z0-9_.-]', nodeId);
   }
-  if (options.dataDir !== undefined && (typeof options.dataDir !== 'string' || options.dataDir.length === 0)) {
+  if (
+    options.dataDir !== undefined &&
+    (typeof options.dataDir !== 'string' || options.dataDir.length === 0)
+  ) {
     throw new InvalidArgumentError('options.dataDir', 'must be a directory path', options.dataDir);
   }
   return Object.freeze({

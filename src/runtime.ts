@@ -30,7 +30,11 @@ import type { EngineDescription, EngineModule, EngineRequest } from './pool/engi
 import type { TaskOutcome } from './pool/task-envelope.js';
 import { CancelReason, SlotAllocator } from './pool/task-slots.js';
 import { WorkerPool } from './pool/worker-pool.js';
-import { type ResolvedRuntimeOptions, type RuntimeOptions, resolveRuntimeOptions } from './runtime-options.js';
+import {
+  type ResolvedRuntimeOptions,
+  type RuntimeOptions,
+  resolveRuntimeOptions,
+} from './runtime-options.js';
 import { loadSandboxFile, parseSandboxDefinitions } from './sandbox/sandbox-file.js';
 import { createRootSandbox, type Resource, type Sandbox } from './sandbox/sandbox.js';
 import { NodeUsageSampler } from './tracking/node-usage-sampler.js';
@@ -239,7 +243,11 @@ class GovernedRuntime implements Runtime {
     });
     this.#nodeSampler = new NodeUsageSampler({ cores: options.cores });
     this.#governor = new Governor(
-      { intervalMs: options.intervalMs, graceIntervals: options.graceIntervals, enforcement: options.enforcement },
+      {
+        intervalMs: options.intervalMs,
+        graceIntervals: options.graceIntervals,
+        enforcement: options.enforcement,
+      },
       {
         sampleUsage: () => this.#tracker.sample(),
         sampleNode: () => this.#sampleNode(),
@@ -260,7 +268,8 @@ class GovernedRuntime implements Runtime {
     const idleHeap = last?.heapBytes ?? 0;
     const heapLimit = last?.heapLimitBytes ?? this.options.workerHeapMb * 1024 * 1024;
     let workersHeap = 0;
-    for (const r of this.#running.values()) workersHeap += this.#pool.slots.heapBytes(r.tracked.slot) || idleHeap;
+    for (const r of this.#running.values())
+      workersHeap += this.#pool.slots.heapBytes(r.tracked.slot) || idleHeap;
     workersHeap += Math.max(0, this.#pool.threads - this.#running.size) * idleHeap;
     return this.#nodeSampler.sample(workersHeap, heapLimit * this.#pool.threads);
   }
@@ -275,7 +284,8 @@ class GovernedRuntime implements Runtime {
 
   #admit(request: SearchRequest): Promise<unknown> {
     if (this.#closed) throw new NotRunningError();
-    if (typeof request.index !== 'string') throw new InvalidArgumentError('index', 'must be a string', request.index);
+    if (typeof request.index !== 'string')
+      throw new InvalidArgumentError('index', 'must be a string', request.index);
     const indices = resolveIndexExpression(request.index, this.#indices);
     const engineRequest: EngineRequest = { indices, body: request.body };
     this.#engine.validate?.(engineRequest);
@@ -344,12 +354,10 @@ class GovernedRuntime implements Runtime {
       const running: RunningTask = { queued, tracked, abort: new AbortController() };
       this.#running.set(queued.taskId, running);
       this.#tracker.add(tracked);
-      this.#pool
-        .run({ taskId: queued.taskId, slot, request: queued.request }, running.abort.signal)
-        .then(
-          (outcome) => this.#settle(running, outcome, undefined),
-          (error: unknown) => this.#settle(running, undefined, error),
-        );
+      this.#pool.run({ taskId: queued.taskId, slot, request: queued.request }, running.abort.signal).then(
+        (outcome) => this.#settle(running, outcome, undefined),
+        (error: unknown) => this.#settle(running, undefined, error),
+      );
     }
   }
 
@@ -375,7 +383,9 @@ class GovernedRuntime implements Runtime {
         const e = outcome.error;
         if (e.statusCode !== undefined) {
           counters.failures++;
-          queued.reject(new EngineRequestError(e.type ?? 'illegal_argument_exception', e.message, e.statusCode));
+          queued.reject(
+            new EngineRequestError(e.type ?? 'illegal_argument_exception', e.message, e.statusCode),
+          );
         } else {
           counters.failures++;
           this.#log.warn({ taskId: queued.taskId, error: e.message, stack: e.stack }, 'engine failure');
@@ -418,7 +428,10 @@ class GovernedRuntime implements Runtime {
   #softCancel(taskId: number, resource: Resource): void {
     const r = this.#running.get(taskId);
     if (r === undefined) return;
-    this.#pool.slots.requestCancel(r.tracked.slot, resource === 'cpu' ? CancelReason.CPU : CancelReason.MEMORY);
+    this.#pool.slots.requestCancel(
+      r.tracked.slot,
+      resource === 'cpu' ? CancelReason.CPU : CancelReason.MEMORY,
+    );
   }
 
   #hardCancel(taskId: number, _resource: Resource): void {
@@ -468,7 +481,8 @@ class GovernedRuntime implements Runtime {
       usage: { cpu: snapshot.node.cpu, memory: snapshot.node.memory },
       workersStarted: started,
       workerStartupMs: startups.slice(0, this.#initialWorkers).map((s) => s.startupMs),
-      lastReplacementStartupMs: started > this.#initialWorkers ? startups[startups.length - 1]?.startupMs : undefined,
+      lastReplacementStartupMs:
+        started > this.#initialWorkers ? startups[startups.length - 1]?.startupMs : undefined,
       engineIndices: this.#indices,
       governorTicks: snapshot.ticks,
     };
@@ -491,7 +505,9 @@ class GovernedRuntime implements Runtime {
     this.#governor.stop();
     for (let q = this.#queue.shift(); q !== undefined; q = this.#queue.shift()) {
       this.#counters.countCancellation(q.sandbox.id, 'shutdown', false);
-      q.reject(new CancelledError(q.sandbox.id, 'shutdown', false, 'task cancelled: the runtime is shutting down'));
+      q.reject(
+        new CancelledError(q.sandbox.id, 'shutdown', false, 'task cancelled: the runtime is shutting down'),
+      );
     }
     await this.#pool.close();
     this.#tracker.close();

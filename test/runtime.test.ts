@@ -63,23 +63,31 @@ describe('runtime with a second, trivial engine', () => {
   it('refuses bad requests before they reach a worker, naming the field and value', async () => {
     await expect(runtime.search({ index: 'delta', body: {} })).rejects.toBeInstanceOf(IndexNotFoundError);
     await expect(runtime.search({ index: 'delta', body: {} })).rejects.toThrow('no such index [delta]');
-    await expect(runtime.search({ index: 'alpha,,beta', body: {} })).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(runtime.search({ index: 'alpha,,beta', body: {} })).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
     const invalid = runtime.search({ index: 'alpha', body: [1] });
     await expect(invalid).rejects.toThrow('body must be an object; received [1]');
   });
 
   it('maps engine errors: a tagged 4xx keeps its type and status, anything else is a failure', async () => {
-    const client = await runtime.search({ index: 'alpha', body: { fail: 'client' } }).catch((e: unknown) => e);
+    const client = await runtime
+      .search({ index: 'alpha', body: { fail: 'client' } })
+      .catch((e: unknown) => e);
     expect(client).toBeInstanceOf(EngineRequestError);
     expect((client as EngineRequestError).statusCode).toBe(400);
     expect((client as EngineRequestError).type).toBe('parsing_exception');
-    const server = await runtime.search({ index: 'alpha', body: { fail: 'server' } }).catch((e: unknown) => e);
+    const server = await runtime
+      .search({ index: 'alpha', body: { fail: 'server' } })
+      .catch((e: unknown) => e);
     expect(server).toBeInstanceOf(EngineFailureError);
     expect((server as Error).message).toContain('engine exploded');
   });
 
   it('honours an explicit sandbox only when the request attributes match it', async () => {
-    await expect(runtime.search({ index: 'alpha', body: {}, sandboxId: 'alpha-only' })).resolves.toBeDefined();
+    await expect(
+      runtime.search({ index: 'alpha', body: {}, sandboxId: 'alpha-only' }),
+    ).resolves.toBeDefined();
     const refused = await runtime
       .search({ index: 'beta', body: {}, sandboxId: 'alpha-only' })
       .catch((e: unknown) => e);
@@ -95,12 +103,16 @@ describe('runtime with a second, trivial engine', () => {
     const tasks = [
       runtime.search({ index: 'beta', body: { burnCpuMs: 1500 }, user: 'burn_1' }),
       runtime.search({ index: 'beta', body: { burnCpuMs: 1500 }, user: 'burn_2' }),
-    ].map((p) => p.then(
-      (v) => ({ ok: true as const, v }),
-      (e: unknown) => ({ ok: false as const, e }),
-    ));
+    ].map((p) =>
+      p.then(
+        (v) => ({ ok: true as const, v }),
+        (e: unknown) => ({ ok: false as const, e }),
+      ),
+    );
     await sleep(400);
-    const rejected = await runtime.search({ index: 'beta', body: {}, user: 'burn_3' }).catch((e: unknown) => e);
+    const rejected = await runtime
+      .search({ index: 'beta', body: {}, user: 'burn_3' })
+      .catch((e: unknown) => e);
     expect(rejected).toBeInstanceOf(RejectedError);
     expect((rejected as RejectedError).resource).toBe('cpu');
     expect((rejected as Error).message).toMatch(/sandbox \[burners\] is above its low cpu limit/);
@@ -123,9 +135,10 @@ describe('runtime with a second, trivial engine', () => {
     const startedBefore = runtime.nodeStats().workersStarted;
     const results = await Promise.all(
       [1, 2].map((i) =>
-        runtime
-          .search({ index: 'beta', body: { spinWallMs: 2500 }, user: `burn_${i}` })
-          .then(() => 'done', (e: unknown) => e),
+        runtime.search({ index: 'beta', body: { spinWallMs: 2500 }, user: `burn_${i}` }).then(
+          () => 'done',
+          (e: unknown) => e,
+        ),
       ),
     );
     const cancelled = results.filter((r) => r instanceof CancelledError) as CancelledError[];

@@ -18,11 +18,16 @@ const MAX_EXPRESSION_LENGTH = 4096;
  */
 export function resolveIndexExpression(expression: string, known: readonly string[] | undefined): string[] {
   if (expression.length > MAX_EXPRESSION_LENGTH) {
-    throw new InvalidArgumentError('index', `must be at most ${MAX_EXPRESSION_LENGTH} characters`, expression);
+    throw new InvalidArgumentError(
+      'index',
+      `must be at most ${MAX_EXPRESSION_LENGTH} characters`,
+      expression,
+    );
   }
   const parts = expression.split(',');
   for (const part of parts) {
-    if (part.length === 0) throw new InvalidArgumentError('index', 'must not contain an empty name', expression);
+    if (part.length === 0)
+      throw new InvalidArgumentError('index', 'must not contain an empty name', expression);
   }
   if (known === undefined) return [...new Set(parts)];
   const wanted = new Set<string>();

@@ -81,7 +81,11 @@ const CHEAP_WORDS = ['money', 'free', 'list', 'linux', 'email', 'offer', 'update
 const EXPENSIVE_BODIES: readonly unknown[] = [
   { query: { match: { body: { query: 'mony fre ofer clik remuve', fuzziness: 2 } } } },
   { query: { prefix: { body: 'a' } } },
-  { query: { multi_match: { query: 'bussines oportunity investmnt', fields: ['subject', 'body'], fuzziness: 2 } } },
+  {
+    query: {
+      multi_match: { query: 'bussines oportunity investmnt', fields: ['subject', 'body'], fuzziness: 2 },
+    },
+  },
   { query: { prefix: { body: 'co' } } },
 ];
 
@@ -111,14 +115,21 @@ function classify(recorder: LatencyRecorder, status: number, latencyMs: number, 
   else recorder.errors++;
 }
 
-async function request(url: string, user: string, body: unknown): Promise<{ status: number; cancelled: boolean }> {
+async function request(
+  url: string,
+  user: string,
+  body: unknown,
+): Promise<{ status: number; cancelled: boolean }> {
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-user': user },
     body: JSON.stringify(body),
   });
   const text = await response.text();
-  return { status: response.status, cancelled: response.status === 429 && text.includes('task_cancelled_exception') };
+  return {
+    status: response.status,
+    cancelled: response.status === 429 && text.includes('task_cancelled_exception'),
+  };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -155,7 +166,11 @@ async function runPhase(
       const sent = performance.now();
       analysts.requests++;
       try {
-        const r = await request(`${base}/_all/_search`, 'analyst_ann', EXPENSIVE_BODIES[i++ % EXPENSIVE_BODIES.length]);
+        const r = await request(
+          `${base}/_all/_search`,
+          'analyst_ann',
+          EXPENSIVE_BODIES[i++ % EXPENSIVE_BODIES.length],
+        );
         classify(analysts, r.status, performance.now() - sent, r.cancelled);
         if (r.status === 429) await sleep(100);
       } catch {
@@ -174,7 +189,10 @@ async function runPhase(
     dashboards.requests++;
     const word = CHEAP_WORDS[i % CHEAP_WORDS.length]!;
     inFlight.push(
-      request(`${base}/easy-ham-*/_search`, 'dash_ops', { query: { match: { subject: word } }, size: 5 }).then(
+      request(`${base}/easy-ham-*/_search`, 'dash_ops', {
+        query: { match: { subject: word } },
+        size: 5,
+      }).then(
         (r) => classify(dashboards, r.status, performance.now() - intended, r.cancelled),
         () => {
           dashboards.errors++;
@@ -198,7 +216,17 @@ function fmt(n: number, digits = 1): string {
 
 /** Renders one phase as a fixed-width table. */
 export function renderPhase(result: PhaseResult): string {
-  const header = ['sandbox', 'requests', 'ok', 'p50 ms', 'p99 ms', 'rejected', 'cancelled', 'errors', 'cpu usage'];
+  const header = [
+    'sandbox',
+    'requests',
+    'ok',
+    'p50 ms',
+    'p99 ms',
+    'rejected',
+    'cancelled',
+    'errors',
+    'cpu usage',
+  ];
   const rows = [
     ['dashboards', result.dashboards, result.cpu.dashboards],
     ['analysts', result.analysts, result.cpu.analysts],
@@ -217,7 +245,8 @@ export function renderPhase(result: PhaseResult): string {
     ];
   });
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   return [`${result.label}`, line(header), ...rows.map(line)].join('\n');
 }
 

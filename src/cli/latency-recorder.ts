@@ -25,7 +25,9 @@ export class LatencyRecorder {
 
   /** Latency at `percentile` (0..100) of the successful requests, ms; NaN when none. */
   percentileMs(percentile: number): number {
-    return this.#histogram.totalCount === 0 ? Number.NaN : this.#histogram.getValueAtPercentile(percentile) / 1000;
+    return this.#histogram.totalCount === 0
+      ? Number.NaN
+      : this.#histogram.getValueAtPercentile(percentile) / 1000;
   }
 
   get count(): number {

@@ -43,7 +43,9 @@ main(process.argv.slice(2)).then(
     if (isQuerySandboxError(error)) {
       process.stderr.write(`query-sandbox: ${error.message}\n`);
     } else {
-      process.stderr.write(`query-sandbox: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.stderr.write(
+        `query-sandbox: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+      );
     }
     process.exit(1);
   },

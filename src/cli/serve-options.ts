@@ -70,7 +70,10 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
   const maxDocs = intFlag('max-docs', str('max-docs'), 1, 1_000_000);
   const enforcement = str('enforcement');
   const runtime: RuntimeOptions = {
-    sandboxes: str('sandboxes') ?? env['QUERY_SANDBOX_SANDBOXES'] ?? path.join(packageRoot(), 'config', 'sandboxes.json'),
+    sandboxes:
+      str('sandboxes') ??
+      env['QUERY_SANDBOX_SANDBOXES'] ??
+      path.join(packageRoot(), 'config', 'sandboxes.json'),
     dataDir: str('data-dir') ?? env['QUERY_SANDBOX_DATA_DIR'] ?? '.query-sandbox',
     ...(threads !== undefined ? { threads } : {}),
     ...(intervalMs !== undefined ? { intervalMs } : {}),

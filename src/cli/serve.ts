@@ -7,7 +7,9 @@ import type { ServeOptions } from './serve-options.js';
 export async function serve(options: ServeOptions): Promise<void> {
   const log = pino({ level: options.logLevel });
   const started = performance.now();
-  log.info('starting: preparing the engine (first start builds the index cache) and loading it in each worker');
+  log.info(
+    'starting: preparing the engine (first start builds the index cache) and loading it in each worker',
+  );
   const runtime = await createRuntime({ ...options.runtime, logger: log });
   const app = buildHttpServer(runtime, { logger: log });
   await app.listen({ host: options.host, port: options.port });

@@ -14,7 +14,11 @@
  */
 import { RESOURCES, type Resource, type Sandbox } from '../sandbox/sandbox.js';
 
-export const EnforcementMode = { ENABLED: 'enabled', MONITOR_ONLY: 'monitor_only', DISABLED: 'disabled' } as const;
+export const EnforcementMode = {
+  ENABLED: 'enabled',
+  MONITOR_ONLY: 'monitor_only',
+  DISABLED: 'disabled',
+} as const;
 export type EnforcementMode = (typeof EnforcementMode)[keyof typeof EnforcementMode];
 
 export type SandboxState = 'ok' | 'rejecting' | 'cancelling';
@@ -100,7 +104,15 @@ export function decide(input: DecisionInput): Decision {
   for (const s of input.sandboxes) byId.set(s.id, s);
 
   // Own state per sandbox.
-  const own = new Map<string, { state: SandboxState; resource: Resource | undefined; acting: boolean; rejectResource: Resource | undefined }>();
+  const own = new Map<
+    string,
+    {
+      state: SandboxState;
+      resource: Resource | undefined;
+      acting: boolean;
+      rejectResource: Resource | undefined;
+    }
+  >();
   for (const s of input.sandboxes) {
     const usage = input.usage.get(s.id);
     let state: SandboxState = 'ok';
@@ -130,7 +142,7 @@ export function decide(input: DecisionInput): Decision {
     let id: string | null = s.id;
     for (let depth = 0; id !== null && depth < 64; depth++) {
       const o = own.get(id);
-      if (o !== undefined && o.acting && o.state !== 'ok') {
+      if (o?.acting && o.state !== 'ok') {
         rejectedBy = id;
         rejectResource = o.rejectResource;
         break;
@@ -181,7 +193,9 @@ export function decide(input: DecisionInput): Decision {
         // Lowest-priority child first, then the largest consumer, then the older task.
         .sort(
           (a, b) =>
-            priorityOf(a.sandboxId) - priorityOf(b.sandboxId) || usageOf(b, r) - usageOf(a, r) || a.taskId - b.taskId,
+            priorityOf(a.sandboxId) - priorityOf(b.sandboxId) ||
+            usageOf(b, r) - usageOf(a, r) ||
+            a.taskId - b.taskId,
         );
       for (const t of candidates) {
         if (covered >= excess) break;

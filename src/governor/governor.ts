@@ -130,7 +130,9 @@ export class Governor {
   }
 
   /** True when the task was picked for cancellation and not yet forgotten. */
-  cancellationOf(taskId: number): { readonly cancellation: Cancellation; readonly hard: boolean } | undefined {
+  cancellationOf(
+    taskId: number,
+  ): { readonly cancellation: Cancellation; readonly hard: boolean } | undefined {
     return this.#pending.get(taskId);
   }
 
@@ -155,7 +157,13 @@ export class Governor {
       memoryUsage: t.memoryUsage,
       cancelling: this.#pending.has(t.taskId),
     }));
-    const decision = decide({ enforcement: this.#enforcement, duress, sandboxes, usage: sample.sandboxes, tasks });
+    const decision = decide({
+      enforcement: this.#enforcement,
+      duress,
+      sandboxes,
+      usage: sample.sandboxes,
+      tasks,
+    });
     this.#lastDecision = decision;
     this.#snapshot = {
       atMs: nowMs,

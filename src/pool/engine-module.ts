@@ -58,7 +58,9 @@ export interface TaskContext {
 
 /** The shape of an engine module. */
 export interface EngineModule<Body = unknown, Result = unknown> {
-  prepare?(context: EnginePrepareContext): EngineDescription | undefined | Promise<EngineDescription | undefined>;
+  prepare?(
+    context: EnginePrepareContext,
+  ): EngineDescription | undefined | Promise<EngineDescription | undefined>;
   init?(context: EngineInitContext): void | Promise<void>;
   /** Main thread, on the request path: throw an `EngineRequestError` for a request the engine would refuse. Must be cheap. */
   validate?(request: EngineRequest<Body>): void;

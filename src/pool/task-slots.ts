@@ -108,7 +108,7 @@ export class TaskSlots {
   memoryBytes(slot: number): number {
     const f = slot * FIGURE_WORDS;
     const grown = this.#figures[f + F_HEAP]! - this.#figures[f + F_BASELINE]!;
-    return grown > 0 ? grown : 0;
+    return Math.max(grown, 0);
   }
 
   /** Last heap + external figure the worker wrote, bytes. */

@@ -9,7 +9,13 @@ import { performance } from 'node:perf_hooks';
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
 import { currentThreadCpuTimeNs, currentThreadTid, sampleHeap } from '../../native-shim/index.js';
 import type { EngineModule, TaskContext } from './engine-module.js';
-import type { HarnessWorkerData, SerializedError, TaskEnvelope, TaskOutcome, WorkerStartupReport } from './task-envelope.js';
+import type {
+  HarnessWorkerData,
+  SerializedError,
+  TaskEnvelope,
+  TaskOutcome,
+  WorkerStartupReport,
+} from './task-envelope.js';
 import { CancelReason, TaskSlots } from './task-slots.js';
 
 const startedAt = performance.now();
@@ -39,7 +45,9 @@ function serializeError(error: unknown): SerializedError {
   if (error instanceof Error) {
     const e = error as Error & { statusCode?: unknown; type?: unknown };
     const statusCode =
-      typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500 ? e.statusCode : undefined;
+      typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500
+        ? e.statusCode
+        : undefined;
     return {
       name: e.name,
       message: e.message,
@@ -97,7 +105,8 @@ export default async function runTask(envelope: TaskEnvelope): Promise<TaskOutco
   const abortIfRequested = (): void => {
     if (controller.signal.aborted) return;
     const code = slots.cancelCode(slot, taskId);
-    if (code !== 0) controller.abort(Object.assign(new Error(cancelMessage(code)), { name: 'AbortError', code }));
+    if (code !== 0)
+      controller.abort(Object.assign(new Error(cancelMessage(code)), { name: 'AbortError', code }));
   };
   const context: TaskContext = {
     signal: controller.signal,

@@ -48,7 +48,8 @@ export class WorkerPool {
     this.threads = options.threads;
     const channelName = `query-sandbox:pool:${process.pid}:${++poolCounter}`;
     this.#channel = new BroadcastChannel(channelName);
-    this.#channel.onmessage = (event: unknown) => this.#onReport((event as { data: WorkerStartupReport }).data);
+    this.#channel.onmessage = (event: unknown) =>
+      this.#onReport((event as { data: WorkerStartupReport }).data);
     const workerData: HarnessWorkerData = {
       engineUrl: options.engineUrl,
       engineOptions: options.engineOptions,

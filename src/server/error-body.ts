@@ -30,9 +30,10 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
         : e.statusCode === 415
           ? 'media_type_header_exception'
           : 'parsing_exception';
-    const text = e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError
-      ? `request body is not valid JSON: ${reason}`
-      : reason;
+    const text =
+      e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError
+        ? `request body is not valid JSON: ${reason}`
+        : reason;
     return { status: e.statusCode, body: { error: { type, reason: text }, status: e.statusCode } };
   }
   return {

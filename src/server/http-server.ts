@@ -5,7 +5,12 @@
  * Routes: `POST|GET /{index}/_search`, `POST|GET /_search`, `GET /_sandbox`, `GET /_sandbox/_stats`,
  * `GET /_nodes/stats`, `GET /`.
  */
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import { InvalidArgumentError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { toErrorResponse } from './error-body.js';
@@ -36,13 +41,13 @@ function sendError(reply: FastifyReply, error: unknown): FastifyReply {
 export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {}): FastifyInstance {
   const userHeader = (options.userHeader ?? 'x-user').toLowerCase();
   const sandboxHeader = (options.sandboxHeader ?? 'x-sandbox-id').toLowerCase();
-  const app = Fastify({
-    bodyLimit: options.bodyLimitBytes ?? 1024 * 1024,
-    ...(options.logger !== undefined ? { loggerInstance: options.logger } : { logger: false }),
-    disableRequestLogging: true,
-  });
+  const log = options.logger;
+  // Request logging stays off (one line per search is too much); errors are logged below.
+  const app = Fastify({ bodyLimit: options.bodyLimitBytes ?? 1024 * 1024, logger: false });
 
-  // curl -d sends form-urlencoded by default; search bodies are JSON whatever the header says.
+  // Bodies are JSON whatever the content type says (curl -d sends form-urlencoded by default), and a
+  // syntax error reports JSON.parse's own message, which says where the text went wrong.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
     const text = String(body);
     if (text.trim().length === 0) return done(null, undefined);
@@ -55,12 +60,15 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
 
   app.setErrorHandler((error, request, reply) => {
     const { status } = toErrorResponse(error);
-    if (status >= 500) request.log.error({ err: error }, 'request failed');
+    if (status >= 500) log?.error({ err: error, url: request.url }, 'request failed');
     return sendError(reply, error);
   });
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({
-      error: { type: 'no_handler_found_exception', reason: `no handler for ${request.method} ${request.url}` },
+      error: {
+        type: 'no_handler_found_exception',
+        reason: `no handler for ${request.method} ${request.url}`,
+      },
       status: 404,
     }),
   );

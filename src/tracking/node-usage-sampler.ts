@@ -49,7 +49,8 @@ export class NodeUsageSampler {
     this.#lastCpuUs = cpuUs;
     const main = sampleHeap();
     const memory =
-      (main.usedHeapBytes + main.externalBytes + workersHeapBytes) / (main.heapLimitBytes + workersHeapLimitBytes);
+      (main.usedHeapBytes + main.externalBytes + workersHeapBytes) /
+      (main.heapLimitBytes + workersHeapLimitBytes);
     return { cpu: Math.max(0, cpu), memory };
   }
 }

@@ -22,7 +22,12 @@ export interface TrackedTask {
 }
 
 /** Makes a TrackedTask with all figures at zero (one object shape for every task). */
-export function newTrackedTask(taskId: number, sandboxId: string, slot: number, dispatchedAtMs: number): TrackedTask {
+export function newTrackedTask(
+  taskId: number,
+  sandboxId: string,
+  slot: number,
+  dispatchedAtMs: number,
+): TrackedTask {
   return {
     taskId,
     sandboxId,

@@ -145,7 +145,13 @@ export class UsageTracker {
     return { intervalNs, tasks, sandboxes };
   }
 
-  #addUp(sandboxes: Map<string, SandboxUsage>, leafId: string, cpu: number, memory: number, running: number): void {
+  #addUp(
+    sandboxes: Map<string, SandboxUsage>,
+    leafId: string,
+    cpu: number,
+    memory: number,
+    running: number,
+  ): void {
     let id: string | null = leafId;
     // Depth is bounded by the sandbox model; the guard stops a malformed parent function looping.
     for (let depth = 0; id !== null && depth < 64; depth++) {

@@ -37,7 +37,13 @@ function sandboxes(): Sandbox[] {
   });
 }
 
-function task(taskId: number, sandboxId: string, cpuUsage: number, memoryUsage = 0, cancelling = false): TaskUsageView {
+function task(
+  taskId: number,
+  sandboxId: string,
+  cpuUsage: number,
+  memoryUsage = 0,
+  cancelling = false,
+): TaskUsageView {
   return { taskId, sandboxId, cpuUsage, memoryUsage, cancelling };
 }
 
@@ -65,14 +71,28 @@ describe('decide', () => {
 
   it('cancels the largest consumers until the excess over the high limit is covered', () => {
     // usage 0.1 + 0.25 + 0.15 + 0.05 = 0.55; high 0.4; excess 0.15: the 0.25 task alone covers it.
-    const d = decide(input([task(1, 'analysts', 0.1), task(2, 'analysts', 0.25), task(3, 'analysts', 0.15), task(4, 'analysts', 0.05)]));
+    const d = decide(
+      input([
+        task(1, 'analysts', 0.1),
+        task(2, 'analysts', 0.25),
+        task(3, 'analysts', 0.15),
+        task(4, 'analysts', 0.05),
+      ]),
+    );
     expect(d.verdicts.get('analysts')!.state).toBe('cancelling');
     expect(d.cancellations).toEqual([{ taskId: 2, sandboxId: 'analysts', resource: 'cpu' }]);
   });
 
   it('picks several tasks when one does not cover the excess', () => {
     // usage 0.8, high 0.4, excess 0.4: 0.2 + 0.2 (ties broken by the older task id).
-    const d = decide(input([task(5, 'analysts', 0.2), task(3, 'analysts', 0.2), task(4, 'analysts', 0.2), task(6, 'analysts', 0.2)]));
+    const d = decide(
+      input([
+        task(5, 'analysts', 0.2),
+        task(3, 'analysts', 0.2),
+        task(4, 'analysts', 0.2),
+        task(6, 'analysts', 0.2),
+      ]),
+    );
     expect(d.cancellations.map((c) => c.taskId)).toEqual([3, 4]);
   });
 

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { allocateTaskSlotBuffers, CancelReason, SlotAllocator, SlotState, TaskSlots } from '../../src/pool/task-slots.js';
+import {
+  allocateTaskSlotBuffers,
+  CancelReason,
+  SlotAllocator,
+  SlotState,
+  TaskSlots,
+} from '../../src/pool/task-slots.js';
 
 describe('TaskSlots', () => {
   it('walks a slot through assigned, running and done with the figures the worker wrote', () => {
@@ -27,7 +33,7 @@ describe('TaskSlots', () => {
     expect(slots.cancelCode(0, 5)).toBe(CancelReason.MEMORY);
   });
 
-  it("ignores writes from a worker whose task no longer owns the slot", () => {
+  it('ignores writes from a worker whose task no longer owns the slot', () => {
     const slots = new TaskSlots(allocateTaskSlotBuffers(1));
     slots.assign(0, 1);
     slots.release(0);

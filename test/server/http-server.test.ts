@@ -1,0 +1,166 @@
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRuntime, type Runtime } from '../../src/runtime.js';
+import { buildHttpServer } from '../../src/server/http-server.js';
+
+const echoEngine = fileURLToPath(new URL('../fixtures/echo-engine.mjs', import.meta.url));
+
+describe('HTTP server', () => {
+  let runtime: Runtime;
+  let app: FastifyInstance;
+  beforeAll(async () => {
+    runtime = await createRuntime({
+      engine: echoEngine,
+      threads: 1,
+      nodeId: 'node-test',
+      sandboxes: {
+        sandboxes: [
+          {
+            name: 'dash',
+            priority: 20,
+            resourceConsumptionLimits: { cpu: { low: 0.01, high: 0.9 } },
+            selectionAttributes: [{ name: 'userPattern', value: 'dash_*' }],
+          },
+        ],
+      },
+    });
+    app = buildHttpServer(runtime);
+  });
+  afterAll(async () => {
+    await app.close();
+    await runtime.close();
+  });
+
+  const search = (url: string, payload: string, headers: Record<string, string> = {}) =>
+    app.inject({ method: 'POST', url, payload, headers: { 'content-type': 'application/json', ...headers } });
+
+  it('runs a search and returns the engine result', async () => {
+    const r = await search('/alpha,beta/_search', '{"echo":"x"}');
+    expect(r.statusCode).toBe(200);
+    expect(r.json()).toEqual({ echo: 'x', indices: ['alpha', 'beta'] });
+  });
+
+  it('accepts a body sent without a JSON content type, and an empty body', async () => {
+    const r = await app.inject({
+      method: 'POST',
+      url: '/alpha/_search',
+      payload: '{"echo":2}',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(r.json()).toEqual({ echo: 2, indices: ['alpha'] });
+    const empty = await app.inject({ method: 'GET', url: '/_search' });
+    expect(empty.statusCode).toBe(200);
+    expect(empty.json().indices).toEqual(['alpha', 'beta', 'gamma']);
+  });
+
+  it('answers malformed JSON with 400 parsing_exception and keeps serving', async () => {
+    const r = await search('/alpha/_search', '{"query": {');
+    expect(r.statusCode).toBe(400);
+    expect(r.json().status).toBe(400);
+    expect(r.json().error.type).toBe('parsing_exception');
+    expect(r.json().error.reason).toMatch(/request body is not valid JSON/);
+    expect((await search('/alpha/_search', '{}')).statusCode).toBe(200);
+  });
+
+  it('answers a non-object body with 400 naming the field and value', async () => {
+    const r = await search('/alpha/_search', '[1,2]');
+    expect(r.statusCode).toBe(400);
+    expect(r.json().error.reason).toBe('body must be a JSON object; received [1,2]');
+  });
+
+  it('answers an unknown index with 404 index_not_found_exception', async () => {
+    const r = await search('/nope/_search', '{}');
+    expect(r.statusCode).toBe(404);
+    expect(r.json()).toMatchObject({
+      error: { type: 'index_not_found_exception', reason: 'no such index [nope]' },
+      status: 404,
+    });
+  });
+
+  it("passes the engine's 4xx through with its type", async () => {
+    const r = await search('/alpha/_search', '{"fail":"client"}');
+    expect(r.statusCode).toBe(400);
+    expect(r.json().error.type).toBe('parsing_exception');
+    const failure = await search('/alpha/_search', '{"fail":"server"}');
+    expect(failure.statusCode).toBe(500);
+    expect(failure.json().error.type).toBe('exception');
+  });
+
+  it('answers a forbidden explicit sandbox with 403 and the reason', async () => {
+    const r = await search('/alpha/_search', '{}', { 'x-user': 'bob', 'x-sandbox-id': 'dash' });
+    expect(r.statusCode).toBe(403);
+    expect(r.json().error.reason).toContain('dash');
+    const ok = await search('/alpha/_search', '{}', { 'x-user': 'dash_1', 'x-sandbox-id': 'dash' });
+    expect(ok.statusCode).toBe(200);
+  });
+
+  it('answers a rejection with 429 rejected_execution_exception naming the sandbox and resource', async () => {
+    // dash's low cpu limit is 0.01: one busy task is enough.
+    const busy = search('/alpha/_search', '{"burnCpuMs":600}', { 'x-user': 'dash_1' });
+    let rejected:
+      | { statusCode: number; json: () => { error: { type: string; reason: string; resource: string } } }
+      | undefined;
+    for (let i = 0; i < 40 && rejected === undefined; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      const r = await search('/alpha/_search', '{}', { 'x-user': 'dash_2' });
+      if (r.statusCode === 429) rejected = r;
+    }
+    await busy;
+    expect(rejected).toBeDefined();
+    expect(rejected!.json().error.type).toBe('rejected_execution_exception');
+    expect(rejected!.json().error.reason).toContain('sandbox [dash] is above its low cpu limit');
+    expect(rejected!.json().error.resource).toBe('cpu');
+  });
+
+  it('lists sandboxes in the seed shape', async () => {
+    const r = await app.inject({ method: 'GET', url: '/_sandbox' });
+    expect(r.statusCode).toBe(200);
+    expect(Object.keys(r.json())).toEqual(['_root', 'dash']);
+    expect(r.json().dash).toMatchObject({
+      priority: 20,
+      mode: 'enforced',
+      resourceConsumptionLimits: { cpu: { low: 0.01, high: 0.9 } },
+      selectionAttributes: [{ name: 'userPattern', value: ['dash_*'] }],
+    });
+  });
+
+  it('reports sandbox stats shaped like _wlm/stats, usage as a ratio', async () => {
+    const r = await app.inject({ method: 'GET', url: '/_sandbox/_stats' });
+    const dash = r.json()['node-test'].sandboxes.dash;
+    expect(dash).toMatchObject({
+      running: expect.any(Number),
+      total_completions: expect.any(Number),
+      total_rejections: expect.any(Number),
+      total_cancellations: expect.any(Number),
+      cpu: {
+        current_usage: expect.any(Number),
+        rejections: expect.any(Number),
+        cancellations: expect.any(Number),
+      },
+      memory: {
+        current_usage: expect.any(Number),
+        rejections: expect.any(Number),
+        cancellations: expect.any(Number),
+      },
+    });
+    expect(dash.total_rejections).toBeGreaterThanOrEqual(1);
+    expect(dash.cpu.current_usage).toBeGreaterThanOrEqual(0);
+    expect(dash.cpu.current_usage).toBeLessThanOrEqual(1);
+  });
+
+  it('reports node stats with CPU, heap and workers', async () => {
+    const r = await app.inject({ method: 'GET', url: '/_nodes/stats' });
+    const node = r.json().nodes['node-test'];
+    expect(node.workers.threads).toBe(1);
+    expect(node.workers.startup_ms).toHaveLength(1);
+    expect(node.cpu.usage).toBeGreaterThanOrEqual(0);
+    expect(node.heap.usage).toBeGreaterThan(0);
+  });
+
+  it('answers an unknown route with 404 in the same error shape', async () => {
+    const r = await app.inject({ method: 'GET', url: '/_nothing_here' });
+    expect(r.statusCode).toBe(404);
+    expect(r.json().error.type).toBe('no_handler_found_exception');
+  });
+});
