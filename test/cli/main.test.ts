@@ -1,0 +1,47 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+// The compiled command, as `npm start` runs it.
+const main = path.resolve('dist/src/cli/main.js');
+
+function run(...args: string[]) {
+  return spawnSync(process.execPath, [main, ...args], { encoding: 'utf8', timeout: 20_000 });
+}
+
+describe('query-sandbox command', () => {
+  it('refuses to start with an invalid sandbox file, naming the field, the value and the file', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'qs-cli-'));
+    const file = path.join(dir, 'sandboxes.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        sandboxes: [{ name: 'x', priority: 1, resourceConsumptionLimits: { cpu: { high: 1.5 } } }],
+      }),
+    );
+    const r = run('serve', '--sandboxes', file, '--port', '0', '--log-level', 'silent');
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(
+      'sandboxes[0].resourceConsumptionLimits.cpu.high must be a ratio in (0, 1]; received 1.5',
+    );
+    expect(r.stderr).toContain(file);
+  });
+
+  it('refuses a sandbox file that is not JSON, with the position', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'qs-cli-'));
+    const file = path.join(dir, 'broken.json');
+    writeFileSync(file, '{"sandboxes": [');
+    const r = run('serve', '--sandboxes', file, '--log-level', 'silent');
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/must hold valid JSON .*line 1/);
+  });
+
+  it('prints usage for help and exits 2 for an unknown command', () => {
+    expect(run('help').stdout).toContain('usage: query-sandbox <command>');
+    const r = run('frobnicate');
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('unknown command [frobnicate]');
+  });
+});
