@@ -29,6 +29,7 @@ import { compiledModuleUrl } from './pool/compiled-module-url.js';
 import type { EngineDescription, EngineModule, EngineRequest } from './pool/engine-module.js';
 import type { TaskOutcome } from './pool/task-envelope.js';
 import { CancelReason, SlotAllocator } from './pool/task-slots.js';
+import { FifoQueue } from './scheduler/fifo-queue.js';
 import { WorkerPool } from './pool/worker-pool.js';
 import {
   type ResolvedRuntimeOptions,
@@ -121,31 +122,6 @@ interface RunningTask {
   readonly queued: QueuedTask;
   readonly tracked: TrackedTask;
   readonly abort: AbortController;
-}
-
-/** Index-based FIFO: O(1) push and shift without Array#shift's copying. */
-class FifoQueue<T> {
-  #items: (T | undefined)[] = [];
-  #head = 0;
-  push(item: T): void {
-    this.#items.push(item);
-  }
-  shift(): T | undefined {
-    if (this.#head >= this.#items.length) return undefined;
-    const item = this.#items[this.#head];
-    this.#items[this.#head++] = undefined;
-    if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
-      this.#items = this.#items.slice(this.#head);
-      this.#head = 0;
-    }
-    return item;
-  }
-  get length(): number {
-    return this.#items.length - this.#head;
-  }
-  *[Symbol.iterator](): IterableIterator<T> {
-    for (let i = this.#head; i < this.#items.length; i++) yield this.#items[i]!;
-  }
 }
 
 function cancelResourceOf(code: number): Resource | 'shutdown' {

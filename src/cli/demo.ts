@@ -106,7 +106,12 @@ async function post(url: string, user: string, body: unknown): Promise<number> {
   return response.status;
 }
 
-function classify(recorder: LatencyRecorder, status: number, latencyMs: number, typeIsCancel: boolean): void {
+function countOutcome(
+  recorder: LatencyRecorder,
+  status: number,
+  latencyMs: number,
+  typeIsCancel: boolean,
+): void {
   if (status === 200) {
     recorder.ok++;
     recorder.recordMs(latencyMs);
@@ -171,7 +176,7 @@ async function runPhase(
           'analyst_ann',
           EXPENSIVE_BODIES[i++ % EXPENSIVE_BODIES.length],
         );
-        classify(analysts, r.status, performance.now() - sent, r.cancelled);
+        countOutcome(analysts, r.status, performance.now() - sent, r.cancelled);
         if (r.status === 429) await sleep(100);
       } catch {
         analysts.errors++;
@@ -193,7 +198,7 @@ async function runPhase(
         query: { match: { subject: word } },
         size: 5,
       }).then(
-        (r) => classify(dashboards, r.status, performance.now() - intended, r.cancelled),
+        (r) => countOutcome(dashboards, r.status, performance.now() - intended, r.cancelled),
         () => {
           dashboards.errors++;
         },

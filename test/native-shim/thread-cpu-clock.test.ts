@@ -17,7 +17,9 @@ function startBurner(burnMs: number): { worker: Worker; tid: Promise<number>; do
     import { parentPort } from 'node:worker_threads';
     import { currentThreadCpuTimeNs, currentThreadTid } from ${JSON.stringify(shimUrl)};
     parentPort.postMessage({ tid: currentThreadTid() });
-    parentPort.once('message', () => {
+    // 'on', not 'once': the listener keeps the worker alive after the burn, so the main thread can
+    // still read its clock (an exited thread's schedstat fails).
+    parentPort.on('message', () => {
       const start = currentThreadCpuTimeNs();
       let x = 0;
       for (;;) {

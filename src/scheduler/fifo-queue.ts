@@ -1,0 +1,27 @@
+/**
+ * The runtime's queue of tasks waiting for a worker: first in, first out (the priority scheduler
+ * replaces it). Index-based, so push and shift are O(1) without Array#shift's copying.
+ */
+export class FifoQueue<T> {
+  #items: (T | undefined)[] = [];
+  #head = 0;
+  push(item: T): void {
+    this.#items.push(item);
+  }
+  shift(): T | undefined {
+    if (this.#head >= this.#items.length) return undefined;
+    const item = this.#items[this.#head];
+    this.#items[this.#head++] = undefined;
+    if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+      this.#items = this.#items.slice(this.#head);
+      this.#head = 0;
+    }
+    return item;
+  }
+  get length(): number {
+    return this.#items.length - this.#head;
+  }
+  *[Symbol.iterator](): IterableIterator<T> {
+    for (let i = this.#head; i < this.#items.length; i++) yield this.#items[i]!;
+  }
+}
