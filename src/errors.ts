@@ -170,7 +170,8 @@ export function formatReceived(value: unknown): string {
   try {
     text = typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
   } catch {
-    text = String(value);
+    // Cyclic or too deeply nested for JSON.stringify (and for String(), which recurses too).
+    text = Array.isArray(value) ? `[array of ${value.length}]` : `[${typeof value}]`;
   }
   return text.length > 120 ? `${text.slice(0, 117)}...` : text;
 }

@@ -28,3 +28,4 @@ export {
   type SelectionAttributes,
 } from './sandbox/sandbox.js';
 export { loadSandboxFile, parseSandboxDefinitions } from './sandbox/sandbox-file.js';
+export { buildHttpServer, type HttpServerOptions } from './server/http-server.js';

@@ -18,6 +18,7 @@ import {
   EngineFailureError,
   EngineRequestError,
   InvalidArgumentError,
+  isQuerySandboxError,
   NotRunningError,
   RejectedError,
 } from './errors.js';
@@ -150,7 +151,11 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
     const imported = (await import(engineUrl)) as EngineModule & { default?: EngineModule };
     engine = typeof imported.handle === 'function' ? imported : (imported.default as EngineModule);
   } catch (error) {
-    throw new Error(`cannot load engine module ${engineUrl}: ${(error as Error).message}`, { cause: error });
+    throw new InvalidArgumentError(
+      'options.engine',
+      `must be a loadable ES module (${(error as Error).message})`,
+      engineUrl,
+    );
   }
   if (engine === undefined || typeof engine.handle !== 'function') {
     throw new InvalidArgumentError('options.engine', 'must name a module that exports handle()', engineUrl);
@@ -275,13 +280,13 @@ class GovernedRuntime implements Runtime {
       throw new InvalidArgumentError('index', 'must be a string', request.index);
     const indices = resolveIndexExpression(request.index, this.#indices);
     const engineRequest: EngineRequest = { indices, body: request.body };
-    this.#engine.validate?.(engineRequest);
+    this.#validate(engineRequest);
     const attributes = { user: request.user, indices };
     const sandbox =
       request.sandboxId !== undefined
         ? this.#classifier.resolveExplicit(request.sandboxId, attributes)
         : this.#classifier.classify(attributes);
-    this.#checkVerdict(sandbox);
+    this.#checkVerdict(sandbox, true);
     if (this.#queue.length >= this.options.maxQueuedTasks && this.#running.size >= this.#dispatchDepth) {
       this.#counters.countRejection(sandbox.id, 'queue');
       throw new RejectedError(
@@ -296,10 +301,33 @@ class GovernedRuntime implements Runtime {
     });
   }
 
-  /** Throws RejectedError when the governor's published verdict refuses new tasks of `sandbox`. */
-  #checkVerdict(sandbox: Sandbox): void {
+  /** Runs the engine's `validate`; a plain error tagged with a 4xx `statusCode` becomes an EngineRequestError. */
+  #validate(request: EngineRequest): void {
+    try {
+      this.#engine.validate?.(request);
+    } catch (error) {
+      if (isQuerySandboxError(error)) throw error;
+      const e = error as { statusCode?: unknown; type?: unknown; message?: unknown };
+      if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+        throw new EngineRequestError(
+          typeof e.type === 'string' ? e.type : 'illegal_argument_exception',
+          String(e.message),
+          e.statusCode,
+        );
+      }
+      throw new EngineFailureError(`engine failure in validate: ${String(e?.message ?? error)}`, {
+        cause: error,
+      });
+    }
+  }
+
+  /**
+   * Throws RejectedError when the governor's published verdict refuses new tasks of `sandbox`.
+   * `atAdmission`: count a monitor sandbox's `would_reject` (once per request, not again at dispatch).
+   */
+  #checkVerdict(sandbox: Sandbox, atAdmission: boolean): void {
     const verdict = this.#governor.verdict(sandbox.id);
-    if (verdict.wouldReject && verdict.resource !== undefined) {
+    if (atAdmission && verdict.wouldReject && verdict.resource !== undefined) {
       this.#counters.of(sandbox.id)[verdict.resource].wouldReject++;
     }
     if (!verdict.rejectNew) return;
@@ -325,7 +353,7 @@ class GovernedRuntime implements Runtime {
       const queued = this.#queue.shift()!;
       // A task that waited is still new work: the verdict published since it was queued applies.
       try {
-        this.#checkVerdict(queued.sandbox);
+        this.#checkVerdict(queued.sandbox, false);
       } catch (error) {
         queued.reject(error);
         continue;
@@ -379,17 +407,36 @@ class GovernedRuntime implements Runtime {
           queued.reject(new EngineFailureError(`engine failure: ${e.message}`));
         }
       } else {
-        // The worker was terminated: a hard cancellation, or shutdown.
-        const resource: Resource | 'shutdown' = picked?.hard ? picked.cancellation.resource : 'shutdown';
-        this.#counters.countCancellation(sandboxId, resource, true);
-        if (resource === 'shutdown' && !this.#closed) {
-          this.#log.warn({ taskId: queued.taskId, error: String(thrown) }, 'worker lost');
+        // The worker is gone: terminated by a hard cancellation or at shutdown, or it died.
+        if (picked?.hard === true || this.#closed) {
+          const resource: Resource | 'shutdown' = picked?.hard ? picked.cancellation.resource : 'shutdown';
+          this.#counters.countCancellation(sandboxId, resource, true);
+          queued.reject(this.#cancelledError(queued.sandbox, picked?.cancellation.sandboxId, resource, true));
+        } else {
+          counters.failures++;
+          this.#log.warn({ taskId: queued.taskId, sandboxId, error: String(thrown) }, 'worker lost');
+          queued.reject(this.#workerLostError(thrown));
         }
-        queued.reject(this.#cancelledError(queued.sandbox, picked?.cancellation.sandboxId, resource, true));
       }
     } finally {
       this.#pump();
     }
+  }
+
+  /** The error for a task whose worker died under it (out of memory, a crash in native code). */
+  #workerLostError(thrown: unknown): EngineFailureError {
+    const code = (thrown as { code?: unknown } | undefined)?.code;
+    if (code === 'ERR_WORKER_OUT_OF_MEMORY') {
+      return new EngineFailureError(
+        `engine failure: the task exhausted its worker's heap (${this.options.workerHeapMb} MiB, ` +
+          'options.workerHeapMb); the worker was replaced',
+        { cause: thrown },
+      );
+    }
+    return new EngineFailureError(
+      `engine failure: the worker running the task exited (${thrown instanceof Error ? thrown.message : String(thrown)}); it was replaced`,
+      { cause: thrown },
+    );
   }
 
   #cancelledError(

@@ -23,6 +23,13 @@ const sandboxFile = {
       selectionAttributes: [{ name: 'userPattern', value: 'burn_*' }],
     },
     {
+      name: 'watchers',
+      priority: 3,
+      mode: 'monitor',
+      resourceConsumptionLimits: { cpu: { low: 0.1, high: 0.2 } },
+      selectionAttributes: [{ name: 'userPattern', value: 'watch_*' }],
+    },
+    {
       name: 'alpha-only',
       priority: 2,
       selectionAttributes: [{ name: 'indicesPattern', value: 'alpha' }],
@@ -66,8 +73,10 @@ describe('runtime with a second, trivial engine', () => {
     await expect(runtime.search({ index: 'alpha,,beta', body: {} })).rejects.toBeInstanceOf(
       InvalidArgumentError,
     );
-    const invalid = runtime.search({ index: 'alpha', body: [1] });
-    await expect(invalid).rejects.toThrow('body must be an object; received [1]');
+    const invalid = await runtime.search({ index: 'alpha', body: [1] }).catch((e: unknown) => e);
+    // A plain error from the engine's validate, tagged 400, becomes an EngineRequestError.
+    expect(invalid).toBeInstanceOf(EngineRequestError);
+    expect((invalid as Error).message).toBe('body must be an object; received [1]');
   });
 
   it('maps engine errors: a tagged 4xx keeps its type and status, anything else is a failure', async () => {
@@ -163,6 +172,23 @@ describe('runtime with a second, trivial engine', () => {
     await sleep(300);
   });
 
+  it('never rejects for a monitor sandbox but counts what it would have rejected', async () => {
+    const busy = runtime.search({ index: 'beta', body: { burnCpuMs: 800 }, user: 'watch_1' });
+    await sleep(350);
+    await expect(
+      runtime.search({ index: 'beta', body: { echo: 1 }, user: 'watch_2' }),
+    ).resolves.toMatchObject({
+      echo: 1,
+    });
+    await busy;
+    const c = runtime.sandboxStats().get('watchers')!.counters;
+    expect(c.rejections).toBe(0);
+    expect(c.cancellations).toBe(0);
+    expect(c.cpu.wouldReject).toBe(1);
+    expect(c.cpu.wouldCancel).toBeGreaterThanOrEqual(1);
+    await sleep(300);
+  });
+
   it('settles every submitted task exactly once and accounts for each in the stats', async () => {
     const before = structuredClone(runtime.sandboxStats().get('_root')!.counters);
     const n = 40;
@@ -200,6 +226,19 @@ describe('runtime queue and shutdown', () => {
     expect(await queued).toBeInstanceOf(CancelledError);
     expect(await running).toBeInstanceOf(CancelledError);
     await expect(runtime.search({ index: 'alpha', body: {} })).rejects.toBeInstanceOf(NotRunningError);
+  });
+
+  it('answers a task that exhausts its worker heap with an engine failure, not a cancellation, and replaces the worker', async () => {
+    const runtime = await createRuntime({ engine: echoEngine, threads: 1, workerHeapMb: 64 });
+    try {
+      const lost = await runtime.search({ index: 'alpha', body: { fail: 'oom' } }).catch((e: unknown) => e);
+      expect(lost).toBeInstanceOf(EngineFailureError);
+      expect((lost as Error).message).toContain("exhausted its worker's heap (64 MiB");
+      await expect(runtime.search({ index: 'alpha', body: { echo: 1 } })).resolves.toMatchObject({ echo: 1 });
+      expect(runtime.sandboxStats().get('_root')!.counters).toMatchObject({ failures: 1, cancellations: 0 });
+    } finally {
+      await runtime.close();
+    }
   });
 
   it('refuses to start when the engine fails to load in a worker, with its message', async () => {

@@ -14,13 +14,31 @@ commands:
 ${SERVE_USAGE}
 ${DEMO_USAGE}`;
 
+function wantsHelp(args: readonly string[]): boolean {
+  return args.includes('--help') || args.includes('-h');
+}
+
+function usage(text: string): number {
+  process.stdout.write(text);
+  return 0;
+}
+
+/** Errors a user can fix (bad input, a busy port, a missing file) are told in one line, without a stack. */
+function isUserFacing(error: unknown): boolean {
+  if (isQuerySandboxError(error)) return true;
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^(E[A-Z]+|ERR_MODULE_NOT_FOUND)$/.test(code);
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
     case 'serve':
+      if (wantsHelp(rest)) return usage(SERVE_USAGE);
       await serve(parseServeOptions(rest, process.env));
       return -1; // keeps running
     case 'demo':
+      if (wantsHelp(rest)) return usage(DEMO_USAGE);
       await runDemo(parseDemoOptions(rest, process.env));
       return 0;
     case undefined:
@@ -40,8 +58,8 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exit(code);
   },
   (error: unknown) => {
-    if (isQuerySandboxError(error)) {
-      process.stderr.write(`query-sandbox: ${error.message}\n`);
+    if (isUserFacing(error)) {
+      process.stderr.write(`query-sandbox: ${(error as Error).message}\n`);
     } else {
       process.stderr.write(
         `query-sandbox: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,

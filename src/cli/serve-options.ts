@@ -30,14 +30,23 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --log-level LEVEL      pino level (default info; LOG_LEVEL)
 `;
 
-function intFlag(name: string, text: string | undefined, min: number, max: number): number | undefined {
+function intFlag(
+  name: string,
+  text: string | undefined,
+  min: number,
+  max: number,
+  label = `--${name}`,
+): number | undefined {
   if (text === undefined) return undefined;
   const n = Number(text);
   if (!/^-?\d+$/.test(text) || n < min || n > max) {
-    throw new InvalidArgumentError(`--${name}`, `must be an integer in ${min}..${max}`, text);
+    throw new InvalidArgumentError(label, `must be an integer in ${min}..${max}`, text);
   }
   return n;
 }
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const ENFORCEMENT_MODES = ['enabled', 'monitor_only', 'disabled'];
 
 /** Parses `argv` (after the sub-command) and `env`. @throws InvalidArgumentError naming the flag. */
 export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEnv): ServeOptions {
@@ -64,11 +73,29 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     throw new InvalidArgumentError('arguments', `are invalid (${(error as Error).message})`, argv.join(' '));
   }
   const str = (k: string): string | undefined => values[k] as string | undefined;
-  const port = intFlag('port', str('port') ?? env['PORT'], 0, 65535) ?? 9200;
+  const port =
+    str('port') !== undefined
+      ? intFlag('port', str('port'), 0, 65535)!
+      : (intFlag('port', env['PORT'], 0, 65535, 'PORT') ?? 9200);
   const threads = intFlag('threads', str('threads'), 1, 1024);
   const intervalMs = intFlag('interval-ms', str('interval-ms'), 10, 60_000);
   const maxDocs = intFlag('max-docs', str('max-docs'), 1, 1_000_000);
   const enforcement = str('enforcement');
+  if (enforcement !== undefined && !ENFORCEMENT_MODES.includes(enforcement)) {
+    throw new InvalidArgumentError(
+      '--enforcement',
+      `must be one of ${ENFORCEMENT_MODES.join(', ')}`,
+      enforcement,
+    );
+  }
+  const logLevel = str('log-level') ?? env['LOG_LEVEL'] ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new InvalidArgumentError(
+      str('log-level') !== undefined ? '--log-level' : 'LOG_LEVEL',
+      `must be one of ${LOG_LEVELS.join(', ')}`,
+      logLevel,
+    );
+  }
   const runtime: RuntimeOptions = {
     sandboxes:
       str('sandboxes') ??
@@ -85,6 +112,6 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     host: str('host') ?? env['HOST'] ?? '127.0.0.1',
     port,
     runtime,
-    logLevel: str('log-level') ?? env['LOG_LEVEL'] ?? 'info',
+    logLevel,
   };
 }

@@ -1,10 +1,34 @@
 /** `query-sandbox serve`: a runtime behind the HTTP API until SIGINT/SIGTERM. */
+import net from 'node:net';
 import pino from 'pino';
+import { InvalidArgumentError } from '../errors.js';
 import { createRuntime } from '../runtime.js';
 import { buildHttpServer } from '../server/http-server.js';
 import type { ServeOptions } from './serve-options.js';
 
+/**
+ * Fails fast when the address cannot be listened on, before the engine and workers load (seconds).
+ * @throws InvalidArgumentError naming --port or --host.
+ */
+async function checkListenable(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EADDRINUSE') {
+        reject(new InvalidArgumentError('--port', `is already in use on ${host}`, port));
+      } else {
+        reject(
+          new InvalidArgumentError('--host', `cannot be listened on (${error.code ?? error.message})`, host),
+        );
+      }
+    });
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
+
 export async function serve(options: ServeOptions): Promise<void> {
+  await checkListenable(options.host, options.port);
   const log = pino({ level: options.logLevel });
   const started = performance.now();
   log.info(

@@ -44,7 +44,8 @@ export interface SearchResponse {
  * Run `plan` over every shard of `indexNames`.
  *
  * @param loaded the worker's indices.
- * @param indexNames the indices to search, each a key of `loaded`; empty means all of them.
+ * @param indexNames the indices to search, each a key of `loaded`; empty (a wildcard that matched
+ *   nothing) searches nothing and answers no hits, as OpenSearch does.
  * @param plan a plan from `parseSearchBody`.
  * @param checkpoint called before each shard is searched (records memory; throws to abort the search).
  * @returns hits sorted by score desc, then index name, then `_id`; paged by from/size.
@@ -57,7 +58,7 @@ export function executeSearch(
   checkpoint: () => void,
 ): SearchResponse {
   const started = performance.now();
-  const names = indexNames.length > 0 ? [...new Set(indexNames)] : [...loaded.keys()];
+  const names = [...new Set(indexNames)];
   const targets = names.map((name) => {
     const shards = loaded.get(name);
     if (!shards) throw new IndexNotFoundError(name);

@@ -72,7 +72,7 @@ export function validate(request: EngineRequest): void {
 }
 
 /**
- * Worker, per task: run the search over each requested index (all when `request.indices` is empty)
+ * Worker, per task: run the search over each requested index (none when `request.indices` is empty)
  * and each of its shards, calling `context.checkpoint()` before every shard and once at the end.
  *
  * @returns an OpenSearch-shaped response (`took` in ms; hits sorted by score desc, index, `_id`).

@@ -11,7 +11,7 @@
  */
 
 import { EngineRequestError, formatReceived } from '../errors.js';
-import { SEARCH_FIELDS, type SearchField } from './mail-index.js';
+import { SEARCH_FIELDS, type SearchField, tokenizeMail } from './mail-index.js';
 
 /** Largest `from + size` (OpenSearch's `index.max_result_window` default). */
 export const MAX_RESULT_WINDOW = 10_000;
@@ -241,10 +241,23 @@ function parsePrefixLength(raw: unknown, where: string): number {
   return fail(`${where} must be an integer >= 0; received ${formatReceived(raw)}`);
 }
 
+/**
+ * Most terms one query text may hold: each term is a separate (possibly fuzzy) lookup in every shard,
+ * and a 40,000-term text ran for 36 s and exhausted a worker's heap. The figure and its meaning follow
+ * OpenSearch's `indices.query.bool.max_clause_count` default (1024).
+ */
+export const MAX_QUERY_TERMS = 1024;
+
 function queryText(raw: unknown, where: string): string {
-  if (typeof raw === 'string') return raw;
-  if (typeof raw === 'number' || typeof raw === 'boolean') return String(raw);
-  return fail(`${where} must be a string; received ${formatReceived(raw)}`);
+  let text: string;
+  if (typeof raw === 'string') text = raw;
+  else if (typeof raw === 'number' || typeof raw === 'boolean') text = String(raw);
+  else return fail(`${where} must be a string; received ${formatReceived(raw)}`);
+  const terms = tokenizeMail(text).length;
+  if (terms > MAX_QUERY_TERMS) {
+    fail(`${where} has ${terms} terms; at most ${MAX_QUERY_TERMS} are allowed (max_clause_count)`);
+  }
+  return text;
 }
 
 function singleField(raw: unknown, type: string): [SearchField, unknown] {

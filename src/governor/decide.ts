@@ -47,7 +47,10 @@ export interface DecisionInput {
 export interface SandboxVerdict {
   /** Its own state from its own limits (acting ones only). */
   readonly state: SandboxState;
-  /** The resource that set the state (the first breached, cpu before memory). */
+  /**
+   * The resource over a limit of this sandbox (high before low, cpu before memory), whether or not the
+   * sandbox acts on it: for a monitor sandbox it says what `wouldReject` / `wouldCancel` are about.
+   */
   readonly resource: Resource | undefined;
   /** New tasks of this sandbox are refused: it or an ancestor is rejecting or cancelling. */
   readonly rejectNew: boolean;
@@ -151,7 +154,7 @@ export function decide(input: DecisionInput): Decision {
     }
     verdicts.set(s.id, {
       state: mine.acting ? mine.state : 'ok',
-      resource: mine.acting ? mine.resource : undefined,
+      resource: mine.resource,
       rejectNew: rejectedBy !== undefined,
       rejectedBy,
       rejectResource,

@@ -97,10 +97,17 @@ try {
   channel.close();
 }
 
+/** Thread CPU at the end of the previous task, ns (0 before the first). */
+let lastEndCpuNs = 0;
+
 /** The piscina task handler. */
 export default async function runTask(envelope: TaskEnvelope): Promise<TaskOutcome> {
   const { taskId, slot } = envelope;
-  slots.begin(slot, taskId, tid, currentThreadCpuTimeNs(), heapNow());
+  // The task's CPU window opens where the previous task's closed: the worker's CPU between two tasks
+  // (piscina receiving this task, posting the previous result, waking up) is per-task overhead that
+  // the handler alone does not show; an idle worker blocks in Atomics.wait and adds nothing.
+  const nowCpuNs = currentThreadCpuTimeNs();
+  slots.begin(slot, taskId, tid, lastEndCpuNs > 0 ? lastEndCpuNs : nowCpuNs, heapNow());
   const controller = new AbortController();
   const abortIfRequested = (): void => {
     if (controller.signal.aborted) return;
@@ -137,6 +144,7 @@ export default async function runTask(envelope: TaskEnvelope): Promise<TaskOutco
     return { ok: false, error: serializeError(error), cancelCode: code };
   } finally {
     if (poll !== undefined) clearInterval(poll);
-    slots.end(slot, taskId, currentThreadCpuTimeNs(), heapNow());
+    lastEndCpuNs = currentThreadCpuTimeNs();
+    slots.end(slot, taskId, lastEndCpuNs, heapNow());
   }
 }

@@ -34,7 +34,8 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
       e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError
         ? `request body is not valid JSON: ${reason}`
         : reason;
-    return { status: e.statusCode, body: { error: { type, reason: text }, status: e.statusCode } };
+    const code = typeof e.code === 'string' ? { code: e.code } : {};
+    return { status: e.statusCode, body: { error: { type, reason: text, ...code }, status: e.statusCode } };
   }
   return {
     status: 500,

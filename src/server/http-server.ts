@@ -43,7 +43,19 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
   const sandboxHeader = (options.sandboxHeader ?? 'x-sandbox-id').toLowerCase();
   const log = options.logger;
   // Request logging stays off (one line per search is too much); errors are logged below.
-  const app = Fastify({ bodyLimit: options.bodyLimitBytes ?? 1024 * 1024, logger: false });
+  const app = Fastify({
+    bodyLimit: options.bodyLimitBytes ?? 1024 * 1024,
+    logger: false,
+    // Index expressions can be long comma lists; the runtime bounds them (4096 characters) itself.
+    routerOptions: { maxParamLength: 4096 },
+    // Errors raised before routing (a bad percent-encoding) get the same body shape as the rest.
+    frameworkErrors: (error, _request, reply) => {
+      sendError(
+        reply as unknown as FastifyReply,
+        new InvalidArgumentError('url', 'is not a valid request path', error.message),
+      );
+    },
+  });
 
   // Bodies are JSON whatever the content type says (curl -d sends form-urlencoded by default), and a
   // syntax error reports JSON.parse's own message, which says where the text went wrong.
@@ -74,6 +86,19 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
   );
 
   const search = async (request: FastifyRequest, reply: FastifyReply, index: string) => {
+    // OpenSearch refuses URL parameters it does not know; silently ignoring `?size=1` would mislead.
+    for (const name of Object.keys((request.query as Record<string, unknown> | undefined) ?? {})) {
+      if (name !== 'pretty') {
+        return sendError(
+          reply,
+          new InvalidArgumentError(
+            `url parameter [${name}]`,
+            'is not supported (put size, from and the query in the body)',
+            (request.query as Record<string, unknown>)[name],
+          ),
+        );
+      }
+    }
     const body = request.body;
     if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) {
       return sendError(reply, new InvalidArgumentError('body', 'must be a JSON object', body));

@@ -38,7 +38,29 @@ describe('query-sandbox command', () => {
     expect(r.stderr).toMatch(/must hold valid JSON .*line 1/);
   });
 
+  it('refuses a port in use before loading anything, in one line without a stack', () => {
+    const r = spawnSync(
+      process.execPath,
+      [
+        '-e',
+        `const s = require('net').createServer().listen(0, '127.0.0.1', () => {
+           const port = s.address().port;
+           const r = require('child_process').spawnSync(process.execPath, [${JSON.stringify(main)}, 'serve', '--port', String(port)], { encoding: 'utf8' });
+           process.stdout.write(JSON.stringify({ status: r.status, stderr: r.stderr, port }));
+           s.close();
+         });`,
+      ],
+      { encoding: 'utf8', timeout: 20_000 },
+    );
+    const out = JSON.parse(r.stdout) as { status: number; stderr: string; port: number };
+    expect(out.status).toBe(1);
+    expect(out.stderr.trim()).toBe(
+      `query-sandbox: --port is already in use on 127.0.0.1; received ${out.port}`,
+    );
+  });
+
   it('prints usage for help and exits 2 for an unknown command', () => {
+    expect(run('serve', '--help').stdout).toContain('query-sandbox serve [options]');
     expect(run('help').stdout).toContain('usage: query-sandbox <command>');
     const r = run('frobnicate');
     expect(r.status).toBe(2);

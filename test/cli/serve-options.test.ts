@@ -25,8 +25,15 @@ describe('serve options', () => {
       '--port must be an integer in 0..65535; received "abc"',
     );
     expect(() => parseServeOptions([], { PORT: '70000' })).toThrow(
-      '--port must be an integer in 0..65535; received "70000"',
+      'PORT must be an integer in 0..65535; received "70000"',
     );
+  });
+
+  it('refuses an unknown enforcement mode and log level naming the flag', () => {
+    expect(() => parseServeOptions(['--enforcement', 'maybe'], {})).toThrow(
+      '--enforcement must be one of enabled, monitor_only, disabled; received "maybe"',
+    );
+    expect(() => parseServeOptions([], { LOG_LEVEL: 'loud' })).toThrow('LOG_LEVEL must be one of');
   });
 
   it('refuses an unknown flag', () => {

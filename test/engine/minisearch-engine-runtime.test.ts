@@ -36,6 +36,15 @@ describe('default MiniSearch engine in the runtime', () => {
     expect(body.hits.hits[0]._source).toHaveProperty('subject');
   });
 
+  it('answers a wildcard that matches no index with no hits, not with every index', async () => {
+    const r = (await runtime.search({ index: 'zzz*', body: { size: 0 } })) as {
+      hits: { total: { value: number } };
+      _shards: { total: number };
+    };
+    expect(r.hits.total.value).toBe(0);
+    expect(r._shards.total).toBe(0);
+  });
+
   it('lists the five corpus indices and reports worker start-up with them loaded', () => {
     const node = runtime.nodeStats();
     expect(node.engineIndices).toEqual(['easy-ham-1', 'easy-ham-2', 'hard-ham-1', 'spam-1', 'spam-2']);

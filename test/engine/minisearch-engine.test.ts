@@ -22,7 +22,7 @@ function context(checkpoint: () => void = () => {}): TaskContext {
   return { signal: new AbortController().signal, checkpoint, taskId: 1 };
 }
 
-function search(body: unknown, indices: readonly string[] = []): SearchResponse {
+function search(body: unknown, indices: readonly string[] = CORPUS_GROUPS): SearchResponse {
   return engine.handle({ indices, body }, context());
 }
 
@@ -147,6 +147,22 @@ describe('minisearch engine: validate and errors', () => {
     ).not.toThrow();
   });
 
+  it('searches nothing when no index is named (a wildcard that matched nothing)', () => {
+    const r = search({ query: { match_all: {} } }, []);
+    expect(r.hits.total.value).toBe(0);
+    expect(r._shards.total).toBe(0);
+  });
+
+  it('refuses a query text of more than 1024 terms with 400 naming the field', () => {
+    const text = 'money '.repeat(1025);
+    expect(() =>
+      engine.validate({ indices: ['spam-1'], body: { query: { match: { body: text } } } }),
+    ).toThrow('[match][body] has 1025 terms; at most 1024 are allowed (max_clause_count)');
+    expect(() =>
+      engine.validate({ indices: ['spam-1'], body: { query: { match: { body: 'money '.repeat(1024) } } } }),
+    ).not.toThrow();
+  });
+
   it('handle refuses an unknown index', () => {
     expect(() => search({}, ['spam-3'])).toThrow(/no such index \[spam-3\]/);
   });
@@ -154,7 +170,7 @@ describe('minisearch engine: validate and errors', () => {
   it('checkpoint is called before every shard and once at the end; an abort from it stops the search', () => {
     let calls = 0;
     engine.handle(
-      { indices: [], body: { query: { match: { body: 'money' } } } },
+      { indices: CORPUS_GROUPS, body: { query: { match: { body: 'money' } } } },
       context(() => calls++),
     );
     expect(calls).toBe(CORPUS_GROUPS.length * 2 + 1);
@@ -163,7 +179,7 @@ describe('minisearch engine: validate and errors', () => {
     const abort = new DOMException('task cancelled', 'AbortError');
     expect(() =>
       engine.handle(
-        { indices: [], body: { query: { match: { body: 'money' } } } },
+        { indices: CORPUS_GROUPS, body: { query: { match: { body: 'money' } } } },
         context(() => {
           seen++;
           if (seen === 3) throw abort;

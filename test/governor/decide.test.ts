@@ -125,6 +125,7 @@ describe('decide', () => {
     expect(v.state).toBe('ok');
     expect(v.wouldReject).toBe(true);
     expect(v.wouldCancel).toBe(true);
+    expect(v.resource).toBe('cpu');
     expect(d.cancellations).toEqual([]);
   });
 

@@ -607,7 +607,7 @@ describe('loadSandboxFile', () => {
       ['analysts', 5],
     ]);
     expect(sandboxes[1]?.limits).toEqual({ cpu: { low: 0.6, high: 0.9 }, memory: { low: 0.6, high: 0.8 } });
-    expect(sandboxes[2]?.limits).toEqual({ cpu: { low: 0.3, high: 0.6 }, memory: { low: 0.3, high: 0.5 } });
+    expect(sandboxes[2]?.limits).toEqual({ cpu: { low: 0.3, high: 0.6 }, memory: { low: 0.15, high: 0.25 } });
     expect(sandboxes[2]?.selectionAttributes.userPattern).toEqual(['analyst_*']);
   });
 

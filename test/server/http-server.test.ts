@@ -69,6 +69,30 @@ describe('HTTP server', () => {
     expect(r.json().error.reason).toBe('body must be a JSON object; received [1,2]');
   });
 
+  it('answers a deeply nested array body with 400, not a crash', async () => {
+    const deep = `${'['.repeat(200_000)}${']'.repeat(200_000)}`;
+    const r = await search('/alpha/_search', deep);
+    expect(r.statusCode).toBe(400);
+    expect(r.json().error.reason).toBe('body must be a JSON object; received [array of 1]');
+  });
+
+  it('answers a bad percent-encoding and a long index list in the usual error shape', async () => {
+    const bad = await app.inject({ method: 'POST', url: '/spam%ZZ/_search', payload: '{}' });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.type).toBe('illegal_argument_exception');
+    const long = await search(`/${Array.from({ length: 40 }, () => 'alpha').join(',')}/_search`, '{}');
+    expect(long.statusCode).toBe(200);
+  });
+
+  it('refuses URL parameters it does not support rather than ignoring them', async () => {
+    const r = await search('/alpha/_search?size=1', '{}');
+    expect(r.statusCode).toBe(400);
+    expect(r.json().error.reason).toBe(
+      'url parameter [size] is not supported (put size, from and the query in the body); received "1"',
+    );
+    expect((await search('/alpha/_search?pretty', '{}')).statusCode).toBe(200);
+  });
+
   it('answers an unknown index with 404 index_not_found_exception', async () => {
     const r = await search('/nope/_search', '{}');
     expect(r.statusCode).toBe(404);
