@@ -28,6 +28,16 @@ export const ErrorCode = {
   ENGINE_FAILURE: 'QS_ENGINE_FAILURE',
   /** The runtime is closed or not started. HTTP 503. */
   NOT_RUNNING: 'QS_NOT_RUNNING',
+  /** No sandbox has that id. HTTP 404. */
+  SANDBOX_NOT_FOUND: 'QS_SANDBOX_NOT_FOUND',
+  /** A sandbox change conflicts: a stale version (`If-Match`), a taken name, identical attributes, children. HTTP 409. */
+  SANDBOX_CONFLICT: 'QS_SANDBOX_CONFLICT',
+  /** Creating a sandbox would exceed the node's limit on active sandboxes. HTTP 429. */
+  SANDBOX_LIMIT: 'QS_SANDBOX_LIMIT',
+  /** A change to sandboxes without an admin token. HTTP 401. */
+  UNAUTHORIZED: 'QS_UNAUTHORIZED',
+  /** A change to sandboxes with a wrong admin token. HTTP 403. */
+  ADMIN_FORBIDDEN: 'QS_ADMIN_FORBIDDEN',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -94,6 +104,18 @@ export class InvalidSandboxError extends InvalidArgumentError {
   constructor(path: string, expectation: string, received: unknown) {
     super(path, expectation, received, ErrorCode.INVALID_SANDBOX);
   }
+
+  /**
+   * The same error with the leading `from` of its path (and message) replaced by `to`: a definition
+   * checked as `sandboxes[3]` of the whole set is reported against the request body as `` (or `body`).
+   */
+  rebase(from: string, to: string): InvalidSandboxError {
+    if (!this.path.startsWith(from)) return this;
+    let path = to + this.path.slice(from.length);
+    if (path.startsWith('.')) path = path.slice(1);
+    const expectation = this.message.slice(this.path.length + 1, this.message.lastIndexOf('; received '));
+    return new InvalidSandboxError(path === '' ? 'body' : path, expectation, this.received);
+  }
 }
 
 /** An explicit sandbox choice (`x-sandbox-id`) that the request may not use. */
@@ -134,6 +156,59 @@ export class EngineFailureError extends QuerySandboxError {
   }
 }
 
+/** No sandbox has the id. */
+export class SandboxNotFoundError extends QuerySandboxError {
+  readonly sandboxId: string;
+  constructor(sandboxId: string) {
+    super(ErrorCode.SANDBOX_NOT_FOUND, 'resource_not_found_exception', `no sandbox with _id [${sandboxId}]`);
+    this.sandboxId = sandboxId;
+  }
+}
+
+/** A sandbox change conflicts with the current state; `reason` says which way. */
+export class SandboxConflictError extends QuerySandboxError {
+  readonly reason: 'version' | 'name' | 'attributes' | 'children';
+  constructor(reason: 'version' | 'name' | 'attributes' | 'children', message: string) {
+    super(
+      ErrorCode.SANDBOX_CONFLICT,
+      reason === 'version'
+        ? 'version_conflict_engine_exception'
+        : reason === 'children'
+          ? 'illegal_state_exception'
+          : 'resource_already_exists_exception',
+      message,
+    );
+    this.reason = reason;
+  }
+}
+
+/** Creating a sandbox would exceed the limit on active sandboxes. */
+export class SandboxLimitError extends QuerySandboxError {
+  readonly limit: number;
+  constructor(limit: number) {
+    super(
+      ErrorCode.SANDBOX_LIMIT,
+      'rejected_execution_exception',
+      `rejected: the node already holds its limit of ${limit} sandboxes (maxSandboxes); delete one first`,
+    );
+    this.limit = limit;
+  }
+}
+
+/** A sandbox change without an admin token (`Authorization: Bearer <token>`). */
+export class UnauthorizedError extends QuerySandboxError {
+  constructor(message: string) {
+    super(ErrorCode.UNAUTHORIZED, 'security_exception', message);
+  }
+}
+
+/** A sandbox change with a wrong admin token. */
+export class AdminForbiddenError extends QuerySandboxError {
+  constructor(message: string) {
+    super(ErrorCode.ADMIN_FORBIDDEN, 'security_exception', message);
+  }
+}
+
 /** The runtime is not accepting work. */
 export class NotRunningError extends QuerySandboxError {
   constructor(message = 'the runtime is closed') {
@@ -159,6 +234,16 @@ export function httpStatusOf(error: unknown): number {
       return (error as EngineRequestError).statusCode ?? 400;
     case ErrorCode.NOT_RUNNING:
       return 503;
+    case ErrorCode.SANDBOX_NOT_FOUND:
+      return 404;
+    case ErrorCode.SANDBOX_CONFLICT:
+      return 409;
+    case ErrorCode.SANDBOX_LIMIT:
+      return 429;
+    case ErrorCode.UNAUTHORIZED:
+      return 401;
+    case ErrorCode.ADMIN_FORBIDDEN:
+      return 403;
     default:
       return 500;
   }

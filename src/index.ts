@@ -29,3 +29,7 @@ export {
 } from './sandbox/sandbox.js';
 export { loadSandboxFile, parseSandboxDefinitions } from './sandbox/sandbox-file.js';
 export { buildHttpServer, type HttpServerOptions } from './server/http-server.js';
+export { SandboxRegistry, type SandboxRegistryOptions } from './sandbox/sandbox-registry.js';
+export { MemorySandboxStore, type SandboxStore, type StoredSandboxes } from './sandbox/sandbox-store.js';
+export { FileSandboxStore } from './sandbox/file-sandbox-store.js';
+export { toSandboxDocument } from './sandbox/sandbox-document.js';

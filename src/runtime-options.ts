@@ -9,6 +9,7 @@ import { availableCores } from '../native-shim/index.js';
 import { InvalidArgumentError } from './errors.js';
 import { EnforcementMode } from './governor/decide.js';
 import type pino from 'pino';
+import type { SandboxStore } from './sandbox/sandbox-store.js';
 
 export interface RuntimeOptions {
   /**
@@ -24,6 +25,13 @@ export interface RuntimeOptions {
    * `parseSandboxDefinitions`). Default: the root sandbox alone.
    */
   sandboxes?: string | { readonly sandboxes: readonly unknown[] };
+  /**
+   * Where sandbox definitions are kept. Default: in memory (changes are lost at exit). The CLI uses a
+   * `FileSandboxStore` in the data directory. An empty store is seeded from `sandboxes`.
+   */
+  sandboxStore?: SandboxStore;
+  /** Most sandboxes besides the root (creates beyond it answer 429), integer 0..10000. Default 100. */
+  maxSandboxes?: number;
   /** Worker threads, integer 1..1024. Default: the node's cores (cgroup quota aware), at least 1. */
   threads?: number;
   /** Old-generation heap limit of each worker, MiB, 64..65536. Default 1024. */
@@ -54,6 +62,7 @@ export interface ResolvedRuntimeOptions {
   readonly engineUrl: string | undefined;
   readonly engineOptions: Readonly<Record<string, unknown>>;
   readonly sandboxes: string | { readonly sandboxes: readonly unknown[] } | undefined;
+  readonly maxSandboxes: number;
   readonly threads: number;
   readonly workerHeapMb: number;
   readonly memoryBudgetBytes: number;
@@ -153,6 +162,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     engineUrl,
     engineOptions: Object.freeze({ ...engineOptions }),
     sandboxes: options.sandboxes,
+    maxSandboxes: integer('maxSandboxes', options.maxSandboxes, 0, 10_000, 100),
     threads,
     workerHeapMb,
     memoryBudgetBytes,

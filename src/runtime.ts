@@ -37,8 +37,10 @@ import {
   type RuntimeOptions,
   resolveRuntimeOptions,
 } from './runtime-options.js';
+import { createRootSandbox, ROOT_SANDBOX_ID, type Resource, type Sandbox } from './sandbox/sandbox.js';
 import { loadSandboxFile, parseSandboxDefinitions } from './sandbox/sandbox-file.js';
-import { createRootSandbox, type Resource, type Sandbox } from './sandbox/sandbox.js';
+import { SandboxRegistry } from './sandbox/sandbox-registry.js';
+import { MemorySandboxStore } from './sandbox/sandbox-store.js';
 import { NodeUsageSampler } from './tracking/node-usage-sampler.js';
 import { newTrackedTask, type TrackedTask } from './tracking/tracked-task.js';
 import { UsageTracker } from './tracking/usage-tracker.js';
@@ -89,8 +91,14 @@ export interface NodeStats {
 export interface Runtime {
   /** Runs one search. Rejects with the errors listed in `errors.ts`. */
   search(request: SearchRequest): Promise<unknown>;
-  /** The sandboxes, the root first. */
+  /** The sandboxes, the root first, parents before children. */
   sandboxes(): readonly Sandbox[];
+  /**
+   * Create, update and delete sandboxes at runtime (versioned, stored durably when the runtime was
+   * given a durable store). A change applies to every request classified after it resolves; tasks
+   * already bound keep their sandbox.
+   */
+  readonly sandboxRegistry: SandboxRegistry;
   /** Per-sandbox stats keyed by sandbox id. */
   sandboxStats(): ReadonlyMap<string, SandboxStats>;
   nodeStats(): NodeStats;
@@ -144,7 +152,12 @@ async function loadSandboxes(source: ResolvedRuntimeOptions['sandboxes']): Promi
 export async function createRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
   const resolved = resolveRuntimeOptions(options);
   const log = options.logger ?? pino({ level: 'silent' });
-  const sandboxes = await loadSandboxes(resolved.sandboxes);
+  const seed = await loadSandboxes(resolved.sandboxes);
+  const registry = await SandboxRegistry.open({
+    store: options.sandboxStore ?? new MemorySandboxStore(),
+    seed,
+    maxSandboxes: resolved.maxSandboxes,
+  });
   const engineUrl = resolved.engineUrl ?? compiledModuleUrl('./engine/minisearch-engine.js', import.meta.url);
   let engine: EngineModule;
   try {
@@ -183,16 +196,18 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
     startTimeoutMs: resolved.startTimeoutMs,
   });
   log.info({ startupMs: pool.startups.map((s) => Math.round(s.startupMs)) }, 'workers ready');
-  return new GovernedRuntime(resolved, engine, description, sandboxes, pool, log);
+  return new GovernedRuntime(resolved, engine, description, registry, pool, log);
 }
 
 class GovernedRuntime implements Runtime {
   readonly options: ResolvedRuntimeOptions;
   readonly #engine: EngineModule;
   readonly #indices: readonly string[] | undefined;
-  readonly #sandboxes: readonly Sandbox[];
-  readonly #byId: ReadonlyMap<string, Sandbox>;
-  readonly #classifier: SandboxClassifier;
+  readonly sandboxRegistry: SandboxRegistry;
+  // Swapped whole on every accepted sandbox change (see #applySandboxes); never mutated in place.
+  #sandboxes: readonly Sandbox[];
+  #byId: ReadonlyMap<string, Sandbox>;
+  #classifier: SandboxClassifier;
   readonly #pool: WorkerPool;
   readonly #log: pino.Logger;
   readonly #allocator: SlotAllocator;
@@ -212,16 +227,19 @@ class GovernedRuntime implements Runtime {
     options: ResolvedRuntimeOptions,
     engine: EngineModule,
     description: EngineDescription,
-    sandboxes: readonly Sandbox[],
+    registry: SandboxRegistry,
     pool: WorkerPool,
     log: pino.Logger,
   ) {
     this.options = options;
     this.#engine = engine;
     this.#indices = description.indices;
+    this.sandboxRegistry = registry;
+    const sandboxes = registry.list();
     this.#sandboxes = sandboxes;
     this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
     this.#classifier = new SandboxClassifier(sandboxes);
+    registry.onChange((list) => this.#applySandboxes(list));
     this.#pool = pool;
     this.#log = log;
     this.#initialWorkers = pool.workersStarted;
@@ -231,7 +249,8 @@ class GovernedRuntime implements Runtime {
       slots: pool.slots,
       cores: options.cores,
       memoryBudgetBytes: options.memoryBudgetBytes,
-      parentOf: (id) => this.#byId.get(id)?.parentId ?? null,
+      // A deleted sandbox's running tasks count under the root until they finish.
+      parentOf: (id) => (id === ROOT_SANDBOX_ID ? null : (this.#byId.get(id)?.parentId ?? ROOT_SANDBOX_ID)),
     });
     this.#nodeSampler = new NodeUsageSampler({ cores: options.cores });
     this.#governor = new Governor(
@@ -252,6 +271,18 @@ class GovernedRuntime implements Runtime {
       },
     );
     this.#governor.start();
+  }
+
+  /** Takes a new sandbox list: classification uses it from the next request on. */
+  #applySandboxes(sandboxes: readonly Sandbox[]): void {
+    const classifier = new SandboxClassifier(sandboxes);
+    this.#sandboxes = sandboxes;
+    this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
+    this.#classifier = classifier;
+    this.#log.info(
+      { sandboxes: sandboxes.map((s) => s.id), version: this.sandboxRegistry.version },
+      'sandboxes changed',
+    );
   }
 
   #sampleNode() {

@@ -189,6 +189,60 @@ describe('runtime with a second, trivial engine', () => {
     await sleep(300);
   });
 
+  it("shows a grandchild's CPU in its parent and grandparent", async () => {
+    const reg = runtime.sandboxRegistry;
+    const org = await reg.create({ name: 'org', priority: 50 });
+    const dept = await reg.create({ name: 'dept', priority: 1, parent_id: org.id });
+    const unit = await reg.create({
+      name: 'unit',
+      priority: 1,
+      parent_id: dept.id,
+      selectionAttributes: [{ name: 'userPattern', value: 'unit_*' }],
+    });
+    const busy = runtime.search({ index: 'beta', body: { burnCpuMs: 600 }, user: 'unit_1' });
+    await sleep(350);
+    const usage = runtime.governorSnapshot().usage;
+    const u = usage.get(unit.id)?.cpu ?? 0;
+    expect(u).toBeGreaterThan(0.2); // one busy worker on two cores: about 0.5
+    expect(usage.get(dept.id)?.cpu).toBe(u);
+    expect(usage.get(org.id)?.cpu).toBe(u);
+    expect(usage.get('_root')!.cpu).toBeGreaterThanOrEqual(u);
+    await busy;
+    await reg.delete(unit.id);
+    await reg.delete(dept.id);
+    await reg.delete(org.id);
+  });
+
+  it('classifies the very next request by an updated sandbox, without a restart', async () => {
+    const reg = runtime.sandboxRegistry;
+    const s = await reg.create({
+      name: 'movable',
+      priority: 60,
+      selectionAttributes: [{ name: 'userPattern', value: 'old_*' }],
+    });
+    await runtime.search({ index: 'beta', body: {}, user: 'new_1' });
+    const before = runtime.sandboxStats().get(s.id)!.counters.completions;
+    await reg.update(s.id, { selectionAttributes: [{ name: 'userPattern', value: 'new_*' }] });
+    await runtime.search({ index: 'beta', body: {}, user: 'new_1' });
+    expect(runtime.sandboxStats().get(s.id)!.counters.completions).toBe(before + 1);
+    await reg.delete(s.id);
+  });
+
+  it('lets a task finish when its sandbox is deleted while it runs, counting it under the root', async () => {
+    const reg = runtime.sandboxRegistry;
+    const s = await reg.create({
+      name: 'doomed',
+      priority: 61,
+      selectionAttributes: [{ name: 'userPattern', value: 'doomed_*' }],
+    });
+    const running = runtime.search({ index: 'beta', body: { burnCpuMs: 500 }, user: 'doomed_1' });
+    await sleep(150);
+    await reg.delete(s.id);
+    await sleep(200);
+    expect(runtime.governorSnapshot().usage.get('_root')!.cpu).toBeGreaterThan(0.2);
+    await expect(running).resolves.toMatchObject({ x: true });
+  });
+
   it('settles every submitted task exactly once and accounts for each in the stats', async () => {
     const before = structuredClone(runtime.sandboxStats().get('_root')!.counters);
     const n = 40;

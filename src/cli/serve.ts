@@ -1,9 +1,12 @@
 /** `query-sandbox serve`: a runtime behind the HTTP API until SIGINT/SIGTERM. */
 import net from 'node:net';
+import path from 'node:path';
 import pino from 'pino';
 import { InvalidArgumentError } from '../errors.js';
 import { createRuntime } from '../runtime.js';
+import { FileSandboxStore } from '../sandbox/file-sandbox-store.js';
 import { buildHttpServer } from '../server/http-server.js';
+import { resolveAdminToken } from './admin-token.js';
 import type { ServeOptions } from './serve-options.js';
 
 /**
@@ -34,8 +37,15 @@ export async function serve(options: ServeOptions): Promise<void> {
   log.info(
     'starting: preparing the engine (first start builds the index cache) and loading it in each worker',
   );
-  const runtime = await createRuntime({ ...options.runtime, logger: log });
-  const app = buildHttpServer(runtime, { logger: log });
+  const dataDir = path.resolve(options.runtime.dataDir ?? '.query-sandbox');
+  const admin = await resolveAdminToken(process.env, dataDir);
+  const runtime = await createRuntime({
+    ...options.runtime,
+    // Sandbox changes survive restarts; the sandbox file seeds the store on the first start only.
+    sandboxStore: new FileSandboxStore(path.join(dataDir, 'sandboxes.json')),
+    logger: log,
+  });
+  const app = buildHttpServer(runtime, { logger: log, adminToken: admin.token });
   await app.listen({ host: options.host, port: options.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : options.port;
@@ -50,6 +60,12 @@ export async function serve(options: ServeOptions): Promise<void> {
     },
     'query-sandbox listening',
   );
+  if (admin.file !== undefined) {
+    // Printed once, here; also kept in a file only its owner can read.
+    process.stdout.write(
+      `admin token for sandbox changes (Authorization: Bearer <token>; also in ${admin.file}):\n${admin.token}\n`,
+    );
+  }
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;

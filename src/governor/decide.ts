@@ -11,6 +11,9 @@
  * the running tasks of its subtree that are not already being cancelled, by usage of the breaching
  * resource, descending, picked until their usage plus that of tasks already being cancelled covers
  * the excess (usage − high). A task picked for one resource or sandbox counts for every other.
+ *
+ * Orphans: a task whose sandbox was deleted while it ran finishes under the root's rules (no limits
+ * of its own), and while the node is in duress it is cancelled first, before any breaching sandbox.
  */
 import { RESOURCES, type Resource, type Sandbox } from '../sandbox/sandbox.js';
 
@@ -36,6 +39,8 @@ export interface TaskUsageView {
 export interface DecisionInput {
   readonly enforcement: EnforcementMode;
   readonly duress: boolean;
+  /** The node resource over its threshold while in duress (for cancelling orphaned tasks). Default cpu. */
+  readonly duressResource?: Resource | undefined;
   /** Every sandbox, the root included. */
   readonly sandboxes: readonly Sandbox[];
   /** Usage per sandbox id including descendants (missing: zero). */
@@ -163,11 +168,26 @@ export function decide(input: DecisionInput): Decision {
     });
   }
 
+  const picked = new Set<number>();
+  const cancellations: Cancellation[] = [];
+  if (input.duress && input.enforcement === EnforcementMode.ENABLED) {
+    for (const t of input.tasks) {
+      if (!t.cancelling && !byId.has(t.sandboxId)) {
+        picked.add(t.taskId);
+        cancellations.push({
+          taskId: t.taskId,
+          sandboxId: t.sandboxId,
+          resource: input.duressResource ?? 'cpu',
+        });
+      }
+    }
+  }
+
   // Cancellation, lowest priority first.
   const breaching = input.sandboxes
     .filter((s) => own.get(s.id)!.acting && own.get(s.id)!.state === 'cancelling')
     .sort((a, b) => a.priority - b.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  if (breaching.length === 0) return { verdicts, cancellations: [] };
+  if (breaching.length === 0) return { verdicts, cancellations };
 
   const inSubtree = (taskSandboxId: string, rootId: string): boolean => {
     let id: string | null = taskSandboxId;
@@ -179,8 +199,6 @@ export function decide(input: DecisionInput): Decision {
   };
   const priorityOf = (sandboxId: string): number => byId.get(sandboxId)?.priority ?? 0;
 
-  const picked = new Set<number>();
-  const cancellations: Cancellation[] = [];
   for (const s of breaching) {
     const usage = input.usage.get(s.id)!;
     for (const r of RESOURCES) {

@@ -14,6 +14,7 @@ export interface DuressOptions {
 export class DuressDetector {
   readonly #options: DuressOptions;
   #streak = 0;
+  #resource: 'cpu' | 'memory' | undefined;
 
   constructor(options: DuressOptions) {
     this.#options = options;
@@ -21,9 +22,16 @@ export class DuressDetector {
 
   /** Feeds one interval's node usage; returns whether the node is in duress now. */
   update(cpu: number, memory: number): boolean {
-    const over = cpu > this.#options.cpuThreshold || memory >= this.#options.memoryThreshold;
-    this.#streak = over ? this.#streak + 1 : 0;
+    const cpuOver = cpu > this.#options.cpuThreshold;
+    const memoryOver = memory >= this.#options.memoryThreshold;
+    this.#resource = cpuOver ? 'cpu' : memoryOver ? 'memory' : undefined;
+    this.#streak = cpuOver || memoryOver ? this.#streak + 1 : 0;
     return this.inDuress;
+  }
+
+  /** The resource over its threshold in the last interval (cpu before memory), if any. */
+  get resource(): 'cpu' | 'memory' | undefined {
+    return this.#resource;
   }
 
   get inDuress(): boolean {

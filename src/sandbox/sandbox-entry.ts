@@ -14,9 +14,11 @@ const ENTRY_KEYS = [
   'resourceConsumptionLimits',
   'selectionAttributes',
   'tags',
+  'updated_at',
+  'version',
 ] as const;
 /** Fields the root's entry (`"_id": "_root"`) may have. */
-const ROOT_ENTRY_KEYS = ['_id', 'priority'] as const;
+const ROOT_ENTRY_KEYS = ['_id', 'priority', 'updated_at', 'version'] as const;
 
 /** Names and ids: 1..50 (names) or 1..100 (ids) characters of `[A-Za-z0-9_-]`. */
 const NAME_PATTERN = /^[A-Za-z0-9_-]+$/;
@@ -42,6 +44,10 @@ export interface SandboxEntry {
   readonly limits: ParsedResourceLimits;
   readonly selectionAttributes: SelectionAttributes;
   readonly tags: readonly string[];
+  /** `updated_at`, ms since the epoch (0 when absent). */
+  readonly updatedAt: number;
+  /** `version`, >= 1 (1 when absent). */
+  readonly version: number;
 }
 
 /** The root's entry: only its priority can be set. */
@@ -49,6 +55,8 @@ export interface RootEntry {
   readonly index: number;
   readonly path: string;
   readonly priority: number;
+  readonly updatedAt: number;
+  readonly version: number;
 }
 
 /**
@@ -69,7 +77,13 @@ export function parseSandboxEntry(value: unknown, index: number): SandboxEntry |
       ROOT_ENTRY_KEYS,
       'on the root sandbox entry (only _id and priority may be set)',
     );
-    return Object.freeze({ index, path, priority: parsePriority(value['priority'], `${path}.priority`) });
+    return Object.freeze({
+      index,
+      path,
+      priority: parsePriority(value['priority'], `${path}.priority`),
+      updatedAt: parseCount(value['updated_at'], `${path}.updated_at`, 0, 0),
+      version: parseCount(value['version'], `${path}.version`, 1, 1),
+    });
   }
   refuseUnknownKeys(value, path, ENTRY_KEYS, `(expected one of ${ENTRY_KEYS.join(', ')})`);
 
@@ -124,7 +138,18 @@ export function parseSandboxEntry(value: unknown, index: number): SandboxEntry |
       `${path}.selectionAttributes`,
     ),
     tags: parseTags(value['tags'], `${path}.tags`),
+    updatedAt: parseCount(value['updated_at'], `${path}.updated_at`, 0, 0),
+    version: parseCount(value['version'], `${path}.version`, 1, 1),
   });
+}
+
+/** An integer >= `min` (`fallback` when absent): `updated_at` (ms since the epoch), `version`. */
+function parseCount(value: unknown, path: string, min: number, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
+    throw new InvalidSandboxError(path, `must be an integer >= ${min}`, value);
+  }
+  return value;
 }
 
 function refuseUnknownKeys(

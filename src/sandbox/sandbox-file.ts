@@ -19,6 +19,12 @@ export const MAX_SANDBOXES = 100;
 /** Sandboxes nest at most this many levels below the root (a top-level sandbox is at depth 1). */
 export const MAX_SANDBOX_DEPTH = 3;
 
+/** Options of `parseSandboxDefinitions`. */
+export interface ParseOptions {
+  /** Most sandboxes besides the root, >= 0. Default 100 (`MAX_SANDBOXES`). */
+  readonly maxSandboxes?: number;
+}
+
 /**
  * Reads and checks a sandbox file (UTF-8 JSON; format: see `parseSandboxDefinitions`).
  *
@@ -62,17 +68,20 @@ export async function loadSandboxFile(path: string): Promise<Sandbox[]> {
  * defaults to 80 % of `high`; a child's limits must not exceed its nearest limited ancestor's),
  * `selectionAttributes` (`[{ name: userPattern | indicesPattern, value: pattern | pattern[] }]`, at
  * most 10 patterns of 1..100 chars per attribute; two sandboxes may not name identical ones), `tags`
- * (strings). Unknown keys are refused. An entry `{ "_id": "_root", "priority": n }` sets the root's
+ * (strings), and the store's `updated_at` (ms since the epoch, default 0) and `version` (>= 1,
+ * default 1). Unknown keys are refused. An entry `{ "_id": "_root", "priority": n }` sets the root's
  * priority (default 0); nothing else about the root can be set. `version` is the store's
  * compare-and-swap counter: checked here, not returned.
  *
  * Errors: the first one found is thrown (entries are checked in file order, then the checks across
  * entries run).
  *
+ * @param options.maxSandboxes most entries besides the root's (default 100).
  * @returns frozen sandboxes, root first, then by depth, in file order within a depth.
  * @throws InvalidSandboxError whose `path` names the exact field, e.g. `sandboxes[2].priority`.
  */
-export function parseSandboxDefinitions(json: unknown): Sandbox[] {
+export function parseSandboxDefinitions(json: unknown, options: ParseOptions = {}): Sandbox[] {
+  const maxSandboxes = options.maxSandboxes ?? MAX_SANDBOXES;
   if (!isPlainObject(json))
     throw new InvalidSandboxError('(file)', 'must be an object { "sandboxes": [...] }', json);
   for (const key of Object.keys(json)) {
@@ -111,10 +120,10 @@ export function parseSandboxDefinitions(json: unknown): Sandbox[] {
       );
     }
   });
-  if (entries.length > MAX_SANDBOXES) {
+  if (entries.length > maxSandboxes) {
     throw new InvalidSandboxError(
       'sandboxes',
-      `must hold at most ${MAX_SANDBOXES} sandboxes besides the root`,
+      `must hold at most ${maxSandboxes} sandboxes besides the root`,
       entries.length,
     );
   }
@@ -130,7 +139,11 @@ export function parseSandboxDefinitions(json: unknown): Sandbox[] {
     .sort((a, b) => a.depth - b.depth || a.entry.index - b.entry.index)
     .map(({ entry }) => toSandbox(entry));
   return [
-    createRootSandbox(rootEntry === undefined ? undefined : { priority: rootEntry.priority }),
+    createRootSandbox(
+      rootEntry === undefined
+        ? undefined
+        : { priority: rootEntry.priority, updatedAt: rootEntry.updatedAt, version: rootEntry.version },
+    ),
     ...ordered,
   ];
 }
@@ -299,6 +312,8 @@ function toSandbox(entry: SandboxEntry): Sandbox {
     limits: Object.freeze(limits),
     selectionAttributes: entry.selectionAttributes,
     tags: entry.tags,
+    updatedAt: entry.updatedAt,
+    version: entry.version,
   });
 }
 

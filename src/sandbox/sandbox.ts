@@ -61,6 +61,10 @@ export interface Sandbox {
   readonly selectionAttributes: SelectionAttributes;
   /** Free-form labels for reporting. */
   readonly tags: readonly string[];
+  /** When the definition last changed, ms since the epoch (0 when never changed through the API). */
+  readonly updatedAt: number;
+  /** Version of this sandbox's definition: 1 when created, +1 per update (`If-Match`). */
+  readonly version: number;
 }
 
 const NO_PATTERNS: readonly string[] = Object.freeze([]);
@@ -73,7 +77,11 @@ const NO_PATTERNS: readonly string[] = Object.freeze([]);
  *   to rank unclassified work between them.
  * @returns a frozen sandbox.
  */
-export function createRootSandbox(overrides?: { priority?: number }): Sandbox {
+export function createRootSandbox(overrides?: {
+  priority?: number;
+  updatedAt?: number;
+  version?: number;
+}): Sandbox {
   return Object.freeze({
     id: ROOT_SANDBOX_ID,
     name: ROOT_SANDBOX_ID,
@@ -83,5 +91,7 @@ export function createRootSandbox(overrides?: { priority?: number }): Sandbox {
     limits: Object.freeze({}),
     selectionAttributes: Object.freeze({ userPattern: NO_PATTERNS, indicesPattern: NO_PATTERNS }),
     tags: NO_PATTERNS,
+    updatedAt: overrides?.updatedAt ?? 0,
+    version: overrides?.version ?? 1,
   });
 }

@@ -2,8 +2,10 @@
  * The HTTP face of a runtime (fastify): search, sandbox listing, stats. Thin: every decision is the
  * runtime's; this file only maps HTTP to the runtime's API and errors to OpenSearch-shaped bodies.
  *
- * Routes: `POST|GET /{index}/_search`, `POST|GET /_search`, `GET /_sandbox`, `GET /_sandbox/_stats`,
- * `GET /_nodes/stats`, `GET /`.
+ * Routes: `POST|GET /{index}/_search`, `POST|GET /_search`; sandboxes: `GET /_sandbox`,
+ * `GET /_sandbox/{id}`, `PUT /_sandbox` (create), `PUT /_sandbox/{id}` (partial update, `If-Match`),
+ * `DELETE /_sandbox/{id}`, `GET /_sandbox/_stats?breach=true&from=0&size=100`; `GET /_nodes/stats`,
+ * `GET /`. Sandbox changes need `Authorization: Bearer <adminToken>`.
  */
 import Fastify, {
   type FastifyBaseLogger,
@@ -11,10 +13,12 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from 'fastify';
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError, SandboxNotFoundError } from '../errors.js';
+import { toSandboxDocument } from '../sandbox/sandbox-document.js';
+import { checkAdminToken } from './admin-auth.js';
 import type { Runtime } from '../runtime.js';
 import { toErrorResponse } from './error-body.js';
-import { nodeStatsView, sandboxStatsView, sandboxesView } from './stats-views.js';
+import { nodeStatsView, type StatsQuery, sandboxStatsView, sandboxesView } from './stats-views.js';
 
 export interface HttpServerOptions {
   /** Header that carries the user (set by the deployment's authentication layer). Default `x-user`. */
@@ -23,6 +27,8 @@ export interface HttpServerOptions {
   readonly sandboxHeader?: string;
   /** Largest request body, bytes. Default 1 MiB. */
   readonly bodyLimitBytes?: number;
+  /** Token that sandbox changes must present. Default: none, and changes are refused (401). */
+  readonly adminToken?: string | undefined;
   /** Logger for requests and errors. Default: none. */
   readonly logger?: FastifyBaseLogger;
 }
@@ -35,6 +41,41 @@ function headerValue(request: FastifyRequest, name: string): string | undefined 
 function sendError(reply: FastifyReply, error: unknown): FastifyReply {
   const { status, body } = toErrorResponse(error);
   return reply.code(status).send(body);
+}
+
+/** `If-Match: "3"` (or `3`, or `W/"3"`) -> 3; absent -> undefined. @throws InvalidArgumentError. */
+function ifMatchVersion(header: string | undefined): number | undefined {
+  if (header === undefined) return undefined;
+  const match = /^\s*(?:W\/)?"?(\d{1,15})"?\s*$/.exec(header);
+  if (match === null)
+    throw new InvalidArgumentError('If-Match', 'must be a sandbox version such as "3"', header);
+  return Number(match[1]);
+}
+
+function statsQuery(query: Record<string, unknown>): StatsQuery {
+  for (const key of Object.keys(query)) {
+    if (!['breach', 'from', 'size', 'pretty'].includes(key)) {
+      throw new InvalidArgumentError(
+        `url parameter [${key}]`,
+        'is not supported (breach, from, size)',
+        query[key],
+      );
+    }
+  }
+  const breach = query['breach'];
+  if (breach !== undefined && breach !== 'true' && breach !== 'false') {
+    throw new InvalidArgumentError('breach', 'must be true or false', breach);
+  }
+  const int = (name: string, min: number, max: number, fallback: number): number => {
+    const text = query[name];
+    if (text === undefined) return fallback;
+    const n = Number(text);
+    if (typeof text !== 'string' || !/^\d+$/.test(text) || n < min || n > max) {
+      throw new InvalidArgumentError(name, `must be an integer in ${min}..${max}`, text);
+    }
+    return n;
+  };
+  return { breach: breach === 'true', from: int('from', 0, 100_000, 0), size: int('size', 1, 1000, 100) };
 }
 
 /** Builds (does not listen) the fastify instance for `runtime`. */
@@ -125,7 +166,48 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
     app.route({ method, url: '/_search', handler: (request, reply) => search(request, reply, '_all') });
   }
   app.get('/_sandbox', async () => sandboxesView(runtime));
-  app.get('/_sandbox/_stats', async () => sandboxStatsView(runtime));
+  app.get('/_sandbox/_stats', async (request, reply) => {
+    try {
+      return sandboxStatsView(runtime, statsQuery(request.query as Record<string, unknown>));
+    } catch (error) {
+      return sendError(reply, error);
+    }
+  });
+  app.get<{ Params: { id: string } }>('/_sandbox/:id', async (request, reply) => {
+    const sandbox = runtime.sandboxRegistry.get(request.params.id);
+    if (sandbox === undefined) return sendError(reply, new SandboxNotFoundError(request.params.id));
+    return reply.header('etag', `"${sandbox.version}"`).send({ [sandbox.id]: toSandboxDocument(sandbox) });
+  });
+  const admin = (request: FastifyRequest) =>
+    checkAdminToken(headerValue(request, 'authorization'), options.adminToken);
+  app.put('/_sandbox', async (request, reply) => {
+    try {
+      admin(request);
+      const sandbox = await runtime.sandboxRegistry.create(request.body);
+      return reply.code(201).header('etag', `"${sandbox.version}"`).send(toSandboxDocument(sandbox));
+    } catch (error) {
+      return sendError(reply, error);
+    }
+  });
+  app.put<{ Params: { id: string } }>('/_sandbox/:id', async (request, reply) => {
+    try {
+      admin(request);
+      const expected = ifMatchVersion(headerValue(request, 'if-match'));
+      const sandbox = await runtime.sandboxRegistry.update(request.params.id, request.body, expected);
+      return reply.header('etag', `"${sandbox.version}"`).send(toSandboxDocument(sandbox));
+    } catch (error) {
+      return sendError(reply, error);
+    }
+  });
+  app.delete<{ Params: { id: string } }>('/_sandbox/:id', async (request, reply) => {
+    try {
+      admin(request);
+      const sandbox = await runtime.sandboxRegistry.delete(request.params.id);
+      return reply.send({ acknowledged: true, _id: sandbox.id });
+    } catch (error) {
+      return sendError(reply, error);
+    }
+  });
   app.get('/_nodes/stats', async () => nodeStatsView(runtime));
   app.get('/', async () => ({
     name: runtime.options.nodeId,

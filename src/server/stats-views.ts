@@ -3,40 +3,45 @@
  * like OpenSearch's `_wlm/stats`, node stats. Usage is a ratio in 0..1.
  */
 import type { Runtime } from '../runtime.js';
-import type { Sandbox } from '../sandbox/sandbox.js';
-
-/** A sandbox as the API shows it (seed 000 field names; limits as ratios). */
-export function sandboxView(s: Sandbox): Record<string, unknown> {
-  const selectionAttributes: { name: string; value: readonly string[] }[] = [];
-  if (s.selectionAttributes.userPattern.length > 0) {
-    selectionAttributes.push({ name: 'userPattern', value: s.selectionAttributes.userPattern });
-  }
-  if (s.selectionAttributes.indicesPattern.length > 0) {
-    selectionAttributes.push({ name: 'indicesPattern', value: s.selectionAttributes.indicesPattern });
-  }
-  return {
-    _id: s.id,
-    name: s.name,
-    parent_id: s.parentId,
-    priority: s.priority,
-    mode: s.mode,
-    resourceConsumptionLimits: { ...s.limits },
-    selectionAttributes,
-    tags: s.tags,
-  };
-}
+import { RESOURCES } from '../sandbox/sandbox.js';
+import { toSandboxDocument } from '../sandbox/sandbox-document.js';
 
 /** `GET /_sandbox`: `{ "<id>": {...} }`, root first. */
 export function sandboxesView(runtime: Runtime): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const s of runtime.sandboxes()) out[s.id] = sandboxView(s);
+  for (const s of runtime.sandboxes()) out[s.id] = toSandboxDocument(s);
   return out;
 }
 
-/** `GET /_sandbox/_stats`: `{ "<nodeId>": { "sandboxes": { "<id>": {...} } } }`. */
-export function sandboxStatsView(runtime: Runtime): Record<string, unknown> {
+/** Paging and filtering of `GET /_sandbox/_stats`. */
+export interface StatsQuery {
+  /** Only sandboxes with a resource above its low limit (whatever their mode). */
+  readonly breach: boolean;
+  /** First sandbox to show, in tree order, >= 0. */
+  readonly from: number;
+  /** Most sandboxes to show, 1..1000. */
+  readonly size: number;
+}
+
+/**
+ * `GET /_sandbox/_stats`: `{ "<nodeId>": { "total": n, "from", "size", "sandboxes": { "<id>": {...} } } }`;
+ * `total` counts the sandboxes that pass the filter, before paging.
+ */
+export function sandboxStatsView(
+  runtime: Runtime,
+  query: StatsQuery = { breach: false, from: 0, size: 1000 },
+): Record<string, unknown> {
   const sandboxes: Record<string, unknown> = {};
-  for (const [id, s] of runtime.sandboxStats()) {
+  const limitsOf = new Map(runtime.sandboxes().map((s) => [s.id, s.limits]));
+  const rows = [...runtime.sandboxStats()].filter(
+    ([id, s]) =>
+      !query.breach ||
+      RESOURCES.some((r) => {
+        const limit = limitsOf.get(id)?.[r];
+        return limit !== undefined && s.usage[r] > limit.low;
+      }),
+  );
+  for (const [id, s] of rows.slice(query.from, query.from + query.size)) {
     const c = s.counters;
     sandboxes[id] = {
       state: s.state,
@@ -63,7 +68,7 @@ export function sandboxStatsView(runtime: Runtime): Record<string, unknown> {
       },
     };
   }
-  return { [runtime.options.nodeId]: { sandboxes } };
+  return { [runtime.options.nodeId]: { total: rows.length, from: query.from, size: query.size, sandboxes } };
 }
 
 /** `GET /_nodes/stats`. */

@@ -148,6 +148,17 @@ describe('decide', () => {
     expect(disabled.verdicts.get('analysts')!.wouldReject).toBe(false);
   });
 
+  it('cancels the tasks of a deleted sandbox first, and only while the node is in duress', () => {
+    const orphan = task(9, 'deleted-sandbox', 0.1);
+    const calm = decide(input([orphan, task(1, 'analysts', 0.1)]));
+    expect(calm.cancellations).toEqual([]);
+    const duress = decide(
+      input([orphan, task(1, 'analysts', 0.5)], { duress: true, duressResource: 'memory' }),
+    );
+    expect(duress.cancellations[0]).toEqual({ taskId: 9, sandboxId: 'deleted-sandbox', resource: 'memory' });
+    expect(duress.cancellations.map((c) => c.taskId)).toEqual([9, 1]);
+  });
+
   it("refuses a child's new tasks while its parent is above its low limit", () => {
     const tree = parseSandboxDefinitions({
       sandboxes: [

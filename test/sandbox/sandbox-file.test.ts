@@ -65,9 +65,21 @@ describe('parseSandboxDefinitions', () => {
       limits: { cpu: { low: 0.6, high: 0.9 }, memory: { low: 0.5, high: 0.8 } },
       selectionAttributes: { userPattern: ['dash_*'], indicesPattern: ['easy-ham-*', 'hard-ham-1'] },
       tags: ['dashboards'],
+      updatedAt: 0,
+      version: 1,
     });
     expect(Object.isFrozen(sandboxes[1])).toBe(true);
     expect(Object.isFrozen(sandboxes[1]?.limits.cpu)).toBe(true);
+  });
+
+  it("reads the store's updated_at and version, and refuses bad ones", () => {
+    const [, sandbox] = parse({ name: 'kept', priority: 1, updated_at: 1_700_000_000_000, version: 4 });
+    expect(sandbox).toMatchObject({ updatedAt: 1_700_000_000_000, version: 4 });
+    expectInvalid(
+      [{ name: 'kept', priority: 1, version: 0 }],
+      'sandboxes[0].version',
+      'sandboxes[0].version must be an integer >= 1; received 0',
+    );
   });
 
   it('defaults the id to the name, the mode to enforced, tags and limits to empty', () => {
@@ -165,7 +177,7 @@ describe('parseSandboxDefinitions', () => {
         [entry('a', { limits: {} })],
         'sandboxes[0].limits',
         'sandboxes[0].limits is not allowed (expected one of _id, name, parent_id, priority, mode, ' +
-          'resourceConsumptionLimits, selectionAttributes, tags); received {}',
+          'resourceConsumptionLimits, selectionAttributes, tags, updated_at, version); received {}',
       );
     });
   });

@@ -13,6 +13,8 @@ describe('createRootSandbox', () => {
       limits: {},
       selectionAttributes: { userPattern: [], indicesPattern: [] },
       tags: [],
+      updatedAt: 0,
+      version: 1,
     });
     expect(Object.isFrozen(root)).toBe(true);
     expect(Object.isFrozen(root.selectionAttributes)).toBe(true);

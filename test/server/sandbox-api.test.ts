@@ -1,0 +1,136 @@
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRuntime, type Runtime } from '../../src/runtime.js';
+import { buildHttpServer } from '../../src/server/http-server.js';
+
+const echoEngine = fileURLToPath(new URL('../fixtures/echo-engine.mjs', import.meta.url));
+const token = 'test-admin-token-0123456789';
+
+describe('sandbox REST API', () => {
+  let runtime: Runtime;
+  let app: FastifyInstance;
+  beforeAll(async () => {
+    runtime = await createRuntime({ engine: echoEngine, threads: 1, nodeId: 'n1', maxSandboxes: 5 });
+    app = buildHttpServer(runtime, { adminToken: token });
+  });
+  afterAll(async () => {
+    await app.close();
+    await runtime.close();
+  });
+
+  const call = (
+    method: 'GET' | 'PUT' | 'DELETE',
+    url: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) =>
+    app.inject({
+      method,
+      url,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers },
+      ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
+    });
+
+  it('requires the admin token for changes: 401 without, 403 with a wrong one', async () => {
+    const body = { name: 'x', priority: 1 };
+    const none = await app.inject({ method: 'PUT', url: '/_sandbox', payload: body });
+    expect(none.statusCode).toBe(401);
+    expect(none.json().error.reason).toContain('Authorization: Bearer');
+    const wrong = await call('PUT', '/_sandbox', body, { authorization: 'Bearer nope' });
+    expect(wrong.statusCode).toBe(403);
+    expect((await app.inject({ method: 'GET', url: '/_sandbox' })).statusCode).toBe(200);
+    expect(runtime.sandboxes()).toHaveLength(1);
+  });
+
+  it('creates a tree of three, lists it, reads one with its version, updates, refuses a stale write, deletes', async () => {
+    const org = await call('PUT', '/_sandbox', {
+      name: 'org',
+      priority: 1,
+      resourceConsumptionLimits: { cpuUsageLimit: 80, jvmUsageLimit: 70 },
+      selectionAttributes: [{ name: 'indicesPattern', value: 'alpha' }],
+    });
+    expect(org.statusCode).toBe(201);
+    const orgId = org.json()._id as string;
+    expect(org.json()).toMatchObject({
+      name: 'org',
+      version: 1,
+      resourceConsumptionLimits: { cpu: { low: 0.64, high: 0.8 } },
+    });
+    const dept = await call('PUT', '/_sandbox', { name: 'dept', priority: 1, parent_id: orgId });
+    const deptId = dept.json()._id as string;
+    const unit = await call('PUT', '/_sandbox', {
+      name: 'unit',
+      priority: 1,
+      parent_id: deptId,
+      selectionAttributes: [{ name: 'userPattern', value: 'unit_*' }],
+    });
+    expect(unit.statusCode).toBe(201);
+    const unitId = unit.json()._id as string;
+
+    const list = await app.inject({ method: 'GET', url: '/_sandbox' });
+    expect(Object.keys(list.json())).toEqual(['_root', orgId, deptId, unitId]);
+    expect(list.json()[unitId].parent_id).toBe(deptId);
+    expect(list.json()[orgId].parent_id).toBeUndefined();
+
+    const one = await app.inject({ method: 'GET', url: `/_sandbox/${unitId}` });
+    expect(one.headers.etag).toBe('"1"');
+    const updated = await call('PUT', `/_sandbox/${unitId}`, { priority: 3 }, { 'if-match': '"1"' });
+    expect(updated.statusCode).toBe(200);
+    expect(updated.json()).toMatchObject({ priority: 3, version: 2 });
+    const stale = await call('PUT', `/_sandbox/${unitId}`, { priority: 4 }, { 'if-match': '"1"' });
+    expect(stale.statusCode).toBe(409);
+    expect(stale.json().error.type).toBe('version_conflict_engine_exception');
+    expect(stale.json().error.reason).toContain('is at version 2, not 1');
+
+    const parentDelete = await call('DELETE', `/_sandbox/${deptId}`);
+    expect(parentDelete.statusCode).toBe(409);
+    const deleted = await call('DELETE', `/_sandbox/${unitId}`);
+    expect(deleted.json()).toEqual({ acknowledged: true, _id: unitId });
+    expect((await app.inject({ method: 'GET', url: `/_sandbox/${unitId}` })).statusCode).toBe(404);
+    await call('DELETE', `/_sandbox/${deptId}`);
+    await call('DELETE', `/_sandbox/${orgId}`);
+  });
+
+  it('answers 400 naming the field and value, 404 for an unknown id, 409 for a taken name', async () => {
+    const bad = await call('PUT', '/_sandbox', { name: 'b', priority: 'high' });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.reason).toBe(
+      'priority must be an integer (higher = more important); received "high"',
+    );
+    const serverField = await call('PUT', '/_sandbox', { name: 'b', priority: 1, _id: 'mine' });
+    expect(serverField.json().error.reason).toBe(
+      '_id is set by the server and may not be given; received "mine"',
+    );
+    expect((await call('PUT', '/_sandbox/nope', { priority: 1 })).statusCode).toBe(404);
+    expect((await call('DELETE', '/_sandbox/nope')).statusCode).toBe(404);
+    const badIfMatch = await call('PUT', '/_sandbox/nope', { priority: 1 }, { 'if-match': 'abc' });
+    expect(badIfMatch.statusCode).toBe(400);
+    await call('PUT', '/_sandbox', { name: 'taken', priority: 1 });
+    const taken = await call('PUT', '/_sandbox', { name: 'taken', priority: 2 });
+    expect(taken.statusCode).toBe(409);
+  });
+
+  it('answers 429 once the node holds maxSandboxes', async () => {
+    const before = runtime.sandboxes().length - 1;
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => call('PUT', '/_sandbox', { name: `bulk${i}`, priority: 100 + i })),
+    );
+    const created = results.filter((r) => r.statusCode === 201).length;
+    expect(created).toBe(5 - before);
+    const refused = results.filter((r) => r.statusCode === 429);
+    expect(refused).toHaveLength(8 - created);
+    expect(refused[0]!.json().error.reason).toContain('limit of 5 sandboxes');
+  });
+
+  it('filters stats to breaching sandboxes and pages them', async () => {
+    const all = await app.inject({ method: 'GET', url: '/_sandbox/_stats?size=2&from=1' });
+    expect(all.json().n1.total).toBe(runtime.sandboxes().length);
+    expect(Object.keys(all.json().n1.sandboxes)).toHaveLength(2);
+    const breach = await app.inject({ method: 'GET', url: '/_sandbox/_stats?breach=true' });
+    expect(breach.json().n1.total).toBe(0);
+    const bad = await app.inject({ method: 'GET', url: '/_sandbox/_stats?size=0' });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.reason).toBe('size must be an integer in 1..1000; received "0"');
+  });
+});
