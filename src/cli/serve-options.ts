@@ -26,6 +26,7 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --engine MODULE        engine module path (default: built-in MiniSearch over SpamAssassin)
   --enforcement MODE     enabled | monitor_only | disabled (default enabled)
   --interval-ms N        governor interval (default 100)
+  --max-sandboxes N      most sandboxes besides the root; creates beyond answer 429 (default 100)
   --max-docs N           index at most N mails per index (engine option maxDocumentsPerIndex)
   --log-level LEVEL      pino level (default info; LOG_LEVEL)
 `;
@@ -63,6 +64,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
         engine: { type: 'string' },
         enforcement: { type: 'string' },
         'interval-ms': { type: 'string' },
+        'max-sandboxes': { type: 'string' },
         'max-docs': { type: 'string' },
         'log-level': { type: 'string' },
       },
@@ -80,6 +82,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
   const threads = intFlag('threads', str('threads'), 1, 1024);
   const intervalMs = intFlag('interval-ms', str('interval-ms'), 10, 60_000);
   const maxDocs = intFlag('max-docs', str('max-docs'), 1, 1_000_000);
+  const maxSandboxes = intFlag('max-sandboxes', str('max-sandboxes'), 0, 10_000);
   const enforcement = str('enforcement');
   if (enforcement !== undefined && !ENFORCEMENT_MODES.includes(enforcement)) {
     throw new InvalidArgumentError(
@@ -104,6 +107,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     dataDir: str('data-dir') ?? env['QUERY_SANDBOX_DATA_DIR'] ?? '.query-sandbox',
     ...(threads !== undefined ? { threads } : {}),
     ...(intervalMs !== undefined ? { intervalMs } : {}),
+    ...(maxSandboxes !== undefined ? { maxSandboxes } : {}),
     ...(str('engine') !== undefined ? { engine: str('engine')! } : {}),
     ...(enforcement !== undefined ? { enforcement: enforcement as EnforcementMode } : {}),
     ...(maxDocs !== undefined ? { engineOptions: { maxDocumentsPerIndex: maxDocs } } : {}),

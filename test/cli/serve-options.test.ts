@@ -41,7 +41,8 @@ describe('serve options', () => {
   });
 
   it('passes --max-docs to the engine and --threads to the runtime', () => {
-    const o = parseServeOptions(['--max-docs', '100', '--threads', '3'], {});
+    const o = parseServeOptions(['--max-docs', '100', '--threads', '3', '--max-sandboxes', '10'], {});
+    expect(o.runtime.maxSandboxes).toBe(10);
     expect(o.runtime.engineOptions).toEqual({ maxDocumentsPerIndex: 100 });
     expect(o.runtime.threads).toBe(3);
   });
