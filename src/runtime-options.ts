@@ -7,7 +7,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { availableCores } from '../native-shim/index.js';
 import { InvalidArgumentError } from './errors.js';
-import { EnforcementMode } from './governor/decide.js';
+import { EnforcementMode, SelectionStrategy } from './governor/decide.js';
 import type pino from 'pino';
 import type { SandboxStore } from './sandbox/sandbox-store.js';
 
@@ -46,8 +46,24 @@ export interface RuntimeOptions {
   graceIntervals?: number;
   /** `enabled` (act), `monitor_only` (count what would be done), `disabled`. Default `enabled`. */
   enforcement?: EnforcementMode;
-  /** Node duress thresholds. Defaults: cpu 0.9, memory 0.9, 3 consecutive intervals. */
-  duress?: { cpuThreshold?: number; memoryThreshold?: number; consecutiveIntervals?: number };
+  /**
+   * Node duress: node CPU or memory usage above `rejectThreshold` (default 0.8) for
+   * `consecutiveIntervals` (default 3) turns `soft` sandboxes' low limits on; above `cancelThreshold`
+   * (default 0.9) their high limits too, and tasks of deleted sandboxes are cancelled.
+   */
+  duress?: { rejectThreshold?: number; cancelThreshold?: number; consecutiveIntervals?: number };
+  /**
+   * Rate limit on new cancellations: two token buckets, one refilled by time (`ratePerSecond`,
+   * default 3) and one by completed tasks (`ratio` per completion, default 0.1), each holding at most
+   * `burst` (default 5). A cancellation goes ahead while either bucket has a token (as OpenSearch's
+   * search backpressure: 0.003/ms, 0.1, burst 10 per shard). Hard cancellation of a task already
+   * picked is not limited.
+   */
+  cancellation?: { ratePerSecond?: number; ratio?: number; burst?: number };
+  /** Boost for a sandbox just cut back: `priority` (default 10) decaying by half every `halfLifeMs` (default 5000). */
+  boost?: { priority?: number; halfLifeMs?: number };
+  /** Which tasks of a breaching sandbox go first: `largest_usage` (default) or `oldest_first`. */
+  selection?: SelectionStrategy;
   /** Directory for caches and state. Default `./.query-sandbox` (resolved against the cwd). */
   dataDir?: string;
   /** This node's id in stats. Default `node-<pid>`. */
@@ -71,10 +87,13 @@ export interface ResolvedRuntimeOptions {
   readonly graceIntervals: number;
   readonly enforcement: EnforcementMode;
   readonly duress: {
-    readonly cpuThreshold: number;
-    readonly memoryThreshold: number;
+    readonly rejectThreshold: number;
+    readonly cancelThreshold: number;
     readonly consecutiveIntervals: number;
   };
+  readonly cancellation: { readonly ratePerSecond: number; readonly ratio: number; readonly burst: number };
+  readonly boost: { readonly priority: number; readonly halfLifeMs: number };
+  readonly selection: SelectionStrategy;
   readonly dataDir: string;
   readonly nodeId: string;
   readonly startTimeoutMs: number;
@@ -85,6 +104,22 @@ function integer(name: string, value: unknown, min: number, max: number, fallbac
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     throw new InvalidArgumentError(`options.${name}`, `must be an integer in ${min}..${max}`, value);
+  }
+  return value;
+}
+
+function number(name: string, value: unknown, min: number, max: number, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
+    throw new InvalidArgumentError(`options.${name}`, `must be a number in ${min}..${max}`, value);
+  }
+  return value;
+}
+
+function objectOption<T extends object>(name: string, value: T | undefined): Partial<T> {
+  if (value === undefined) return {};
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new InvalidArgumentError(`options.${name}`, 'must be an object', value);
   }
   return value;
 }
@@ -148,6 +183,32 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
   if (typeof duress !== 'object' || duress === null) {
     throw new InvalidArgumentError('options.duress', 'must be an object', duress);
   }
+  const rejectThreshold = ratio('duress.rejectThreshold', duress.rejectThreshold, 0.8);
+  const cancelThreshold = ratio('duress.cancelThreshold', duress.cancelThreshold, 0.9);
+  if (cancelThreshold < rejectThreshold) {
+    throw new InvalidArgumentError(
+      'options.duress.cancelThreshold',
+      `must be at least duress.rejectThreshold (${rejectThreshold})`,
+      cancelThreshold,
+    );
+  }
+  const consecutiveIntervals = integer(
+    'duress.consecutiveIntervals',
+    duress.consecutiveIntervals,
+    1,
+    1000,
+    3,
+  );
+  const cancellation = objectOption('cancellation', options.cancellation);
+  const boost = objectOption('boost', options.boost);
+  const selection = options.selection ?? SelectionStrategy.LARGEST_USAGE;
+  if (!Object.values(SelectionStrategy).includes(selection)) {
+    throw new InvalidArgumentError(
+      'options.selection',
+      `must be one of ${Object.values(SelectionStrategy).join(', ')}`,
+      selection,
+    );
+  }
   const nodeId = options.nodeId ?? `node-${process.pid}`;
   if (typeof nodeId !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(nodeId)) {
     throw new InvalidArgumentError('options.nodeId', 'must be 1..64 characters of [A-Za-z0-9_.-]', nodeId);
@@ -170,11 +231,17 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     intervalMs: integer('intervalMs', options.intervalMs, 10, 60_000, 100),
     graceIntervals: integer('graceIntervals', options.graceIntervals, 1, 1000, 2),
     enforcement,
-    duress: Object.freeze({
-      cpuThreshold: ratio('duress.cpuThreshold', duress.cpuThreshold, 0.9),
-      memoryThreshold: ratio('duress.memoryThreshold', duress.memoryThreshold, 0.9),
-      consecutiveIntervals: integer('duress.consecutiveIntervals', duress.consecutiveIntervals, 1, 1000, 3),
+    duress: Object.freeze({ rejectThreshold, cancelThreshold, consecutiveIntervals }),
+    cancellation: Object.freeze({
+      ratePerSecond: number('cancellation.ratePerSecond', cancellation.ratePerSecond, 0, 1e6, 3),
+      ratio: number('cancellation.ratio', cancellation.ratio, 0, 1e6, 0.1),
+      burst: number('cancellation.burst', cancellation.burst, 1, 1e6, 5),
     }),
+    boost: Object.freeze({
+      priority: number('boost.priority', boost.priority, 0, 1e9, 10),
+      halfLifeMs: number('boost.halfLifeMs', boost.halfLifeMs, 1, 3.6e6, 5000),
+    }),
+    selection,
     dataDir: path.resolve(options.dataDir ?? '.query-sandbox'),
     nodeId,
     startTimeoutMs: integer('startTimeoutMs', options.startTimeoutMs, 1000, 3_600_000, 300_000),

@@ -258,6 +258,12 @@ class GovernedRuntime implements Runtime {
         intervalMs: options.intervalMs,
         graceIntervals: options.graceIntervals,
         enforcement: options.enforcement,
+        selection: options.selection,
+        cancellationRatePerSecond: options.cancellation.ratePerSecond,
+        cancellationRatio: options.cancellation.ratio,
+        cancellationBurst: options.cancellation.burst,
+        boostPriority: options.boost.priority,
+        boostHalfLifeMs: options.boost.halfLifeMs,
       },
       {
         sampleUsage: () => this.#tracker.sample(),
@@ -420,6 +426,7 @@ class GovernedRuntime implements Runtime {
     try {
       if (outcome?.ok === true) {
         counters.completions++;
+        this.#governor.onTaskCompleted();
         queued.resolve(outcome.result);
       } else if (outcome !== undefined && outcome.cancelCode !== 0) {
         const resource = cancelResourceOf(outcome.cancelCode);

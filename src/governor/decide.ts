@@ -3,14 +3,18 @@
  *
  * Per sandbox and resource: usage above the low limit makes the sandbox `rejecting` (new tasks are
  * refused), above the high limit `cancelling` (running tasks are cancelled until the excess is
- * covered). `enforced` sandboxes act always, `soft` ones only while the node is in duress, `monitor`
- * ones never act but count what they would have done. A sandbox's usage includes its descendants';
- * a task is refused when its sandbox or any ancestor is rejecting.
+ * covered). `enforced` sandboxes act always; `soft` ones reject while the node is in duress at the
+ * reject level or above and cancel only at the cancel level; `monitor` ones never act but count what
+ * they would have done. A sandbox's usage includes its descendants'; a task is refused when its
+ * sandbox or any ancestor is rejecting.
  *
- * Cancellation: acting sandboxes above a high limit in ascending priority (lowest first); within one,
- * the running tasks of its subtree that are not already being cancelled, by usage of the breaching
- * resource, descending, picked until their usage plus that of tasks already being cancelled covers
- * the excess (usage − high). A task picked for one resource or sandbox counts for every other.
+ * Cancellation: acting sandboxes above a high limit in ascending effective priority (priority plus a
+ * decaying boost for sandboxes cut back recently, lowest first); within one, the running tasks of its
+ * subtree that are not already being cancelled, lowest-priority child first, then by usage of the
+ * breaching resource, descending (or oldest first), picked until their usage plus that of tasks
+ * already being cancelled covers the excess (usage − high). Task and sandbox figures are both ratios
+ * of the node. A task picked for one resource or sandbox counts for every other. The list is in the
+ * order to apply it: the governor's rate limit takes a prefix.
  *
  * Orphans: a task whose sandbox was deleted while it ran finishes under the root's rules (no limits
  * of its own), and while the node is in duress it is cancelled first, before any breaching sandbox.
@@ -26,6 +30,13 @@ export type EnforcementMode = (typeof EnforcementMode)[keyof typeof EnforcementM
 
 export type SandboxState = 'ok' | 'rejecting' | 'cancelling';
 
+/** Node duress: none, above the reject threshold, above the cancel threshold (for N intervals). */
+export type DuressLevel = 'none' | 'reject' | 'cancel';
+
+/** How tasks are picked within a breaching sandbox. */
+export const SelectionStrategy = { LARGEST_USAGE: 'largest_usage', OLDEST_FIRST: 'oldest_first' } as const;
+export type SelectionStrategy = (typeof SelectionStrategy)[keyof typeof SelectionStrategy];
+
 /** A running task as the decision sees it. */
 export interface TaskUsageView {
   readonly taskId: number;
@@ -34,11 +45,17 @@ export interface TaskUsageView {
   readonly memoryUsage: number;
   /** Already picked in an earlier interval and not yet stopped. */
   readonly cancelling: boolean;
+  /** When it was handed to a worker, ms (for the oldest-first strategy). */
+  readonly startedAtMs: number;
 }
 
 export interface DecisionInput {
   readonly enforcement: EnforcementMode;
-  readonly duress: boolean;
+  readonly duress: DuressLevel;
+  /** Added to a sandbox's priority when ordering breaching sandboxes (recently cut back). Default none. */
+  readonly priorityBoost?: ReadonlyMap<string, number>;
+  /** Default `largest_usage`. */
+  readonly selection?: SelectionStrategy;
   /** The node resource over its threshold while in duress (for cancelling orphaned tasks). Default cpu. */
   readonly duressResource?: Resource | undefined;
   /** Every sandbox, the root included. */
@@ -90,10 +107,17 @@ const OK_VERDICT: SandboxVerdict = Object.freeze({
   wouldCancel: false,
 });
 
-function acts(sandbox: Sandbox, input: DecisionInput): boolean {
+function actsOnReject(sandbox: Sandbox, input: DecisionInput): boolean {
   if (input.enforcement !== EnforcementMode.ENABLED) return false;
   if (sandbox.mode === 'enforced') return true;
-  if (sandbox.mode === 'soft') return input.duress;
+  if (sandbox.mode === 'soft') return input.duress !== 'none';
+  return false;
+}
+
+function actsOnCancel(sandbox: Sandbox, input: DecisionInput): boolean {
+  if (input.enforcement !== EnforcementMode.ENABLED) return false;
+  if (sandbox.mode === 'enforced') return true;
+  if (sandbox.mode === 'soft') return input.duress === 'cancel';
   return false;
 }
 
@@ -117,7 +141,8 @@ export function decide(input: DecisionInput): Decision {
     {
       state: SandboxState;
       resource: Resource | undefined;
-      acting: boolean;
+      rejects: boolean;
+      cancels: boolean;
       rejectResource: Resource | undefined;
     }
   >();
@@ -139,7 +164,13 @@ export function decide(input: DecisionInput): Decision {
       }
       if (u > limit.low) rejectResource ??= r;
     }
-    own.set(s.id, { state, resource, acting: acts(s, input), rejectResource });
+    own.set(s.id, {
+      state,
+      resource,
+      rejects: actsOnReject(s, input),
+      cancels: actsOnCancel(s, input),
+      rejectResource,
+    });
   }
 
   // Verdicts: a sandbox refuses new tasks when it or an ancestor acts and is above low.
@@ -150,27 +181,33 @@ export function decide(input: DecisionInput): Decision {
     let id: string | null = s.id;
     for (let depth = 0; id !== null && depth < 64; depth++) {
       const o = own.get(id);
-      if (o?.acting && o.state !== 'ok') {
+      if (o?.rejects && o.state !== 'ok') {
         rejectedBy = id;
         rejectResource = o.rejectResource;
         break;
       }
       id = byId.get(id)?.parentId ?? null;
     }
+    const state: SandboxState =
+      mine.state === 'cancelling' && mine.cancels
+        ? 'cancelling'
+        : mine.state !== 'ok' && mine.rejects
+          ? 'rejecting'
+          : 'ok';
     verdicts.set(s.id, {
-      state: mine.acting ? mine.state : 'ok',
+      state,
       resource: mine.resource,
       rejectNew: rejectedBy !== undefined,
       rejectedBy,
       rejectResource,
-      wouldReject: !mine.acting && mine.state !== 'ok',
-      wouldCancel: !mine.acting && mine.state === 'cancelling',
+      wouldReject: !mine.rejects && mine.state !== 'ok',
+      wouldCancel: !mine.cancels && mine.state === 'cancelling',
     });
   }
 
   const picked = new Set<number>();
   const cancellations: Cancellation[] = [];
-  if (input.duress && input.enforcement === EnforcementMode.ENABLED) {
+  if (input.duress === 'cancel' && input.enforcement === EnforcementMode.ENABLED) {
     for (const t of input.tasks) {
       if (!t.cancelling && !byId.has(t.sandboxId)) {
         picked.add(t.taskId);
@@ -184,9 +221,11 @@ export function decide(input: DecisionInput): Decision {
   }
 
   // Cancellation, lowest priority first.
+  const effective = (s: Sandbox): number => s.priority + (input.priorityBoost?.get(s.id) ?? 0);
   const breaching = input.sandboxes
-    .filter((s) => own.get(s.id)!.acting && own.get(s.id)!.state === 'cancelling')
-    .sort((a, b) => a.priority - b.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    .filter((s) => own.get(s.id)!.cancels && own.get(s.id)!.state === 'cancelling')
+    .sort((a, b) => effective(a) - effective(b) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const oldestFirst = input.selection === SelectionStrategy.OLDEST_FIRST;
   if (breaching.length === 0) return { verdicts, cancellations };
 
   const inSubtree = (taskSandboxId: string, rootId: string): boolean => {
@@ -211,11 +250,11 @@ export function decide(input: DecisionInput): Decision {
       if (covered >= excess) continue;
       const candidates = subtree
         .filter((t) => !t.cancelling && !picked.has(t.taskId) && usageOf(t, r) > 0)
-        // Lowest-priority child first, then the largest consumer, then the older task.
+        // Lowest-priority child first, then the largest consumer (or the oldest task), then the older.
         .sort(
           (a, b) =>
             priorityOf(a.sandboxId) - priorityOf(b.sandboxId) ||
-            usageOf(b, r) - usageOf(a, r) ||
+            (oldestFirst ? a.startedAtMs - b.startedAtMs : usageOf(b, r) - usageOf(a, r)) ||
             a.taskId - b.taskId,
         );
       for (const t of candidates) {

@@ -10,13 +10,16 @@ import type { Resource, Sandbox } from '../sandbox/sandbox.js';
 import {
   type Cancellation,
   type Decision,
+  type DuressLevel,
   decide,
   type EnforcementMode,
   type SandboxVerdict,
+  type SelectionStrategy,
   type TaskUsageView,
 } from './decide.js';
 import type { DuressDetector } from './duress-detector.js';
 import type { SandboxCounterTable } from './sandbox-counters.js';
+import { TokenBucket } from './token-bucket.js';
 
 /** What the governor needs from the rest of the runtime (wired by the composition root). */
 export interface GovernorDeps {
@@ -39,6 +42,28 @@ export interface GovernorOptions {
   /** Intervals between soft and hard cancellation, >= 1. Default 2. */
   readonly graceIntervals: number;
   readonly enforcement: EnforcementMode;
+  /** How tasks are picked within a breaching sandbox. Default `largest_usage`. */
+  readonly selection: SelectionStrategy;
+  /** Cancellation tokens added per second of time. Default 3. */
+  readonly cancellationRatePerSecond: number;
+  /** Cancellation tokens added per completed task. Default 0.1. */
+  readonly cancellationRatio: number;
+  /** Most tokens each bucket holds (the most cancellations at once). Default 5. */
+  readonly cancellationBurst: number;
+  /** Priority added to a sandbox just cut back, decaying by half every `boostHalfLifeMs`. Default 10. */
+  readonly boostPriority: number;
+  /** Default 5000 ms. */
+  readonly boostHalfLifeMs: number;
+}
+
+/** Governor counters, a plain snapshot. */
+export interface GovernorStats {
+  readonly softCancellations: number;
+  readonly hardCancellations: number;
+  /** Cancellations the decision asked for that the token buckets held back (picked again later if still needed). */
+  readonly rateLimited: number;
+  /** Tokens left in the time bucket and the completion bucket. */
+  readonly tokens: { readonly time: number; readonly completions: number };
 }
 
 interface PendingCancellation {
@@ -52,6 +77,7 @@ export interface GovernorSnapshot {
   readonly atMs: number;
   readonly ticks: number;
   readonly duress: boolean;
+  readonly duressLevel: DuressLevel;
   readonly enforcement: EnforcementMode;
   readonly node: NodeUsage;
   readonly usage: ReadonlyMap<string, SandboxUsage>;
@@ -77,16 +103,30 @@ export class Governor {
   readonly #pending = new Map<number, PendingCancellation>();
   #snapshot: GovernorSnapshot;
   #lastDecision: Decision | undefined;
+  readonly #options: GovernorOptions;
+  readonly #timeBucket: TokenBucket;
+  readonly #completionBucket: TokenBucket;
+  /** Sandboxes cut back recently: when, for the priority boost. */
+  readonly #cutAtMs = new Map<string, number>();
+  #lastTickMs: number;
+  #softCancellations = 0;
+  #hardCancellations = 0;
+  #rateLimited = 0;
 
   constructor(options: GovernorOptions, deps: GovernorDeps) {
     this.#deps = deps;
     this.#intervalMs = options.intervalMs;
     this.#graceMs = options.intervalMs * options.graceIntervals;
     this.#enforcement = options.enforcement;
+    this.#options = options;
+    this.#timeBucket = new TokenBucket(options.cancellationRatePerSecond / 1000, options.cancellationBurst);
+    this.#completionBucket = new TokenBucket(options.cancellationRatio, options.cancellationBurst);
+    this.#lastTickMs = deps.nowMs();
     this.#snapshot = {
       atMs: deps.nowMs(),
       ticks: 0,
       duress: false,
+      duressLevel: 'none',
       enforcement: this.#enforcement,
       node: { cpu: 0, memory: 0 },
       usage: new Map(),
@@ -141,14 +181,41 @@ export class Governor {
     this.#pending.delete(taskId);
   }
 
+  /** A task completed normally: adds to the completion bucket. */
+  onTaskCompleted(): void {
+    this.#completionBucket.refill(1);
+  }
+
+  stats(): GovernorStats {
+    return {
+      softCancellations: this.#softCancellations,
+      hardCancellations: this.#hardCancellations,
+      rateLimited: this.#rateLimited,
+      tokens: { time: this.#timeBucket.tokens, completions: this.#completionBucket.tokens },
+    };
+  }
+
+  /** The decaying boosts of sandboxes cut back recently; forgets ones that have decayed away. */
+  #boosts(nowMs: number): Map<string, number> {
+    const boosts = new Map<string, number>();
+    for (const [id, at] of this.#cutAtMs) {
+      const boost = this.#options.boostPriority * 0.5 ** ((nowMs - at) / this.#options.boostHalfLifeMs);
+      if (boost < 0.01) this.#cutAtMs.delete(id);
+      else boosts.set(id, boost);
+    }
+    return boosts;
+  }
+
   /** One interval: sample, decide, publish, act. */
   tick(): void {
     const deps = this.#deps;
     const nowMs = deps.nowMs();
     const sample = deps.sampleUsage();
     const node = deps.sampleNode();
-    const duress = deps.duress.update(node.cpu, node.memory);
+    const duressLevel = deps.duress.update(node.cpu, node.memory);
     const sandboxes = deps.sandboxes();
+    this.#timeBucket.refill(nowMs - this.#lastTickMs);
+    this.#lastTickMs = nowMs;
 
     const tasks: TaskUsageView[] = sample.tasks.map((t) => ({
       taskId: t.taskId,
@@ -156,10 +223,13 @@ export class Governor {
       cpuUsage: t.cpuUsage,
       memoryUsage: t.memoryUsage,
       cancelling: this.#pending.has(t.taskId),
+      startedAtMs: t.dispatchedAtMs,
     }));
     const decision = decide({
       enforcement: this.#enforcement,
-      duress,
+      duress: duressLevel,
+      priorityBoost: this.#boosts(nowMs),
+      selection: this.#options.selection,
       sandboxes,
       usage: sample.sandboxes,
       tasks,
@@ -168,7 +238,8 @@ export class Governor {
     this.#snapshot = {
       atMs: nowMs,
       ticks: this.#snapshot.ticks + 1,
-      duress,
+      duress: duressLevel !== 'none',
+      duressLevel,
       enforcement: this.#enforcement,
       node,
       usage: sample.sandboxes,
@@ -187,11 +258,24 @@ export class Governor {
     for (const [taskId, p] of this.#pending) {
       if (!p.hard && nowMs - p.softAtMs >= this.#graceMs) {
         p.hard = true;
+        this.#hardCancellations++;
         deps.hardCancel(taskId, p.cancellation.resource);
       }
     }
-    for (const c of decision.cancellations) {
+    // New cancellations, in the decision's order, while either bucket has a token (as OpenSearch's
+    // search backpressure does: it stops only when both are empty).
+    const cancellations = decision.cancellations;
+    for (let i = 0; i < cancellations.length; i++) {
+      const c = cancellations[i]!;
+      const byTime = this.#timeBucket.tryTake();
+      const byCompletions = this.#completionBucket.tryTake();
+      if (!byTime && !byCompletions) {
+        this.#rateLimited += cancellations.length - i;
+        break;
+      }
       this.#pending.set(c.taskId, { cancellation: c, softAtMs: nowMs, hard: false });
+      this.#softCancellations++;
+      this.#cutAtMs.set(c.sandboxId, nowMs);
       deps.softCancel(c.taskId, c.resource);
     }
   }

@@ -43,8 +43,9 @@ function task(
   cpuUsage: number,
   memoryUsage = 0,
   cancelling = false,
+  startedAtMs = taskId,
 ): TaskUsageView {
-  return { taskId, sandboxId, cpuUsage, memoryUsage, cancelling };
+  return { taskId, sandboxId, cpuUsage, memoryUsage, cancelling, startedAtMs };
 }
 
 function input(tasks: TaskUsageView[], overrides: Partial<DecisionInput> = {}): DecisionInput {
@@ -55,7 +56,7 @@ function input(tasks: TaskUsageView[], overrides: Partial<DecisionInput> = {}): 
     u.memory += t.memoryUsage;
     usage.set(t.sandboxId, u);
   }
-  return { enforcement: 'enabled', duress: false, sandboxes: sandboxes(), usage, tasks, ...overrides };
+  return { enforcement: 'enabled', duress: 'none', sandboxes: sandboxes(), usage, tasks, ...overrides };
 }
 
 describe('decide', () => {
@@ -118,6 +119,25 @@ describe('decide', () => {
     expect(d.cancellations.map((c) => c.sandboxId)).toEqual(['analysts', 'dash']);
   });
 
+  it('picks the oldest tasks first with the oldest_first strategy', () => {
+    // excess 0.15: the oldest (started at 1) is small, so the next oldest is needed too.
+    const tasks = [
+      task(1, 'analysts', 0.1, 0, false, 5),
+      task(2, 'analysts', 0.3, 0, false, 9),
+      task(3, 'analysts', 0.15, 0, false, 1),
+    ];
+    const d = decide(input(tasks, { selection: 'oldest_first' }));
+    expect(d.cancellations.map((c) => c.taskId)).toEqual([3, 1]);
+    expect(decide(input(tasks)).cancellations.map((c) => c.taskId)).toEqual([2]);
+  });
+
+  it('orders breaching sandboxes by priority plus boost', () => {
+    const tasks = [task(1, 'dash', 0.9), task(2, 'analysts', 0.5)];
+    // analysts (5) boosted by 20 now ranks above dash (20): dash is cut first.
+    const d = decide(input(tasks, { priorityBoost: new Map([['analysts', 20]]) }));
+    expect(d.cancellations.map((c) => c.sandboxId)).toEqual(['dash', 'analysts']);
+  });
+
   it('never acts for a monitor sandbox but reports what it would do', () => {
     const d = decide(input([task(1, 'watch', 0.5)]));
     const v = d.verdicts.get('watch')!;
@@ -133,7 +153,12 @@ describe('decide', () => {
     const calm = decide(input([task(1, 'batch', 0.5)]));
     expect(calm.verdicts.get('batch')!.rejectNew).toBe(false);
     expect(calm.cancellations).toEqual([]);
-    const duress = decide(input([task(1, 'batch', 0.5)], { duress: true }));
+    // Reject level: soft limits refuse new work but cancel nothing yet.
+    const rejectLevel = decide(input([task(1, 'batch', 0.5)], { duress: 'reject' }));
+    expect(rejectLevel.verdicts.get('batch')!.rejectNew).toBe(true);
+    expect(rejectLevel.verdicts.get('batch')!.state).toBe('rejecting');
+    expect(rejectLevel.cancellations).toEqual([]);
+    const duress = decide(input([task(1, 'batch', 0.5)], { duress: 'cancel' }));
     expect(duress.verdicts.get('batch')!.rejectNew).toBe(true);
     expect(duress.cancellations).toEqual([{ taskId: 1, sandboxId: 'batch', resource: 'cpu' }]);
   });
@@ -153,7 +178,7 @@ describe('decide', () => {
     const calm = decide(input([orphan, task(1, 'analysts', 0.1)]));
     expect(calm.cancellations).toEqual([]);
     const duress = decide(
-      input([orphan, task(1, 'analysts', 0.5)], { duress: true, duressResource: 'memory' }),
+      input([orphan, task(1, 'analysts', 0.5)], { duress: 'cancel', duressResource: 'memory' }),
     );
     expect(duress.cancellations[0]).toEqual({ taskId: 9, sandboxId: 'deleted-sandbox', resource: 'memory' });
     expect(duress.cancellations.map((c) => c.taskId)).toEqual([9, 1]);
@@ -184,7 +209,7 @@ describe('decide', () => {
     ]);
     const d = decide({
       enforcement: 'enabled',
-      duress: false,
+      duress: 'none',
       sandboxes: tree,
       usage,
       tasks: [task(1, 'team-b', 0.4), task(2, 'team-a', 0.2)],

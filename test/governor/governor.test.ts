@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DuressDetector } from '../../src/governor/duress-detector.js';
-import { Governor } from '../../src/governor/governor.js';
+import { Governor, type GovernorOptions } from '../../src/governor/governor.js';
 import { SandboxCounterTable } from '../../src/governor/sandbox-counters.js';
 import { parseSandboxDefinitions } from '../../src/sandbox/sandbox-file.js';
 import type { TrackedTask } from '../../src/tracking/tracked-task.js';
@@ -16,6 +16,12 @@ const sandboxes = parseSandboxDefinitions({
       selectionAttributes: [{ name: 'userPattern', value: 'analyst_*' }],
     },
     {
+      name: 'batch',
+      priority: 12,
+      resourceConsumptionLimits: { cpu: { low: 0.2, high: 0.4 } },
+      selectionAttributes: [{ name: 'userPattern', value: 'batch_*' }],
+    },
+    {
       name: 'watch',
       priority: 1,
       mode: 'monitor',
@@ -25,14 +31,23 @@ const sandboxes = parseSandboxDefinitions({
   ],
 });
 
-function harness(graceIntervals = 2) {
+const DEFAULTS = {
+  selection: 'largest_usage',
+  cancellationRatePerSecond: 3,
+  cancellationRatio: 0.1,
+  cancellationBurst: 5,
+  boostPriority: 10,
+  boostHalfLifeMs: 5000,
+} as const;
+
+function harness(graceIntervals = 2, overrides: Partial<GovernorOptions> = {}) {
   let now = 0;
   let tasks: TrackedTask[] = [];
   const soft: number[] = [];
   const hard: number[] = [];
   const counters = new SandboxCounterTable();
   const governor = new Governor(
-    { intervalMs: 100, graceIntervals, enforcement: 'enabled' },
+    { intervalMs: 100, graceIntervals, enforcement: 'enabled', ...DEFAULTS, ...overrides },
     {
       sampleUsage: (): UsageSample => {
         const map = new Map<string, { cpu: number; memory: number; running: number }>();
@@ -46,7 +61,7 @@ function harness(graceIntervals = 2) {
       },
       sampleNode: () => ({ cpu: 0.5, memory: 0.1 }),
       sandboxes: () => sandboxes,
-      duress: new DuressDetector({ cpuThreshold: 0.9, memoryThreshold: 0.9, consecutiveIntervals: 3 }),
+      duress: new DuressDetector({ rejectThreshold: 0.8, cancelThreshold: 0.9, consecutiveIntervals: 3 }),
       counters,
       softCancel: (id) => soft.push(id),
       hardCancel: (id) => hard.push(id),
@@ -132,13 +147,83 @@ describe('Governor', () => {
   });
 });
 
+describe('Governor rate limit and boost', () => {
+  // 0.125 is exact in binary, so coverage sums carry no rounding.
+  const heavy = (h: ReturnType<typeof harness>, n: number, sandboxId: string, first = 1) =>
+    Array.from({ length: n }, (_, i) => h.running(first + i, sandboxId, 0.125));
+
+  it('cancels exactly the burst in the first tick, then exactly what the time refill allows', () => {
+    const h = harness(1000, { cancellationBurst: 5, cancellationRatePerSecond: 3, cancellationRatio: 0.1 });
+    // 20 tasks at 0.125: usage 2.5 against high 0.4, an excess of 2.1 that needs 17 cancellations.
+    h.setTasks(heavy(h, 20, 'analysts'));
+    h.governor.tick();
+    expect(h.soft).toHaveLength(5);
+    expect(h.governor.stats().rateLimited).toBe(12);
+    // 3 tokens a second: 0.3 per 100 ms tick, so the next whole token comes on the 4th tick.
+    for (let t = 1; t <= 3; t++) {
+      h.advance(100);
+      h.governor.tick();
+      expect(h.soft).toHaveLength(5);
+    }
+    h.advance(100);
+    h.governor.tick();
+    expect(h.soft).toHaveLength(6);
+    // Two seconds later the time bucket is full again (burst 5), not 6.
+    h.advance(2000);
+    h.governor.tick();
+    expect(h.soft).toHaveLength(11);
+  });
+
+  it('adds 0.1 token per completed task to the completion bucket', () => {
+    const h = harness(1000, { cancellationBurst: 2, cancellationRatePerSecond: 0, cancellationRatio: 0.1 });
+    h.setTasks(heavy(h, 20, 'analysts'));
+    h.governor.tick();
+    expect(h.soft).toHaveLength(2);
+    for (let i = 0; i < 9; i++) h.governor.onTaskCompleted();
+    h.governor.tick();
+    expect(h.soft).toHaveLength(2); // 0.9 token
+    h.governor.onTaskCompleted();
+    h.governor.tick();
+    expect(h.soft).toHaveLength(3);
+    expect(h.governor.stats().tokens.completions).toBeCloseTo(0, 9);
+  });
+
+  it('boosts a sandbox just cut back so that another breaching one goes next, and the boost decays', () => {
+    const h = harness(1000, {
+      cancellationBurst: 1,
+      cancellationRatePerSecond: 10,
+      boostPriority: 10,
+      boostHalfLifeMs: 1000,
+    });
+    h.setTasks([...heavy(h, 6, 'analysts', 1), ...heavy(h, 6, 'batch', 101)]);
+    h.governor.tick(); // analysts (5) before batch (12): one token, an analysts task
+    expect(h.soft).toEqual([1]);
+    h.advance(100); // one token again; analysts now ranks at 5 + 10 * 0.5^0.1 = 14.3 > 12
+    h.governor.tick();
+    expect(h.soft).toEqual([1, 101]);
+    // batch was cut at t=100: its boost (10 at t=100) keeps it above analysts for a while;
+    // at t=1700 analysts' boost is 10 * 0.5^1.7 = 3.1 (8.1) and batch's 10 * 0.5^1.6 = 3.3 (15.3).
+    h.advance(1600);
+    h.governor.tick();
+    expect(h.soft).toEqual([1, 101, 2]);
+    // Long after both were cut, plain priorities order them again.
+    h.advance(20_000);
+    h.governor.tick();
+    expect(h.soft).toEqual([1, 101, 2, 3]);
+  });
+});
+
 describe('DuressDetector', () => {
-  it('enters duress after N consecutive intervals over a threshold and leaves on the first one under', () => {
-    const d = new DuressDetector({ cpuThreshold: 0.9, memoryThreshold: 0.9, consecutiveIntervals: 3 });
-    expect(d.update(0.95, 0)).toBe(false);
-    expect(d.update(0.95, 0)).toBe(false);
-    expect(d.update(0.5, 0.95)).toBe(true);
-    expect(d.update(0.5, 0.5)).toBe(false);
-    expect(d.update(0.91, 0)).toBe(false);
+  it('enters a level after N consecutive intervals over its threshold and leaves on the first one under', () => {
+    const d = new DuressDetector({ rejectThreshold: 0.8, cancelThreshold: 0.9, consecutiveIntervals: 3 });
+    expect(d.update(0.95, 0)).toBe('none');
+    expect(d.update(0.95, 0)).toBe('none');
+    expect(d.update(0.5, 0.95)).toBe('cancel');
+    expect(d.resource).toBe('memory');
+    expect(d.update(0.85, 0.5)).toBe('reject'); // still over 0.8: the reject streak is 4
+    expect(d.update(0.5, 0.5)).toBe('none');
+    expect(d.update(0.91, 0)).toBe('none');
+    expect(d.update(0.85, 0)).toBe('none');
+    expect(d.update(0.81, 0)).toBe('reject');
   });
 });
