@@ -32,6 +32,12 @@ export interface RuntimeOptions {
   sandboxStore?: SandboxStore;
   /** Most sandboxes besides the root (creates beyond it answer 429), integer 0..10000. Default 100. */
   maxSandboxes?: number;
+  /**
+   * Loaded workers beyond `threads`, integer 0..64. Default 1: when a hard cancellation terminates a
+   * worker, a spare takes its place at once while piscina starts the replacement, which loads the
+   * engine again (about 0.7 to 1.3 s with the default corpus). Costs one worker's memory.
+   */
+  spareWorkers?: number;
   /** Worker threads, integer 1..1024. Default: the node's cores (cgroup quota aware), at least 1. */
   threads?: number;
   /** Old-generation heap limit of each worker, MiB, 64..65536. Default 1024. */
@@ -80,6 +86,7 @@ export interface ResolvedRuntimeOptions {
   readonly sandboxes: string | { readonly sandboxes: readonly unknown[] } | undefined;
   readonly maxSandboxes: number;
   readonly threads: number;
+  readonly spareWorkers: number;
   readonly workerHeapMb: number;
   readonly memoryBudgetBytes: number;
   readonly maxQueuedTasks: number;
@@ -225,6 +232,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     sandboxes: options.sandboxes,
     maxSandboxes: integer('maxSandboxes', options.maxSandboxes, 0, 10_000, 100),
     threads,
+    spareWorkers: integer('spareWorkers', options.spareWorkers, 0, 64, 1),
     workerHeapMb,
     memoryBudgetBytes,
     maxQueuedTasks: integer('maxQueuedTasks', options.maxQueuedTasks, 0, 1_000_000, 1000),

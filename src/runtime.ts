@@ -72,7 +72,10 @@ export interface SandboxStats {
 export interface NodeStats {
   readonly nodeId: string;
   readonly cores: number;
+  /** Tasks that run at once. */
   readonly threads: number;
+  /** Workers beyond `threads`, loaded and idle, that keep the capacity while one is replaced. */
+  readonly spareWorkers: number;
   readonly liveWorkers: number;
   readonly running: number;
   readonly queued: number;
@@ -189,14 +192,36 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
     engineUrl,
     engineOptions: resolved.engineOptions,
     cacheDir,
-    threads: resolved.threads,
+    // Spare workers keep the capacity while a hard-cancelled worker's replacement loads the engine.
+    threads: resolved.threads + resolved.spareWorkers,
     workerHeapMb: resolved.workerHeapMb,
     // One slot per task handed to piscina; at most DISPATCH_DEPTH_PER_WORKER per worker.
-    slotCount: resolved.threads * DISPATCH_DEPTH_PER_WORKER,
+    slotCount: (resolved.threads + resolved.spareWorkers) * DISPATCH_DEPTH_PER_WORKER,
     startTimeoutMs: resolved.startTimeoutMs,
   });
   log.info({ startupMs: pool.startups.map((s) => Math.round(s.startupMs)) }, 'workers ready');
+  await checkWorkerHeapLimit(pool, resolved.workerHeapMb);
   return new GovernedRuntime(resolved, engine, description, registry, pool, log);
+}
+
+/**
+ * Refuses to run when a process-wide `--max-old-space-size` (command line or NODE_OPTIONS) has
+ * replaced the workers' `resourceLimits`: then a worker's heap limit is the process's (seen: 4,144 MiB
+ * asked 256), memory usage ratios are wrong and one task can take the whole machine's memory.
+ * The young generation adds a little to the limit (256 MiB gives 304), hence the margin.
+ * @throws InvalidArgumentError naming options.workerHeapMb; the pool is closed.
+ */
+async function checkWorkerHeapLimit(pool: WorkerPool, workerHeapMb: number): Promise<void> {
+  const reportedMb = Math.max(0, ...pool.startups.map((s) => s.heapLimitBytes / 1048576));
+  if (reportedMb > workerHeapMb * 1.25 + 64) {
+    await pool.close();
+    throw new InvalidArgumentError(
+      'options.workerHeapMb',
+      `is overridden: workers report a heap limit of ${Math.round(reportedMb)} MiB, so a process-wide ` +
+        '--max-old-space-size (command line or NODE_OPTIONS) is in force; remove it and set workerHeapMb instead',
+      workerHeapMb,
+    );
+  }
 }
 
 class GovernedRuntime implements Runtime {
@@ -243,7 +268,8 @@ class GovernedRuntime implements Runtime {
     this.#pool = pool;
     this.#log = log;
     this.#initialWorkers = pool.workersStarted;
-    this.#dispatchDepth = pool.threads * DISPATCH_DEPTH_PER_WORKER;
+    // Capacity is `threads` tasks at once; the spare workers only stand in for ones being replaced.
+    this.#dispatchDepth = options.threads * DISPATCH_DEPTH_PER_WORKER;
     this.#allocator = new SlotAllocator(pool.slots.slotCount);
     this.#tracker = new UsageTracker({
       slots: pool.slots,
@@ -450,31 +476,33 @@ class GovernedRuntime implements Runtime {
           const resource: Resource | 'shutdown' = picked?.hard ? picked.cancellation.resource : 'shutdown';
           this.#counters.countCancellation(sandboxId, resource, true);
           queued.reject(this.#cancelledError(queued.sandbox, picked?.cancellation.sandboxId, resource, true));
+        } else if ((thrown as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
+          // The worker's own heap cap (resourceLimits) stopped the task: a memory cancellation.
+          this.#counters.countCancellation(sandboxId, 'memory', true);
+          this.#log.warn({ taskId: queued.taskId, sandboxId }, 'task exhausted its worker heap');
+          queued.reject(
+            new CancelledError(
+              sandboxId,
+              'memory',
+              true,
+              `task cancelled: it exhausted its worker's heap limit (${this.options.workerHeapMb} MiB, ` +
+                'options.workerHeapMb); the worker was replaced',
+            ),
+          );
         } else {
           counters.failures++;
           this.#log.warn({ taskId: queued.taskId, sandboxId, error: String(thrown) }, 'worker lost');
-          queued.reject(this.#workerLostError(thrown));
+          queued.reject(
+            new EngineFailureError(
+              `engine failure: the worker running the task exited (${thrown instanceof Error ? thrown.message : String(thrown)}); it was replaced`,
+              { cause: thrown },
+            ),
+          );
         }
       }
     } finally {
       this.#pump();
     }
-  }
-
-  /** The error for a task whose worker died under it (out of memory, a crash in native code). */
-  #workerLostError(thrown: unknown): EngineFailureError {
-    const code = (thrown as { code?: unknown } | undefined)?.code;
-    if (code === 'ERR_WORKER_OUT_OF_MEMORY') {
-      return new EngineFailureError(
-        `engine failure: the task exhausted its worker's heap (${this.options.workerHeapMb} MiB, ` +
-          'options.workerHeapMb); the worker was replaced',
-        { cause: thrown },
-      );
-    }
-    return new EngineFailureError(
-      `engine failure: the worker running the task exited (${thrown instanceof Error ? thrown.message : String(thrown)}); it was replaced`,
-      { cause: thrown },
-    );
   }
 
   #cancelledError(
@@ -544,7 +572,8 @@ class GovernedRuntime implements Runtime {
     return {
       nodeId: this.options.nodeId,
       cores: this.options.cores,
-      threads: this.#pool.threads,
+      threads: this.options.threads,
+      spareWorkers: this.options.spareWorkers,
       liveWorkers: this.#pool.liveWorkers,
       running: this.#running.size,
       queued: this.#queue.length,

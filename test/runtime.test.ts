@@ -23,6 +23,12 @@ const sandboxFile = {
       selectionAttributes: [{ name: 'userPattern', value: 'burn_*' }],
     },
     {
+      name: 'spinners',
+      priority: 4,
+      resourceConsumptionLimits: { cpu: { low: 0.05, high: 0.1 } },
+      selectionAttributes: [{ name: 'userPattern', value: 'spin_*' }],
+    },
+    {
       name: 'watchers',
       priority: 3,
       mode: 'monitor',
@@ -63,7 +69,8 @@ describe('runtime with a second, trivial engine', () => {
       indices: ['alpha', 'beta', 'gamma'],
     });
     const node = runtime.nodeStats();
-    expect(node.workerStartupMs).toHaveLength(2);
+    expect(node.workerStartupMs).toHaveLength(3); // 2 workers and 1 spare
+    expect(node.spareWorkers).toBe(1);
     expect(node.engineIndices).toEqual(['alpha', 'beta', 'gamma']);
   });
 
@@ -142,18 +149,13 @@ describe('runtime with a second, trivial engine', () => {
 
   it('terminates the worker of a task that ignores soft cancellation, and replaces it', async () => {
     const startedBefore = runtime.nodeStats().workersStarted;
-    const results = await Promise.all(
-      [1, 2].map((i) =>
-        runtime.search({ index: 'beta', body: { spinWallMs: 2500 }, user: `burn_${i}` }).then(
-          () => 'done',
-          (e: unknown) => e,
-        ),
-      ),
-    );
-    const cancelled = results.filter((r) => r instanceof CancelledError) as CancelledError[];
-    expect(cancelled.length).toBeGreaterThanOrEqual(1);
-    expect(cancelled.every((e) => e.hard)).toBe(true);
-    expect(cancelled[0]!.message).toContain('its worker was terminated');
+    // One uncooperative task against a high limit of 0.1: any busy worker is above it.
+    const cancelled = await runtime
+      .search({ index: 'beta', body: { spinWallMs: 2500 }, user: 'spin_1' })
+      .catch((e: unknown) => e);
+    expect(cancelled).toBeInstanceOf(CancelledError);
+    expect((cancelled as CancelledError).hard).toBe(true);
+    expect((cancelled as CancelledError).message).toContain('its worker was terminated');
     // The replacement loads the engine and reports its start-up.
     for (let i = 0; i < 50 && runtime.nodeStats().workersStarted === startedBefore; i++) await sleep(100);
     expect(runtime.nodeStats().workersStarted).toBeGreaterThan(startedBefore);
@@ -282,17 +284,54 @@ describe('runtime queue and shutdown', () => {
     await expect(runtime.search({ index: 'alpha', body: {} })).rejects.toBeInstanceOf(NotRunningError);
   });
 
-  it('answers a task that exhausts its worker heap with an engine failure, not a cancellation, and replaces the worker', async () => {
+  it("turns a task that exhausts its worker's heap cap into a memory cancellation, and replaces the worker", async () => {
     const runtime = await createRuntime({ engine: echoEngine, threads: 1, workerHeapMb: 64 });
     try {
       const lost = await runtime.search({ index: 'alpha', body: { fail: 'oom' } }).catch((e: unknown) => e);
-      expect(lost).toBeInstanceOf(EngineFailureError);
-      expect((lost as Error).message).toContain("exhausted its worker's heap (64 MiB");
+      expect(lost).toBeInstanceOf(CancelledError);
+      expect((lost as CancelledError).resource).toBe('memory');
+      expect((lost as CancelledError).hard).toBe(true);
+      expect((lost as Error).message).toContain("exhausted its worker's heap limit (64 MiB");
       await expect(runtime.search({ index: 'alpha', body: { echo: 1 } })).resolves.toMatchObject({ echo: 1 });
-      expect(runtime.sandboxStats().get('_root')!.counters).toMatchObject({ failures: 1, cancellations: 0 });
+      expect(runtime.sandboxStats().get('_root')!.counters).toMatchObject({ failures: 0, cancellations: 1 });
     } finally {
       await runtime.close();
     }
+  });
+
+  it('keeps the capacity with a spare while a replacement worker loads, and loses it without one', async () => {
+    const served = async (spareWorkers: number): Promise<number> => {
+      const rt = await createRuntime({
+        engine: echoEngine,
+        threads: 1,
+        spareWorkers,
+        graceIntervals: 1,
+        engineOptions: { initDelayMs: 1500 },
+        sandboxes: {
+          sandboxes: [
+            {
+              name: 'tight',
+              priority: 1,
+              resourceConsumptionLimits: { cpu: { low: 0.05, high: 0.1 } },
+              selectionAttributes: [{ name: 'userPattern', value: 'tight_*' }],
+            },
+          ],
+        },
+      });
+      try {
+        const spin = await rt
+          .search({ index: 'alpha', body: { spinWallMs: 3000 }, user: 'tight_1' })
+          .catch((e: unknown) => e);
+        expect((spin as CancelledError).hard).toBe(true);
+        const started = performance.now();
+        await rt.search({ index: 'alpha', body: { echo: 1 } });
+        return performance.now() - started;
+      } finally {
+        await rt.close();
+      }
+    };
+    expect(await served(1)).toBeLessThan(500); // the spare takes it at once
+    expect(await served(0)).toBeGreaterThan(1000); // waits for the replacement to load (1.5 s)
   });
 
   it('refuses to start when the engine fails to load in a worker, with its message', async () => {

@@ -87,6 +87,7 @@ export function nodeStatsView(runtime: Runtime): Record<string, unknown> {
         heap: { usage: n.usage.memory, main_thread_heap_used_bytes: mem.heapUsed, rss_bytes: mem.rss },
         workers: {
           threads: n.threads,
+          spare: n.spareWorkers,
           live: n.liveWorkers,
           running: n.running,
           queued: n.queued,

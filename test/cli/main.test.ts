@@ -59,6 +59,22 @@ describe('query-sandbox command', () => {
     );
   });
 
+  it('refuses to start when a process-wide --max-old-space-size overrides the worker heap cap', () => {
+    const echo = path.resolve('test/fixtures/echo-engine.mjs');
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'qs-cli-'));
+    const r = spawnSync(
+      process.execPath,
+      [main, 'serve', '--engine', echo, '--port', '0', '--data-dir', dataDir, '--log-level', 'silent'],
+      {
+        encoding: 'utf8',
+        timeout: 20_000,
+        env: { ...process.env, NODE_OPTIONS: '--max-old-space-size=4096' },
+      },
+    );
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/options.workerHeapMb is overridden: workers report a heap limit of \d+ MiB/);
+  });
+
   it('prints usage for help and exits 2 for an unknown command', () => {
     expect(run('serve', '--help').stdout).toContain('query-sandbox serve [options]');
     expect(run('help').stdout).toContain('usage: query-sandbox <command>');

@@ -177,7 +177,8 @@ describe('HTTP server', () => {
     const r = await app.inject({ method: 'GET', url: '/_nodes/stats' });
     const node = r.json().nodes['node-test'];
     expect(node.workers.threads).toBe(1);
-    expect(node.workers.startup_ms).toHaveLength(1);
+    expect(node.workers.startup_ms).toHaveLength(2); // 1 worker and 1 spare
+    expect(node.workers.spare).toBe(1);
     expect(node.cpu.usage).toBeGreaterThanOrEqual(0);
     expect(node.heap.usage).toBeGreaterThan(0);
   });
