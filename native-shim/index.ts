@@ -10,3 +10,4 @@ export {
 } from './thread-cpu-clock.js';
 export { sampleHeap, type HeapSample } from './heap-probe.js';
 export { availableCores } from './cpu-cores.js';
+export { WorkerHeapProbe } from './worker-heap-probe.js';

@@ -38,6 +38,12 @@ export interface RuntimeOptions {
    * engine again (about 0.7 to 1.3 s with the default corpus). Costs one worker's memory.
    */
   spareWorkers?: number;
+  /**
+   * Probe the heap of a task that stopped checkpointing (none for `2 × intervalMs`) through the
+   * in-process inspector, so an engine stuck in code without checkpoints still shows its memory.
+   * Default true.
+   */
+  heapProbe?: boolean;
   /** Worker threads, integer 1..1024. Default: the node's cores (cgroup quota aware), at least 1. */
   threads?: number;
   /** Old-generation heap limit of each worker, MiB, 64..65536. Default 1024. */
@@ -87,6 +93,7 @@ export interface ResolvedRuntimeOptions {
   readonly maxSandboxes: number;
   readonly threads: number;
   readonly spareWorkers: number;
+  readonly heapProbe: boolean;
   readonly workerHeapMb: number;
   readonly memoryBudgetBytes: number;
   readonly maxQueuedTasks: number;
@@ -233,6 +240,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     maxSandboxes: integer('maxSandboxes', options.maxSandboxes, 0, 10_000, 100),
     threads,
     spareWorkers: integer('spareWorkers', options.spareWorkers, 0, 64, 1),
+    heapProbe: options.heapProbe ?? true,
     workerHeapMb,
     memoryBudgetBytes,
     maxQueuedTasks: integer('maxQueuedTasks', options.maxQueuedTasks, 0, 1_000_000, 1000),

@@ -44,6 +44,7 @@ import { MemorySandboxStore } from './sandbox/sandbox-store.js';
 import { NodeUsageSampler } from './tracking/node-usage-sampler.js';
 import { newTrackedTask, type TrackedTask } from './tracking/tracked-task.js';
 import { UsageTracker } from './tracking/usage-tracker.js';
+import { WorkerHeapProbe } from '../native-shim/index.js';
 
 export type { RuntimeOptions } from './runtime-options.js';
 
@@ -188,6 +189,8 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   const prepareMs = performance.now() - prepareStarted;
   log.info({ prepareMs: Math.round(prepareMs), indices: description.indices }, 'engine prepared');
 
+  // Follows workers from their start, so a task that stops checkpointing can still be measured.
+  const heapProbe = resolved.heapProbe ? new WorkerHeapProbe() : undefined;
   const pool = await WorkerPool.start({
     engineUrl,
     engineOptions: resolved.engineOptions,
@@ -200,8 +203,13 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
     startTimeoutMs: resolved.startTimeoutMs,
   });
   log.info({ startupMs: pool.startups.map((s) => Math.round(s.startupMs)) }, 'workers ready');
-  await checkWorkerHeapLimit(pool, resolved.workerHeapMb);
-  return new GovernedRuntime(resolved, engine, description, registry, pool, log);
+  try {
+    await checkWorkerHeapLimit(pool, resolved.workerHeapMb);
+  } catch (error) {
+    heapProbe?.close();
+    throw error;
+  }
+  return new GovernedRuntime(resolved, engine, description, registry, pool, log, heapProbe);
 }
 
 /**
@@ -243,6 +251,7 @@ class GovernedRuntime implements Runtime {
   readonly #queue = new FifoQueue<QueuedTask>();
   readonly #running = new Map<number, RunningTask>();
   readonly #initialWorkers: number;
+  readonly #heapProbe: WorkerHeapProbe | undefined;
   /** Tasks handed to piscina at once (see DISPATCH_DEPTH_PER_WORKER). */
   readonly #dispatchDepth: number;
   #nextTaskId = 1;
@@ -255,7 +264,9 @@ class GovernedRuntime implements Runtime {
     registry: SandboxRegistry,
     pool: WorkerPool,
     log: pino.Logger,
+    heapProbe: WorkerHeapProbe | undefined,
   ) {
+    this.#heapProbe = heapProbe;
     this.options = options;
     this.#engine = engine;
     this.#indices = description.indices;
@@ -277,6 +288,7 @@ class GovernedRuntime implements Runtime {
       memoryBudgetBytes: options.memoryBudgetBytes,
       // A deleted sandbox's running tasks count under the root until they finish.
       parentOf: (id) => (id === ROOT_SANDBOX_ID ? null : (this.#byId.get(id)?.parentId ?? ROOT_SANDBOX_ID)),
+      ...(heapProbe !== undefined ? { heapProbe, staleCheckpointMs: 2 * options.intervalMs } : {}),
     });
     this.#nodeSampler = new NodeUsageSampler({ cores: options.cores });
     this.#governor = new Governor(
@@ -612,5 +624,6 @@ class GovernedRuntime implements Runtime {
     }
     await this.#pool.close();
     this.#tracker.close();
+    this.#heapProbe?.close();
   }
 }

@@ -164,6 +164,18 @@ describe('runtime with a second, trivial engine', () => {
     await sleep(300);
   });
 
+  // Runs before the checkpointing memory test: a task's memory is its heap above the figure at its
+  // start, and that test's garbage, still uncollected, would raise this task's starting figure.
+  it('measures a task that stopped checkpointing through the heap probe and cancels it for memory', async () => {
+    const result = await runtime
+      .search({ index: 'beta', body: { allocateQuietMb: 128, holdMs: 4000 }, user: 'burn_quiet' })
+      .catch((e: unknown) => e);
+    expect(result).toBeInstanceOf(CancelledError);
+    expect((result as CancelledError).resource).toBe('memory');
+    expect((result as CancelledError).hard).toBe(true); // it never checkpoints, so only termination stops it
+    await sleep(300);
+  });
+
   it('cancels a task whose memory puts its sandbox above the high memory limit', async () => {
     // Budget 200 MiB, high 0.5: holding about 128 MiB breaches it.
     const result = await runtime

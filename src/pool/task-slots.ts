@@ -4,10 +4,12 @@
  * task settles), so a slot's owner is always known without tracking worker lifecycles.
  *
  * Layout per slot:
- * - control (Int32Array, 4 words): `taskId`, `state` (FREE, ASSIGNED, RUNNING, DONE), `cancel` (0 or a
- *   CancelRequest code), `tid` (kernel thread id of the worker that runs the task).
- * - figures (Float64Array, 4 words): `startCpuNs`, `endCpuNs` (worker's own thread clock),
- *   `heapBaselineBytes` (heap + external at task start), `heapBytes` (last checkpoint).
+ * - control (Int32Array, 5 words): `taskId`, `state` (FREE, ASSIGNED, RUNNING, DONE), `cancel` (0 or a
+ *   CancelRequest code), `tid` (kernel thread id of the worker that runs the task), `threadId` (its
+ *   worker_threads id, for the inspector heap probe).
+ * - figures (Float64Array, 5 words): `startCpuNs`, `endCpuNs` (worker's own thread clock),
+ *   `heapBaselineBytes` (heap + external at task start), `heapBytes` (last checkpoint),
+ *   `checkpointAtMs` (wall clock, ms since the epoch, of the last checkpoint).
  *
  * A worker writes a slot only while `taskId` still names its task, so a late write from a worker that
  * is being terminated cannot touch the slot's next task.
@@ -16,17 +18,19 @@
 export const SlotState = { FREE: 0, ASSIGNED: 1, RUNNING: 2, DONE: 3 } as const;
 export type SlotState = (typeof SlotState)[keyof typeof SlotState];
 
-const CONTROL_WORDS = 4;
+const CONTROL_WORDS = 5;
 const C_TASK_ID = 0;
 const C_STATE = 1;
 const C_CANCEL = 2;
 const C_TID = 3;
+const C_THREAD_ID = 4;
 
-const FIGURE_WORDS = 4;
+const FIGURE_WORDS = 5;
 const F_START_CPU = 0;
 const F_END_CPU = 1;
 const F_BASELINE = 2;
 const F_HEAP = 3;
+const F_CHECKPOINT_AT = 4;
 
 /** The buffers behind the slots; structured-cloneable into workers (SharedArrayBuffers are shared). */
 export interface TaskSlotBuffers {
@@ -68,6 +72,7 @@ export class TaskSlots {
     this.#figures.fill(0, f, f + FIGURE_WORDS);
     Atomics.store(this.#control, c + C_CANCEL, 0);
     Atomics.store(this.#control, c + C_TID, 0);
+    Atomics.store(this.#control, c + C_THREAD_ID, 0);
     Atomics.store(this.#control, c + C_TASK_ID, taskId);
     Atomics.store(this.#control, c + C_STATE, SlotState.ASSIGNED);
   }
@@ -86,6 +91,20 @@ export class TaskSlots {
 
   state(slot: number): SlotState {
     return Atomics.load(this.#control, slot * CONTROL_WORDS + C_STATE) as SlotState;
+  }
+
+  threadId(slot: number): number {
+    return Atomics.load(this.#control, slot * CONTROL_WORDS + C_THREAD_ID);
+  }
+
+  /** Heap + external at the task's start, bytes. */
+  baselineBytes(slot: number): number {
+    return this.#figures[slot * FIGURE_WORDS + F_BASELINE]!;
+  }
+
+  /** When the worker last wrote a checkpoint for this slot, ms since the epoch. */
+  checkpointAtMs(slot: number): number {
+    return this.#figures[slot * FIGURE_WORDS + F_CHECKPOINT_AT]!;
   }
 
   tid(slot: number): number {
@@ -119,23 +138,34 @@ export class TaskSlots {
   // ---- worker ----
 
   /** Worker: records the start of `taskId` in `slot`. Returns false when the slot is no longer its. */
-  begin(slot: number, taskId: number, tid: number, cpuNs: number, heapBytes: number): boolean {
+  begin(
+    slot: number,
+    taskId: number,
+    tid: number,
+    cpuNs: number,
+    heapBytes: number,
+    threadId = 0,
+    nowMs = Date.now(),
+  ): boolean {
     const c = slot * CONTROL_WORDS;
     if (Atomics.load(this.#control, c + C_TASK_ID) !== taskId) return false;
     const f = slot * FIGURE_WORDS;
     this.#figures[f + F_START_CPU] = cpuNs;
     this.#figures[f + F_BASELINE] = heapBytes;
     this.#figures[f + F_HEAP] = heapBytes;
+    this.#figures[f + F_CHECKPOINT_AT] = nowMs;
+    Atomics.store(this.#control, c + C_THREAD_ID, threadId);
     Atomics.store(this.#control, c + C_TID, tid);
     Atomics.store(this.#control, c + C_STATE, SlotState.RUNNING);
     return true;
   }
 
   /** Worker: records a heap checkpoint; returns the cancel code (0: keep going). */
-  checkpoint(slot: number, taskId: number, heapBytes: number): number {
+  checkpoint(slot: number, taskId: number, heapBytes: number, nowMs = Date.now()): number {
     const c = slot * CONTROL_WORDS;
     if (Atomics.load(this.#control, c + C_TASK_ID) !== taskId) return 0;
     this.#figures[slot * FIGURE_WORDS + F_HEAP] = heapBytes;
+    this.#figures[slot * FIGURE_WORDS + F_CHECKPOINT_AT] = nowMs;
     return Atomics.load(this.#control, c + C_CANCEL);
   }
 

@@ -107,7 +107,7 @@ export default async function runTask(envelope: TaskEnvelope): Promise<TaskOutco
   // (piscina receiving this task, posting the previous result, waking up) is per-task overhead that
   // the handler alone does not show; an idle worker blocks in Atomics.wait and adds nothing.
   const nowCpuNs = currentThreadCpuTimeNs();
-  slots.begin(slot, taskId, tid, lastEndCpuNs > 0 ? lastEndCpuNs : nowCpuNs, heapNow());
+  slots.begin(slot, taskId, tid, lastEndCpuNs > 0 ? lastEndCpuNs : nowCpuNs, heapNow(), threadId);
   const controller = new AbortController();
   const abortIfRequested = (): void => {
     if (controller.signal.aborted) return;

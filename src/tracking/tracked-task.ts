@@ -19,6 +19,10 @@ export interface TrackedTask {
   memoryBytes: number;
   /** Total thread CPU of the task so far, ns. */
   cpuTimeNs: number;
+  /** Memory above the task's start from the last inspector probe, bytes (0 before any). */
+  probedMemoryBytes: number;
+  /** A probe of this task's worker is under way. */
+  probeInFlight: boolean;
 }
 
 /** Makes a TrackedTask with all figures at zero (one object shape for every task). */
@@ -39,5 +43,7 @@ export function newTrackedTask(
     memoryUsage: 0,
     memoryBytes: 0,
     cpuTimeNs: 0,
+    probedMemoryBytes: 0,
+    probeInFlight: false,
   };
 }

@@ -8,9 +8,11 @@
  * invisible. A sandbox's usage is the sum over its tasks and its descendants' tasks.
  *
  * Task memory = heap + external of the worker's isolate above its figure at task start, from the
- * checkpoints the worker writes; memory usage = bytes / the memory budget.
+ * checkpoints the worker writes; memory usage = bytes / the memory budget. A task whose last
+ * checkpoint is older than `staleCheckpointMs` (stuck in code that never checkpoints) is probed
+ * through the inspector (heap only, with a time-out); the answer counts from the next sample on.
  */
-import { ThreadCpuReader } from '../../native-shim/index.js';
+import { ThreadCpuReader, type WorkerHeapProbe } from '../../native-shim/index.js';
 import { SlotState, type TaskSlots } from '../pool/task-slots.js';
 import type { TrackedTask } from './tracked-task.js';
 
@@ -44,6 +46,14 @@ export interface UsageTrackerOptions {
   readonly nowNs?: () => number;
   /** Reader of other threads' CPU. Default a new `ThreadCpuReader`. */
   readonly reader?: Pick<ThreadCpuReader, 'cpuTimeNs' | 'close'>;
+  /** Heap probe for tasks that stopped checkpointing. Default: none (checkpoints only). */
+  readonly heapProbe?: Pick<WorkerHeapProbe, 'heapUsedBytes'>;
+  /** A checkpoint older than this makes the task a probe candidate, ms. Default 200. */
+  readonly staleCheckpointMs?: number;
+  /** Time-out of one probe, ms. Default 50. */
+  readonly probeTimeoutMs?: number;
+  /** Wall clock, ms since the epoch (the workers stamp checkpoints with it). Default `Date.now`. */
+  readonly wallMs?: () => number;
 }
 
 const defaultNowNs = (): number => Number(process.hrtime.bigint());
@@ -55,6 +65,11 @@ export class UsageTracker {
   readonly #parentOf: (sandboxId: string) => string | null;
   readonly #nowNs: () => number;
   readonly #reader: Pick<ThreadCpuReader, 'cpuTimeNs' | 'close'>;
+  readonly #heapProbe: Pick<WorkerHeapProbe, 'heapUsedBytes'> | undefined;
+  readonly #staleCheckpointMs: number;
+  readonly #probeTimeoutMs: number;
+  readonly #wallMs: () => number;
+  #probes = 0;
   readonly #tasks = new Map<number, TrackedTask>();
   /** CPU ns of tasks that ended since the last sample, per leaf sandbox. */
   readonly #endedCpuNs = new Map<string, number>();
@@ -67,6 +82,10 @@ export class UsageTracker {
     this.#parentOf = options.parentOf;
     this.#nowNs = options.nowNs ?? defaultNowNs;
     this.#reader = options.reader ?? new ThreadCpuReader();
+    this.#heapProbe = options.heapProbe;
+    this.#staleCheckpointMs = options.staleCheckpointMs ?? 200;
+    this.#probeTimeoutMs = options.probeTimeoutMs ?? 50;
+    this.#wallMs = options.wallMs ?? Date.now;
     this.#lastSampleNs = this.#nowNs();
   }
 
@@ -136,13 +155,36 @@ export class UsageTracker {
       const running = this.#slots.state(task.slot) !== SlotState.ASSIGNED;
       const delta = this.#cpuDelta(task);
       task.cpuUsage = delta / capacityNs;
-      task.memoryBytes = running ? this.#slots.memoryBytes(task.slot) : 0;
+      task.memoryBytes = running ? this.#memoryBytes(task) : 0;
       task.memoryUsage = task.memoryBytes / this.#memoryBudgetBytes;
       if (!running) continue;
       tasks.push(task);
       this.#addUp(sandboxes, task.sandboxId, task.cpuUsage, task.memoryUsage, 1);
     }
     return { intervalNs, tasks, sandboxes };
+  }
+
+  /** Inspector probes started so far. */
+  get probes(): number {
+    return this.#probes;
+  }
+
+  /** Checkpointed memory, or the last probe's when the checkpoints went stale; starts a probe then. */
+  #memoryBytes(task: TrackedTask): number {
+    const slot = task.slot;
+    const checkpointed = this.#slots.memoryBytes(slot);
+    if (this.#heapProbe === undefined || this.#slots.state(slot) !== SlotState.RUNNING) return checkpointed;
+    if (this.#wallMs() - this.#slots.checkpointAtMs(slot) <= this.#staleCheckpointMs) return checkpointed;
+    if (!task.probeInFlight) {
+      task.probeInFlight = true;
+      this.#probes++;
+      const baseline = this.#slots.baselineBytes(slot);
+      void this.#heapProbe.heapUsedBytes(this.#slots.threadId(slot), this.#probeTimeoutMs).then((used) => {
+        task.probeInFlight = false;
+        if (used !== undefined && !task.finalized) task.probedMemoryBytes = Math.max(0, used - baseline);
+      });
+    }
+    return Math.max(checkpointed, task.probedMemoryBytes);
   }
 
   #addUp(

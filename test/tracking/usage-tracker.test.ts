@@ -98,6 +98,42 @@ describe('UsageTracker', () => {
     expect(s.sandboxes.get('other')!.memory).toBeCloseTo(0.25, 9);
   });
 
+  it('probes the heap of a task whose checkpoints went stale and counts it from the next sample', async () => {
+    const slots = new TaskSlots(allocateTaskSlotBuffers(2));
+    let wall = 1_000_000;
+    const asked: number[] = [];
+    const tracker = new UsageTracker({
+      slots,
+      cores: 2,
+      memoryBudgetBytes: 1000,
+      parentOf: () => null,
+      nowNs: () => wall * 1e6,
+      wallMs: () => wall,
+      reader: { cpuTimeNs: () => 0, close: () => {} },
+      staleCheckpointMs: 200,
+      heapProbe: {
+        heapUsedBytes: async (threadId) => {
+          asked.push(threadId);
+          return 700;
+        },
+      },
+    });
+    slots.assign(0, 1);
+    slots.begin(0, 1, 55, 0, 100, 7, wall); // threadId 7, baseline 100 bytes
+    tracker.add(newTrackedTask(1, 'a', 0, 0));
+    wall += 100;
+    expect(tracker.sample().tasks[0]!.memoryBytes).toBe(0); // fresh checkpoint: no probe
+    expect(asked).toEqual([]);
+    wall += 150; // 250 ms since the last checkpoint
+    tracker.sample();
+    expect(asked).toEqual([7]);
+    await Promise.resolve();
+    wall += 100;
+    const s = tracker.sample();
+    expect(s.tasks[0]!.memoryBytes).toBe(600); // 700 - 100
+    expect(s.sandboxes.get('a')!.memory).toBeCloseTo(0.6, 9);
+  });
+
   it('leaves out tasks that are assigned but not yet started', () => {
     const { slots, tracker, advance } = setup();
     slots.assign(0, 1);
