@@ -40,7 +40,7 @@ import {
 import { createRootSandbox, ROOT_SANDBOX_ID, type Resource, type Sandbox } from './sandbox/sandbox.js';
 import { loadSandboxFile, parseSandboxDefinitions } from './sandbox/sandbox-file.js';
 import { SandboxRegistry } from './sandbox/sandbox-registry.js';
-import { MemorySandboxStore } from './sandbox/sandbox-store.js';
+import { MemorySandboxStore, type SandboxStore } from './sandbox/sandbox-store.js';
 import { NodeUsageSampler } from './tracking/node-usage-sampler.js';
 import { newTrackedTask, type TrackedTask } from './tracking/tracked-task.js';
 import { UsageTracker } from './tracking/usage-tracker.js';
@@ -156,12 +156,28 @@ async function loadSandboxes(source: ResolvedRuntimeOptions['sandboxes']): Promi
 export async function createRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
   const resolved = resolveRuntimeOptions(options);
   const log = options.logger ?? pino({ level: 'silent' });
-  const seed = await loadSandboxes(resolved.sandboxes);
+  const store: SandboxStore = options.sandboxStore ?? new MemorySandboxStore();
   const registry = await SandboxRegistry.open({
-    store: options.sandboxStore ?? new MemorySandboxStore(),
-    seed,
+    store,
+    // Read only when the store is empty: once it holds sandboxes, the seed file is not used.
+    seed: () => loadSandboxes(resolved.sandboxes),
     maxSandboxes: resolved.maxSandboxes,
   });
+  log.info(
+    {
+      store: store.location ?? 'memory',
+      version: registry.version,
+      sandboxes: registry.list().length - 1,
+      seededFrom: registry.seeded
+        ? typeof resolved.sandboxes === 'string'
+          ? resolved.sandboxes
+          : 'options'
+        : null,
+    },
+    registry.seeded
+      ? 'sandbox store was empty: seeded it from the sandbox file'
+      : 'loaded sandboxes from the store (the sandbox file is not applied)',
+  );
   const engineUrl = resolved.engineUrl ?? compiledModuleUrl('./engine/minisearch-engine.js', import.meta.url);
   let engine: EngineModule;
   try {

@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -53,7 +56,7 @@ describe('runtime with a second, trivial engine', () => {
       threads: 2,
       sandboxes: sandboxFile,
       memoryBudgetBytes: 200 * 1024 * 1024,
-      dataDir: fileURLToPath(new URL('../.query-sandbox/test-runtime', import.meta.url)),
+      dataDir: mkdtempSync(path.join(tmpdir(), 'qs-runtime-')),
     });
   });
   afterAll(async () => {

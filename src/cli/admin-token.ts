@@ -1,7 +1,7 @@
 /**
  * The admin token of `query-sandbox serve`: `QUERY_SANDBOX_ADMIN_TOKEN` when set, else a random one
  * made at each start, written to `<dataDir>/admin-token` readable only by its owner (mode 0600), and
- * printed once.
+ * printed once. With the environment variable set, an old token file is removed.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, rename, unlink } from 'node:fs/promises';
@@ -30,6 +30,8 @@ export async function resolveAdminToken(env: NodeJS.ProcessEnv, dataDir: string)
         `${fromEnv.slice(0, 4)}... (${fromEnv.length} characters)`,
       );
     }
+    // A token file from an earlier start would now be stale: remove it rather than mislead.
+    await unlink(path.join(dataDir, 'admin-token')).catch(() => {});
     return { token: fromEnv, file: undefined };
   }
   const token = randomBytes(24).toString('base64url');

@@ -38,13 +38,14 @@ export async function serve(options: ServeOptions): Promise<void> {
     'starting: preparing the engine (first start builds the index cache) and loading it in each worker',
   );
   const dataDir = path.resolve(options.runtime.dataDir ?? '.query-sandbox');
-  const admin = await resolveAdminToken(process.env, dataDir);
   const runtime = await createRuntime({
     ...options.runtime,
     // Sandbox changes survive restarts; the sandbox file seeds the store on the first start only.
     sandboxStore: new FileSandboxStore(path.join(dataDir, 'sandboxes.json')),
     logger: log,
   });
+  // Only once the runtime has started: a start that fails leaves the token file of a running server alone.
+  const admin = await resolveAdminToken(process.env, dataDir);
   const app = buildHttpServer(runtime, { logger: log, adminToken: admin.token });
   await app.listen({ host: options.host, port: options.port });
   const address = app.server.address();

@@ -40,6 +40,11 @@ export class FileSandboxStore implements SandboxStore {
     this.#path = resolve(filePath);
   }
 
+  /** The store file's absolute path. */
+  get location(): string {
+    return this.#path;
+  }
+
   /**
    * The stored set, or undefined when the file does not exist. First removes temp files a crashed
    * write left behind (`<file>.tmp-*` in the file's directory; nothing else).

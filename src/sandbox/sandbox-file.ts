@@ -186,7 +186,7 @@ function checkParents(
     if (!byId.has(entry.parentId)) {
       throw new InvalidSandboxError(
         `${entry.path}.parent_id`,
-        'must be the _id of another sandbox in the file',
+        'must be the _id of another sandbox',
         entry.parentId,
       );
     }

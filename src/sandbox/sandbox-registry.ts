@@ -27,8 +27,12 @@ import { parseSelectionAttributes, selectionAttributesKey } from './selection-at
 
 export interface SandboxRegistryOptions {
   readonly store: SandboxStore;
-  /** The sandboxes that seed an empty store (first start). Default: the root alone. */
-  readonly seed?: readonly Sandbox[];
+  /**
+   * The sandboxes that seed an empty store (first start), or a function that loads them; it is called
+   * only when the store is empty, so a seed file that is no longer used cannot stop a start.
+   * Default: the root alone.
+   */
+  readonly seed?: readonly Sandbox[] | (() => Promise<readonly Sandbox[]>);
   /** Most sandboxes besides the root, 0..10000. Default 100. */
   readonly maxSandboxes?: number;
   /** Clock for `updated_at`, ms since the epoch. Default `Date.now`. */
@@ -69,27 +73,54 @@ export class SandboxRegistry {
   }
 
   /**
-   * Loads the stored set, or seeds an empty store with `options.seed` (version 1).
-   * @throws InvalidSandboxError when what is stored does not pass the checks (the message names the
-   *   field); Error when the store cannot be read or written.
+   * Loads the stored set, or seeds an empty store with `options.seed` (version 1, `updated_at` now).
+   * `seeded` on the result says which happened.
+   * @throws InvalidSandboxError when what is stored (or the seed) does not pass the checks, or holds
+   *   more than `maxSandboxes`; the message names the field and, for the store, where it is.
    */
   static async open(options: SandboxRegistryOptions): Promise<SandboxRegistry> {
     const maxSandboxes = options.maxSandboxes ?? MAX_SANDBOXES;
     if (!Number.isInteger(maxSandboxes) || maxSandboxes < 0 || maxSandboxes > 10_000) {
       throw new InvalidSandboxError('maxSandboxes', 'must be an integer in 0..10000', maxSandboxes);
     }
-    let stored = await options.store.load();
+    const where = options.store.location ?? 'the sandbox store';
+    let stored: StoredSandboxes | undefined;
+    try {
+      stored = await options.store.load();
+    } catch (error) {
+      throw new InvalidSandboxError(where, `could not be loaded (${(error as Error).message})`, where);
+    }
+    let seeded = false;
     if (stored === undefined) {
-      const seed = options.seed ?? [];
-      const documents = seed.map(toSandboxDocument);
+      const seed = typeof options.seed === 'function' ? await options.seed() : (options.seed ?? []);
+      const now = (options.nowMs ?? Date.now)();
+      const documents = seed.map((s) => ({ ...toSandboxDocument(s), updated_at: s.updatedAt || now }));
       const initial: StoredSandboxes = { version: 1, sandboxes: documents };
-      // Validate the seed against this node's limit before storing it.
-      parseSandboxDefinitions(initial, { maxSandboxes: Math.max(maxSandboxes, seed.length) });
+      parseSandboxDefinitions(initial, { maxSandboxes });
       if (!(await options.store.compareAndSet(0, initial))) stored = await options.store.load();
+      seeded = stored === undefined;
       stored ??= initial;
     }
-    return new SandboxRegistry(options, maxSandboxes, stateOf(stored, Number.MAX_SAFE_INTEGER));
+    let state: RegistryState;
+    try {
+      state = stateOf(stored, maxSandboxes);
+    } catch (error) {
+      if (error instanceof InvalidSandboxError && !seeded) {
+        throw new InvalidSandboxError(
+          `${where}: ${error.path}`,
+          error.message.slice(error.path.length + 1, error.message.lastIndexOf('; received ')),
+          error.received,
+        );
+      }
+      throw error;
+    }
+    const registry = new SandboxRegistry(options, maxSandboxes, state);
+    registry.seeded = seeded;
+    return registry;
   }
+
+  /** True when `open` found the store empty and wrote the seed into it. */
+  seeded = false;
 
   /** Version of the whole set: >= 1, +1 per accepted change. */
   get version(): number {
@@ -150,6 +181,9 @@ export class SandboxRegistry {
         );
       }
       const document = merge(current, patch);
+      // A change that changes nothing keeps the version (and is not written).
+      if (JSON.stringify(document) === JSON.stringify(current))
+        return { documents: state.documents, targetId: id, unchanged: true };
       document['updated_at'] = this.#nowMs();
       document['version'] = version + 1;
       checkNoConflict(state, document, id);
@@ -164,7 +198,7 @@ export class SandboxRegistry {
    * @throws SandboxNotFoundError (404); InvalidSandboxError (400) for the root; SandboxConflictError
    *   (409) while it has children.
    */
-  async delete(id: string): Promise<Sandbox> {
+  async delete(id: string, expectedVersion?: number): Promise<Sandbox> {
     let deleted: Sandbox | undefined;
     await this.#change((state) => {
       if (id === ROOT_SANDBOX_ID) {
@@ -172,6 +206,12 @@ export class SandboxRegistry {
       }
       deleted = state.byId.get(id);
       if (deleted === undefined) throw new SandboxNotFoundError(id);
+      if (expectedVersion !== undefined && expectedVersion !== deleted.version) {
+        throw new SandboxConflictError(
+          'version',
+          `sandbox [${id}] is at version ${deleted.version}, not ${expectedVersion} (If-Match): read it again and retry`,
+        );
+      }
       const children = state.sandboxes.filter((s) => s.parentId === id).map((s) => s.id);
       if (children.length > 0) {
         throw new SandboxConflictError(
@@ -186,19 +226,24 @@ export class SandboxRegistry {
 
   /** Checks and stores one change, re-reading and re-checking after a lost compare-and-swap. */
   async #change(
-    apply: (state: RegistryState) => { documents: readonly Record<string, unknown>[]; targetId: string },
+    apply: (state: RegistryState) => {
+      documents: readonly Record<string, unknown>[];
+      targetId: string;
+      unchanged?: boolean;
+    },
   ): Promise<Sandbox> {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const state = this.#state;
-      const { documents, targetId } = apply(state);
+      const { documents, targetId, unchanged } = apply(state);
+      if (unchanged === true) return state.byId.get(targetId)!;
       const next: StoredSandboxes = { version: state.version + 1, sandboxes: documents };
       const index = documents.findIndex((d) => d['_id'] === targetId);
       let nextState: RegistryState;
       try {
         nextState = stateOf(next, this.#maxSandboxes);
       } catch (error) {
-        // Report a problem of the changed entry against the request body, not the whole set.
-        if (error instanceof InvalidSandboxError) throw error.rebase(`sandboxes[${index}]`, '');
+        // Report a problem of the changed entry against the request body, and other entries by _id.
+        if (error instanceof InvalidSandboxError) throw inTermsOfRequest(error, documents, index);
         throw error;
       }
       if (await this.#store.compareAndSet(state.version, next)) {
@@ -220,6 +265,28 @@ export class SandboxRegistry {
     this.#state = state;
     for (const listener of this.#listeners) listener(state.sandboxes);
   }
+}
+
+/**
+ * The set-level error rewritten for an API caller: the changed entry's `sandboxes[i].` prefix goes,
+ * and any other `sandboxes[j]` becomes `sandbox [<_id>]`.
+ */
+function inTermsOfRequest(
+  error: InvalidSandboxError,
+  documents: readonly Record<string, unknown>[],
+  targetIndex: number,
+): InvalidSandboxError {
+  const rebased = error.rebase(`sandboxes[${targetIndex}]`, '');
+  const name = (text: string) =>
+    text.replace(/sandboxes\[(\d+)\]/g, (whole, i: string) => {
+      const id = documents[Number(i)]?.['_id'];
+      return typeof id === 'string' ? `sandbox [${id}]` : whole;
+    });
+  const path = name(rebased.path);
+  const expectation = name(
+    rebased.message.slice(rebased.path.length + 1, rebased.message.lastIndexOf('; received ')),
+  );
+  return new InvalidSandboxError(path, expectation, rebased.received);
 }
 
 function stateOf(stored: StoredSandboxes, maxSandboxes: number): RegistryState {

@@ -14,6 +14,8 @@ export interface StoredSandboxes {
 }
 
 export interface SandboxStore {
+  /** Where the store keeps the set, for messages (a file path, an etcd prefix). */
+  readonly location?: string;
   /**
    * The stored set, or undefined when nothing was ever stored (first start: the caller seeds it).
    * @throws Error when what is stored cannot be read or parsed (never silently treated as empty).

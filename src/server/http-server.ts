@@ -202,7 +202,8 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
   app.delete<{ Params: { id: string } }>('/_sandbox/:id', async (request, reply) => {
     try {
       admin(request);
-      const sandbox = await runtime.sandboxRegistry.delete(request.params.id);
+      const expected = ifMatchVersion(headerValue(request, 'if-match'));
+      const sandbox = await runtime.sandboxRegistry.delete(request.params.id, expected);
       return reply.send({ acknowledged: true, _id: sandbox.id });
     } catch (error) {
       return sendError(reply, error);

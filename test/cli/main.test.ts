@@ -21,7 +21,7 @@ describe('query-sandbox command', () => {
         sandboxes: [{ name: 'x', priority: 1, resourceConsumptionLimits: { cpu: { high: 1.5 } } }],
       }),
     );
-    const r = run('serve', '--sandboxes', file, '--port', '0', '--log-level', 'silent');
+    const r = run('serve', '--sandboxes', file, '--port', '0', '--log-level', 'silent', '--data-dir', path.join(dir, 'data'));
     expect(r.status).toBe(1);
     expect(r.stderr).toContain(
       'sandboxes[0].resourceConsumptionLimits.cpu.high must be a ratio in (0, 1]; received 1.5',
@@ -33,7 +33,7 @@ describe('query-sandbox command', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'qs-cli-'));
     const file = path.join(dir, 'broken.json');
     writeFileSync(file, '{"sandboxes": [');
-    const r = run('serve', '--sandboxes', file, '--log-level', 'silent');
+    const r = run('serve', '--sandboxes', file, '--log-level', 'silent', '--data-dir', path.join(dir, 'data'));
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/must hold valid JSON .*line 1/);
   });
@@ -45,7 +45,7 @@ describe('query-sandbox command', () => {
         '-e',
         `const s = require('net').createServer().listen(0, '127.0.0.1', () => {
            const port = s.address().port;
-           const r = require('child_process').spawnSync(process.execPath, [${JSON.stringify(main)}, 'serve', '--port', String(port)], { encoding: 'utf8' });
+           const r = require('child_process').spawnSync(process.execPath, [${JSON.stringify(main)}, 'serve', '--port', String(port), '--data-dir', require('os').tmpdir() + '/qs-port-test'], { encoding: 'utf8' });
            process.stdout.write(JSON.stringify({ status: r.status, stderr: r.stderr, port }));
            s.close();
          });`,

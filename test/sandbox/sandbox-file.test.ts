@@ -299,7 +299,7 @@ describe('parseSandboxDefinitions', () => {
       expectInvalid(
         [entry('a', { parent_id: 'ghost' })],
         'sandboxes[0].parent_id',
-        'sandboxes[0].parent_id must be the _id of another sandbox in the file; received "ghost"',
+        'sandboxes[0].parent_id must be the _id of another sandbox; received "ghost"',
       );
     });
 

@@ -151,6 +151,77 @@ describe('SandboxRegistry', () => {
     expect(registry.get(s.id)!.priority).toBe(2);
   });
 
+  it('names other sandboxes by _id, not by their position in the set, in a refusal', async () => {
+    const { registry } = await open();
+    const parent = await registry.create(
+      team('p', 1, { resourceConsumptionLimits: { memory: { low: 0.5, high: 0.6 } } }),
+    );
+    const child = await registry.create(
+      team('c', 1, { parent_id: parent.id, resourceConsumptionLimits: { memory: { low: 0.24, high: 0.3 } } }),
+    );
+    const error = await registry
+      .update(parent.id, { resourceConsumptionLimits: { memory: { low: 0.1, high: 0.2 } } })
+      .catch((e: unknown) => e);
+    expect((error as Error).message).toBe(
+      `sandbox [${child.id}].resourceConsumptionLimits.memory.low must not exceed the low limit of parent sandbox "${parent.id}" (0.1); received 0.24`,
+    );
+    const sibling = await registry.create(team('s', 1)).catch((e: unknown) => e);
+    expect((sibling as Error).message).toContain(`(sandbox [${parent.id}] "${parent.id}" has it)`);
+  });
+
+  it('keeps the version when an update changes nothing', async () => {
+    const { registry } = await open();
+    const s = await registry.create(team('a', 1));
+    const same = await registry.update(s.id, { priority: 1 });
+    expect(same.version).toBe(1);
+    expect(registry.version).toBe(2);
+  });
+
+  it('refuses a delete with a stale If-Match version', async () => {
+    const { registry } = await open();
+    const s = await registry.create(team('a', 1));
+    await registry.update(s.id, { priority: 2 });
+    await expect(registry.delete(s.id, 1)).rejects.toBeInstanceOf(SandboxConflictError);
+    await expect(registry.delete(s.id, 2)).resolves.toMatchObject({ id: s.id });
+  });
+
+  it('reads the seed only when the store is empty, and refuses a seed above maxSandboxes', async () => {
+    const store = new MemorySandboxStore();
+    let reads = 0;
+    const seed = async () => {
+      reads++;
+      return parseSandboxDefinitions({ sandboxes: [team('a', 1), team('b', 2)] });
+    };
+    await expect(SandboxRegistry.open({ store, seed, maxSandboxes: 1 })).rejects.toThrow(
+      'sandboxes must hold at most 1 sandboxes besides the root; received 2',
+    );
+    const first = await SandboxRegistry.open({ store, seed, maxSandboxes: 5, nowMs: () => 42 });
+    expect(first.seeded).toBe(true);
+    expect(first.get('a')!.updatedAt).toBe(42);
+    const second = await SandboxRegistry.open({
+      store,
+      seed: async () => {
+        throw new Error('must not be read');
+      },
+    });
+    expect(second.seeded).toBe(false);
+    expect(reads).toBe(2);
+  });
+
+  it('names the store in an error about what it holds', async () => {
+    const store = {
+      location: '/data/sandboxes.json',
+      load: async () => ({
+        version: 3,
+        sandboxes: [{ name: 'x', priority: 1, resourceConsumptionLimits: { cpu: { low: 0.5, high: 1.5 } } }],
+      }),
+      compareAndSet: async () => false,
+    };
+    await expect(SandboxRegistry.open({ store })).rejects.toThrow(
+      '/data/sandboxes.json: sandboxes[0].resourceConsumptionLimits.cpu.high must be a ratio in (0, 1]; received 1.5',
+    );
+  });
+
   it('answers 404 for an unknown id and refuses to delete the root or a parent', async () => {
     const { registry } = await open();
     await expect(registry.update('nope', {})).rejects.toBeInstanceOf(SandboxNotFoundError);
