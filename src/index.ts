@@ -17,7 +17,7 @@ export type {
   TaskContext,
 } from './pool/engine-module.js';
 export { EnforcementMode, type SandboxState } from './governor/decide.js';
-export type { GovernorSnapshot } from './governor/governor.js';
+export type { GovernorSnapshot, GovernorStats } from './governor/governor.js';
 export {
   ROOT_SANDBOX_ID,
   SandboxMode,

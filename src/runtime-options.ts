@@ -44,6 +44,13 @@ export interface RuntimeOptions {
    * Default true.
    */
   heapProbe?: boolean;
+  /**
+   * Run V8's garbage collector on each isolate's own thread (`--single-threaded-gc`), so that a
+   * task's GC work shows in its worker's thread clock instead of on shared helper threads that no
+   * sandbox is charged for. Process-wide, set before the first worker starts; costs GC throughput
+   * (measured by `bench/gc-blind-spot`). Default false.
+   */
+  singleThreadedGc?: boolean;
   /** Worker threads, integer 1..1024. Default: the node's cores (cgroup quota aware), at least 1. */
   threads?: number;
   /** Old-generation heap limit of each worker, MiB, 64..65536. Default 1024. */
@@ -94,6 +101,7 @@ export interface ResolvedRuntimeOptions {
   readonly threads: number;
   readonly spareWorkers: number;
   readonly heapProbe: boolean;
+  readonly singleThreadedGc: boolean;
   readonly workerHeapMb: number;
   readonly memoryBudgetBytes: number;
   readonly maxQueuedTasks: number;
@@ -241,6 +249,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     threads,
     spareWorkers: integer('spareWorkers', options.spareWorkers, 0, 64, 1),
     heapProbe: options.heapProbe ?? true,
+    singleThreadedGc: options.singleThreadedGc ?? false,
     workerHeapMb,
     memoryBudgetBytes,
     maxQueuedTasks: integer('maxQueuedTasks', options.maxQueuedTasks, 0, 1_000_000, 1000),

@@ -9,6 +9,7 @@
  * `CancelledError`, or an engine error.
  */
 import fs from 'node:fs/promises';
+import v8 from 'node:v8';
 import path from 'node:path';
 import pino from 'pino';
 import { resolveIndexExpression } from './classify/index-expression.js';
@@ -24,7 +25,7 @@ import {
 } from './errors.js';
 import type { EnforcementMode } from './governor/decide.js';
 import { DuressDetector } from './governor/duress-detector.js';
-import { Governor, type GovernorSnapshot } from './governor/governor.js';
+import { Governor, type GovernorSnapshot, type GovernorStats } from './governor/governor.js';
 import { SandboxCounterTable, type SandboxCounters } from './governor/sandbox-counters.js';
 import { compiledModuleUrl } from './pool/compiled-module-url.js';
 import type { EngineDescription, EngineModule, EngineRequest } from './pool/engine-module.js';
@@ -108,6 +109,8 @@ export interface Runtime {
   nodeStats(): NodeStats;
   /** The governor's last published snapshot. */
   governorSnapshot(): GovernorSnapshot;
+  /** The governor's counters and tick cost. */
+  governorStats(): GovernorStats;
   /** Changes the enforcement mode at runtime (takes effect at the next interval). */
   setEnforcement(mode: EnforcementMode): void;
   readonly options: ResolvedRuntimeOptions;
@@ -205,6 +208,10 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   const prepareMs = performance.now() - prepareStarted;
   log.info({ prepareMs: Math.round(prepareMs), indices: description.indices }, 'engine prepared');
 
+  if (resolved.singleThreadedGc) {
+    // Process-wide and only for isolates made after it: workers refuse it in execArgv.
+    v8.setFlagsFromString('--single-threaded-gc');
+  }
   // Follows workers from their start, so a task that stops checkpointing can still be measured.
   const heapProbe = resolved.heapProbe ? new WorkerHeapProbe() : undefined;
   const pool = await WorkerPool.start({
@@ -619,6 +626,10 @@ class GovernedRuntime implements Runtime {
 
   governorSnapshot(): GovernorSnapshot {
     return this.#governor.snapshot;
+  }
+
+  governorStats(): GovernorStats {
+    return this.#governor.stats();
   }
 
   setEnforcement(mode: EnforcementMode): void {

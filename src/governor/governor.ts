@@ -4,6 +4,7 @@
  * first (the task's cancel flag, seen by its AbortSignal), then hard (its worker is terminated) when
  * it is still running `graceIntervals` intervals later.
  */
+import { createHistogram } from 'node:perf_hooks';
 import type { NodeUsage } from '../tracking/node-usage-sampler.js';
 import type { SandboxUsage, UsageSample } from '../tracking/usage-tracker.js';
 import type { Resource, Sandbox } from '../sandbox/sandbox.js';
@@ -64,6 +65,10 @@ export interface GovernorStats {
   readonly rateLimited: number;
   /** Tokens left in the time bucket and the completion bucket. */
   readonly tokens: { readonly time: number; readonly completions: number };
+  /** Ticks so far and their cost (sample, decide, publish, act), µs. */
+  readonly ticks: number;
+  readonly tickMedianUs: number;
+  readonly tickP99Us: number;
 }
 
 interface PendingCancellation {
@@ -112,6 +117,7 @@ export class Governor {
   #softCancellations = 0;
   #hardCancellations = 0;
   #rateLimited = 0;
+  readonly #tickNs = createHistogram();
 
   constructor(options: GovernorOptions, deps: GovernorDeps) {
     this.#deps = deps;
@@ -192,6 +198,9 @@ export class Governor {
       hardCancellations: this.#hardCancellations,
       rateLimited: this.#rateLimited,
       tokens: { time: this.#timeBucket.tokens, completions: this.#completionBucket.tokens },
+      ticks: this.#tickNs.count,
+      tickMedianUs: this.#tickNs.count === 0 ? 0 : this.#tickNs.percentile(50) / 1000,
+      tickP99Us: this.#tickNs.count === 0 ? 0 : this.#tickNs.percentile(99) / 1000,
     };
   }
 
@@ -206,8 +215,17 @@ export class Governor {
     return boosts;
   }
 
-  /** One interval: sample, decide, publish, act. */
+  /** One interval: sample, decide, publish, act. Its cost is recorded (`stats().tickMedianUs`). */
   tick(): void {
+    const started = process.hrtime.bigint();
+    try {
+      this.#tick();
+    } finally {
+      this.#tickNs.record(Math.max(1, Number(process.hrtime.bigint() - started)));
+    }
+  }
+
+  #tick(): void {
     const deps = this.#deps;
     const nowMs = deps.nowMs();
     const sample = deps.sampleUsage();

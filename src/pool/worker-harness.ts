@@ -27,7 +27,7 @@ function heapNow(): number {
   return s.usedHeapBytes + s.externalBytes;
 }
 
-/** How often an async handler's cancel flag is polled while its event loop is free, ms. */
+/** How often an async handler's cancel flag and memory are polled while its event loop is free, ms. */
 const ASYNC_POLL_MS = 5;
 
 function cancelMessage(code: number): string {
@@ -133,7 +133,12 @@ export default async function runTask(envelope: TaskEnvelope): Promise<TaskOutco
     const pending = engine.handle(envelope.request, context);
     let result: unknown;
     if (pending !== null && typeof (pending as Promise<unknown>)?.then === 'function') {
-      poll = setInterval(abortIfRequested, ASYNC_POLL_MS);
+      // While an async handler waits, its event loop is free: keep its memory checkpoint fresh (so the
+      // main thread need not probe it) and watch for a soft cancellation.
+      poll = setInterval(() => {
+        slots.checkpoint(slot, taskId, heapNow());
+        abortIfRequested();
+      }, ASYNC_POLL_MS);
       result = await pending;
     } else {
       result = pending;

@@ -96,7 +96,18 @@ export function nodeStatsView(runtime: Runtime): Record<string, unknown> {
           last_replacement_startup_ms:
             n.lastReplacementStartupMs === undefined ? null : Math.round(n.lastReplacementStartupMs),
         },
-        governor: { ticks: n.governorTicks, interval_ms: runtime.options.intervalMs },
+        governor: (() => {
+          const g = runtime.governorStats();
+          return {
+            ticks: g.ticks,
+            interval_ms: runtime.options.intervalMs,
+            tick_median_us: Math.round(g.tickMedianUs),
+            tick_p99_us: Math.round(g.tickP99Us),
+            soft_cancellations: g.softCancellations,
+            hard_cancellations: g.hardCancellations,
+            rate_limited: g.rateLimited,
+          };
+        })(),
         indices: n.engineIndices ?? null,
       },
     },

@@ -21,7 +21,17 @@ describe('query-sandbox command', () => {
         sandboxes: [{ name: 'x', priority: 1, resourceConsumptionLimits: { cpu: { high: 1.5 } } }],
       }),
     );
-    const r = run('serve', '--sandboxes', file, '--port', '0', '--log-level', 'silent', '--data-dir', path.join(dir, 'data'));
+    const r = run(
+      'serve',
+      '--sandboxes',
+      file,
+      '--port',
+      '0',
+      '--log-level',
+      'silent',
+      '--data-dir',
+      path.join(dir, 'data'),
+    );
     expect(r.status).toBe(1);
     expect(r.stderr).toContain(
       'sandboxes[0].resourceConsumptionLimits.cpu.high must be a ratio in (0, 1]; received 1.5',
@@ -33,7 +43,15 @@ describe('query-sandbox command', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'qs-cli-'));
     const file = path.join(dir, 'broken.json');
     writeFileSync(file, '{"sandboxes": [');
-    const r = run('serve', '--sandboxes', file, '--log-level', 'silent', '--data-dir', path.join(dir, 'data'));
+    const r = run(
+      'serve',
+      '--sandboxes',
+      file,
+      '--log-level',
+      'silent',
+      '--data-dir',
+      path.join(dir, 'data'),
+    );
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/must hold valid JSON .*line 1/);
   });
