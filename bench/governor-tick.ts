@@ -1,7 +1,7 @@
 /**
  * Cost of one governor tick (sample every running task's thread clock and memory, aggregate up the
  * tree, decide, publish, act) with 64 workers each running a task and 1,000 tasks queued, on the real
- * runtime with a trivial engine (tasks that sleep). Prints the median and p99 in µs and the share of
+ * runtime with a trivial engine (tasks that sleep), over about 80 ticks (start-up ticks included). Prints the median and p99 in µs and the share of
  * one core the governor takes at the default 100 ms interval; the baseline is the same runtime with
  * 2 workers and nothing queued, measured in the same run.
  *
@@ -34,9 +34,9 @@ async function measure(
   });
   const before = runtime.governorStats().ticks;
   const pending = Array.from({ length: threads + queued }, (_, i) =>
-    runtime.search({ index: 'alpha', body: { sleepMs: 4000 }, user: `u${i % 20}_x` }).catch(() => undefined),
+    runtime.search({ index: 'alpha', body: { sleepMs: 9000 }, user: `u${i % 20}_x` }).catch(() => undefined),
   );
-  await new Promise((r) => setTimeout(r, 3000)); // about 30 ticks with every worker busy
+  await new Promise((r) => setTimeout(r, 8000)); // about 80 ticks with every worker busy
   const stats = runtime.governorStats();
   const node = runtime.nodeStats();
   if (node.running !== threads || node.queued !== queued) {
@@ -55,7 +55,7 @@ const share = (us: number) => ((us / 1000 / 100) * 100).toFixed(3);
 console.log(
   `governor tick: ${os.availableParallelism()} cores, Node ${process.version}; ticks counted over the whole run`,
 );
-console.log('case                        median us   p99 us   share of one core at 100 ms');
+console.log('case                              median us   p99 us   share of one core at 100 ms');
 console.log(
   `2 workers, 0 queued          ${base.median.toFixed(0).padStart(9)}  ${base.p99.toFixed(0).padStart(7)}   ${share(base.median)} %`,
 );

@@ -35,7 +35,8 @@ export interface RuntimeOptions {
   /**
    * Loaded workers beyond `threads`, integer 0..64. Default 1: when a hard cancellation terminates a
    * worker, a spare takes its place at once while piscina starts the replacement, which loads the
-   * engine again (about 0.7 to 1.3 s with the default corpus). Costs one worker's memory.
+   * engine again (0.7 to 0.9 s with the full default corpus, `npm run bench:replacement`). Costs one
+   * worker's memory (about 130 MB with the default corpus).
    */
   spareWorkers?: number;
   /**

@@ -237,14 +237,16 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
 
 /**
  * Refuses to run when a process-wide `--max-old-space-size` (command line or NODE_OPTIONS) has
- * replaced the workers' `resourceLimits`: then a worker's heap limit is the process's (seen: 4,144 MiB
- * asked 256), memory usage ratios are wrong and one task can take the whole machine's memory.
- * The young generation adds a little to the limit (256 MiB gives 304), hence the margin.
+ * replaced the workers' `resourceLimits`, whether larger or smaller: then a worker's heap limit is the
+ * process's (seen: 4,144 MiB and 560 MiB where 1,024 were asked), memory ratios and messages are
+ * wrong, and a larger one lets one task take the machine's memory. The young generation adds a
+ * little to the limit (256 MiB gives 304), hence the margin above.
  * @throws InvalidArgumentError naming options.workerHeapMb; the pool is closed.
  */
 async function checkWorkerHeapLimit(pool: WorkerPool, workerHeapMb: number): Promise<void> {
-  const reportedMb = Math.max(0, ...pool.startups.map((s) => s.heapLimitBytes / 1048576));
-  if (reportedMb > workerHeapMb * 1.25 + 64) {
+  const limits = pool.startups.map((s) => s.heapLimitBytes / 1048576);
+  const reportedMb = limits.find((mb) => mb < workerHeapMb || mb > workerHeapMb * 1.25 + 64);
+  if (reportedMb !== undefined) {
     await pool.close();
     throw new InvalidArgumentError(
       'options.workerHeapMb',

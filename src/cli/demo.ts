@@ -268,7 +268,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     const base = `http://127.0.0.1:${port}`;
     const node = runtime.nodeStats();
     process.stdout.write(
-      `demo: ${node.threads} workers on ${node.cores} cores, worker start-up with indices loaded: ` +
+      `demo: ${node.threads} workers + ${node.spareWorkers} spare on ${node.cores} cores, worker start-up with indices loaded: ` +
         `${node.workerStartupMs.map((ms) => `${Math.round(ms)} ms`).join(', ')}\n` +
         `demo: dash_ops sends ${options.dashboardRate}/s cheap match queries (open loop); analyst_ann keeps ` +
         `${options.analystConcurrency} fuzzy/prefix queries in flight; ${options.phaseSeconds} s per phase\n\n`,

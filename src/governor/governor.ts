@@ -61,7 +61,10 @@ export interface GovernorOptions {
 export interface GovernorStats {
   readonly softCancellations: number;
   readonly hardCancellations: number;
-  /** Cancellations the decision asked for that the token buckets held back (picked again later if still needed). */
+  /**
+   * Tasks whose cancellation the token buckets held back at least once (each counted once; they are
+   * picked again at later intervals while still needed).
+   */
   readonly rateLimited: number;
   /** Tokens left in the time bucket and the completion bucket. */
   readonly tokens: { readonly time: number; readonly completions: number };
@@ -117,6 +120,8 @@ export class Governor {
   #softCancellations = 0;
   #hardCancellations = 0;
   #rateLimited = 0;
+  /** Tasks held back by the rate limit and not yet settled (so each is counted once). */
+  readonly #heldBack = new Set<number>();
   readonly #tickNs = createHistogram();
 
   constructor(options: GovernorOptions, deps: GovernorDeps) {
@@ -185,6 +190,7 @@ export class Governor {
   /** The task settled: stop tracking its cancellation. */
   forget(taskId: number): void {
     this.#pending.delete(taskId);
+    this.#heldBack.delete(taskId);
   }
 
   /** A task completed normally: adds to the completion bucket. */
@@ -246,6 +252,7 @@ export class Governor {
     const decision = decide({
       enforcement: this.#enforcement,
       duress: duressLevel,
+      duressResource: deps.duress.resource,
       priorityBoost: this.#boosts(nowMs),
       selection: this.#options.selection,
       sandboxes,
@@ -288,7 +295,13 @@ export class Governor {
       const byTime = this.#timeBucket.tryTake();
       const byCompletions = this.#completionBucket.tryTake();
       if (!byTime && !byCompletions) {
-        this.#rateLimited += cancellations.length - i;
+        for (let j = i; j < cancellations.length; j++) {
+          const taskId = cancellations[j]!.taskId;
+          if (!this.#heldBack.has(taskId)) {
+            this.#heldBack.add(taskId);
+            this.#rateLimited++;
+          }
+        }
         break;
       }
       this.#pending.set(c.taskId, { cancellation: c, softAtMs: nowMs, hard: false });

@@ -91,6 +91,18 @@ describe('query-sandbox command', () => {
     );
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/options.workerHeapMb is overridden: workers report a heap limit of \d+ MiB/);
+    // A smaller override is refused too: the cap would be silently lower than asked.
+    const smaller = spawnSync(
+      process.execPath,
+      [main, 'serve', '--engine', echo, '--port', '0', '--data-dir', dataDir, '--log-level', 'silent'],
+      {
+        encoding: 'utf8',
+        timeout: 20_000,
+        env: { ...process.env, NODE_OPTIONS: '--max-old-space-size=512' },
+      },
+    );
+    expect(smaller.status).toBe(1);
+    expect(smaller.stderr).toContain('workers report a heap limit of 560 MiB');
   });
 
   it('prints usage for help and exits 2 for an unknown command', () => {

@@ -22,6 +22,13 @@ const sandboxes = parseSandboxDefinitions({
       selectionAttributes: [{ name: 'userPattern', value: 'batch_*' }],
     },
     {
+      name: 'nightly',
+      priority: 2,
+      mode: 'soft',
+      resourceConsumptionLimits: { cpu: { low: 0.2, high: 0.4 } },
+      selectionAttributes: [{ name: 'userPattern', value: 'nightly_*' }],
+    },
+    {
       name: 'watch',
       priority: 1,
       mode: 'monitor',
@@ -42,6 +49,7 @@ const DEFAULTS = {
 
 function harness(graceIntervals = 2, overrides: Partial<GovernorOptions> = {}) {
   let now = 0;
+  let node = { cpu: 0.5, memory: 0.1 };
   let tasks: TrackedTask[] = [];
   const soft: number[] = [];
   const hard: number[] = [];
@@ -59,7 +67,7 @@ function harness(graceIntervals = 2, overrides: Partial<GovernorOptions> = {}) {
         }
         return { intervalNs: 100e6, tasks, sandboxes: map };
       },
-      sampleNode: () => ({ cpu: 0.5, memory: 0.1 }),
+      sampleNode: () => node,
       sandboxes: () => sandboxes,
       duress: new DuressDetector({ rejectThreshold: 0.8, cancelThreshold: 0.9, consecutiveIntervals: 3 }),
       counters,
@@ -84,6 +92,9 @@ function harness(graceIntervals = 2, overrides: Partial<GovernorOptions> = {}) {
     running,
     advance: (ms: number) => {
       now += ms;
+    },
+    setNode: (cpu: number, memory: number) => {
+      node = { cpu, memory };
     },
   };
 }
@@ -188,28 +199,78 @@ describe('Governor rate limit and boost', () => {
     expect(h.governor.stats().tokens.completions).toBeCloseTo(0, 9);
   });
 
-  it('boosts a sandbox just cut back so that another breaching one goes next, and the boost decays', () => {
-    const h = harness(1000, {
+  // analysts (5) is cut at t=0 and gets +10 halving every 1000 ms: it ranks above batch (12) while
+  // the boost is above 7, that is until t = 1000 * log2(10/7) = 515 ms.
+  const cutAnalystsThenBoth = (checkAtMs: number) => {
+    const h = harness(100_000, {
       cancellationBurst: 1,
       cancellationRatePerSecond: 10,
       boostPriority: 10,
       boostHalfLifeMs: 1000,
     });
-    h.setTasks([...heavy(h, 6, 'analysts', 1), ...heavy(h, 6, 'batch', 101)]);
-    h.governor.tick(); // analysts (5) before batch (12): one token, an analysts task
+    h.setTasks(heavy(h, 6, 'analysts', 1));
+    h.governor.tick();
     expect(h.soft).toEqual([1]);
-    h.advance(100); // one token again; analysts now ranks at 5 + 10 * 0.5^0.1 = 14.3 > 12
+    h.advance(checkAtMs);
+    h.setTasks([...heavy(h, 6, 'analysts', 1), ...heavy(h, 6, 'batch', 101)]);
     h.governor.tick();
-    expect(h.soft).toEqual([1, 101]);
-    // batch was cut at t=100: its boost (10 at t=100) keeps it above analysts for a while;
-    // at t=1700 analysts' boost is 10 * 0.5^1.7 = 3.1 (8.1) and batch's 10 * 0.5^1.6 = 3.3 (15.3).
-    h.advance(1600);
+    return h.soft[1];
+  };
+
+  it('boosts a sandbox just cut back so that another breaching one goes first', () => {
+    expect(cutAnalystsThenBoth(400)).toBe(101); // boost 7.6: analysts at 12.6 > batch at 12
+  });
+
+  it('lets the boost decay with its half-life', () => {
+    expect(cutAnalystsThenBoth(600)).toBe(2); // boost 6.6: analysts at 11.6 < batch at 12
+    expect(cutAnalystsThenBoth(30_000)).toBe(2);
+  });
+
+  it('counts a task held back by the rate limit once, however many ticks it waits', () => {
+    const h = harness(100_000, { cancellationBurst: 1, cancellationRatePerSecond: 0, cancellationRatio: 0 });
+    h.setTasks(heavy(h, 20, 'analysts'));
     h.governor.tick();
-    expect(h.soft).toEqual([1, 101, 2]);
-    // Long after both were cut, plain priorities order them again.
-    h.advance(20_000);
     h.governor.tick();
-    expect(h.soft).toEqual([1, 101, 2, 3]);
+    h.governor.tick();
+    expect(h.soft).toHaveLength(1);
+    expect(h.governor.stats().rateLimited).toBe(16); // 17 needed, 1 cancelled, 16 waiting
+  });
+});
+
+describe('Governor and node duress', () => {
+  it("applies a soft sandbox's limits only after the node has been over the threshold for 3 intervals", () => {
+    const h = harness();
+    h.setTasks([h.running(1, 'nightly', 0.5)]);
+    h.setNode(0.95, 0.1);
+    h.governor.tick();
+    h.governor.tick();
+    expect(h.governor.verdict('nightly').rejectNew).toBe(false);
+    expect(h.soft).toEqual([]);
+    h.governor.tick(); // third interval over 0.9: cancel level
+    expect(h.governor.snapshot.duressLevel).toBe('cancel');
+    expect(h.governor.verdict('nightly').rejectNew).toBe(true);
+    expect(h.soft).toEqual([1]);
+  });
+
+  it('at the reject level refuses new work of a soft sandbox but cancels nothing', () => {
+    const h = harness();
+    h.setTasks([h.running(1, 'nightly', 0.5)]);
+    h.setNode(0.85, 0.1);
+    for (let i = 0; i < 3; i++) h.governor.tick();
+    expect(h.governor.snapshot.duressLevel).toBe('reject');
+    expect(h.governor.verdict('nightly').rejectNew).toBe(true);
+    expect(h.soft).toEqual([]);
+  });
+
+  it("cancels a deleted sandbox's task first under memory duress, naming memory", () => {
+    const h = harness();
+    const cancelled: string[] = [];
+    h.setTasks([h.running(9, 'gone', 0.01)]);
+    h.setNode(0.1, 0.95);
+    for (let i = 0; i < 3; i++) h.governor.tick();
+    expect(h.soft).toEqual([9]);
+    expect(h.governor.cancellationOf(9)?.cancellation.resource).toBe('memory');
+    expect(cancelled).toEqual([]);
   });
 });
 
