@@ -57,10 +57,10 @@ console.log(
 );
 console.log('case                              median us   p99 us   share of one core at 100 ms');
 console.log(
-  `2 workers, 0 queued          ${base.median.toFixed(0).padStart(9)}  ${base.p99.toFixed(0).padStart(7)}   ${share(base.median)} %`,
+  `2 workers (2 sleeping tasks)      ${base.median.toFixed(0).padStart(9)}  ${base.p99.toFixed(0).padStart(7)}   ${share(base.median)} %`,
 );
 console.log(
-  `64 workers, 1000 queued      ${big.median.toFixed(0).padStart(9)}  ${big.p99.toFixed(0).padStart(7)}   ${share(big.median)} %`,
+  `64 workers (64 tasks), 1000 queued ${big.median.toFixed(0).padStart(9)}  ${big.p99.toFixed(0).padStart(7)}   ${share(big.median)} %`,
 );
 console.log(
   `ratio (64 / 2): median ${(big.median / base.median).toFixed(1)}x, p99 ${(big.p99 / base.p99).toFixed(1)}x`,
