@@ -58,6 +58,17 @@ export interface RuntimeOptions {
   workerHeapMb?: number;
   /** Bytes that count as 100 % memory usage. Default: threads × workerHeapMb MiB. */
   memoryBudgetBytes?: number;
+  /**
+   * Order of tasks waiting for a worker: `priority` (default; the sandbox's priority with bounded
+   * aging, FIFO within a priority) or `fifo` (arrival order, the baseline).
+   */
+  queueOrder?: 'priority' | 'fifo';
+  /**
+   * With `priority` order: ms of waiting worth one priority point, > 0 (`Infinity`: strict priority).
+   * A waiting task is served before any higher-priority task that arrives more than
+   * `(difference in priority) × agingMsPerPriority` after it. Default 100.
+   */
+  agingMsPerPriority?: number;
   /** Tasks waiting for a worker, beyond which new ones are rejected (429), 0..1e6. Default 1000. */
   maxQueuedTasks?: number;
   /** Governor interval, ms, 10..60000. Default 100. */
@@ -102,6 +113,8 @@ export interface ResolvedRuntimeOptions {
   readonly threads: number;
   readonly spareWorkers: number;
   readonly heapProbe: boolean;
+  readonly queueOrder: 'priority' | 'fifo';
+  readonly agingMsPerPriority: number;
   readonly singleThreadedGc: boolean;
   readonly workerHeapMb: number;
   readonly memoryBudgetBytes: number;
@@ -232,6 +245,18 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
       selection,
     );
   }
+  const queueOrder = options.queueOrder ?? 'priority';
+  if (queueOrder !== 'priority' && queueOrder !== 'fifo') {
+    throw new InvalidArgumentError('options.queueOrder', 'must be one of priority, fifo', queueOrder);
+  }
+  const agingMsPerPriority = options.agingMsPerPriority ?? 100;
+  if (typeof agingMsPerPriority !== 'number' || !(agingMsPerPriority > 0)) {
+    throw new InvalidArgumentError(
+      'options.agingMsPerPriority',
+      'must be a number > 0 (Infinity for strict priority)',
+      agingMsPerPriority,
+    );
+  }
   const nodeId = options.nodeId ?? `node-${process.pid}`;
   if (typeof nodeId !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(nodeId)) {
     throw new InvalidArgumentError('options.nodeId', 'must be 1..64 characters of [A-Za-z0-9_.-]', nodeId);
@@ -250,6 +275,8 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     threads,
     spareWorkers: integer('spareWorkers', options.spareWorkers, 0, 64, 1),
     heapProbe: options.heapProbe ?? true,
+    queueOrder,
+    agingMsPerPriority,
     singleThreadedGc: options.singleThreadedGc ?? false,
     workerHeapMb,
     memoryBudgetBytes,

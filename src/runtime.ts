@@ -31,6 +31,7 @@ import { compiledModuleUrl } from './pool/compiled-module-url.js';
 import type { EngineDescription, EngineModule, EngineRequest } from './pool/engine-module.js';
 import type { TaskOutcome } from './pool/task-envelope.js';
 import { CancelReason, SlotAllocator } from './pool/task-slots.js';
+import { AgingPriorityQueue } from './scheduler/aging-priority-queue.js';
 import { FifoQueue } from './scheduler/fifo-queue.js';
 import { WorkerPool } from './pool/worker-pool.js';
 import {
@@ -273,7 +274,7 @@ class GovernedRuntime implements Runtime {
   readonly #nodeSampler: NodeUsageSampler;
   readonly #counters = new SandboxCounterTable();
   readonly #governor: Governor;
-  readonly #queue = new FifoQueue<QueuedTask>();
+  readonly #queue: FifoQueue<QueuedTask> | AgingPriorityQueue<QueuedTask>;
   readonly #running = new Map<number, RunningTask>();
   readonly #initialWorkers: number;
   readonly #heapProbe: WorkerHeapProbe | undefined;
@@ -296,6 +297,10 @@ class GovernedRuntime implements Runtime {
     this.#engine = engine;
     this.#indices = description.indices;
     this.sandboxRegistry = registry;
+    this.#queue =
+      options.queueOrder === 'fifo'
+        ? new FifoQueue<QueuedTask>()
+        : new AgingPriorityQueue<QueuedTask>(options.agingMsPerPriority);
     const sandboxes = registry.list();
     this.#sandboxes = sandboxes;
     this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
@@ -396,7 +401,11 @@ class GovernedRuntime implements Runtime {
       );
     }
     return new Promise((resolve, reject) => {
-      this.#queue.push({ taskId: this.#nextTaskId++, sandbox, request: engineRequest, resolve, reject });
+      this.#queue.push(
+        { taskId: this.#nextTaskId++, sandbox, request: engineRequest, resolve, reject },
+        sandbox.priority,
+        performance.now(),
+      );
       this.#pump();
     });
   }

@@ -286,6 +286,36 @@ describe('runtime with a second, trivial engine', () => {
 });
 
 describe('runtime queue and shutdown', () => {
+  it.each([
+    ['priority', ['high', 'low']],
+    ['fifo', ['low', 'high']],
+  ] as const)('hands waiting tasks to a free worker in %s order', async (queueOrder, expected) => {
+    const runtime = await createRuntime({
+      engine: echoEngine,
+      threads: 1,
+      spareWorkers: 0,
+      queueOrder,
+      sandboxes: {
+        sandboxes: [
+          { name: 'vip', priority: 50, selectionAttributes: [{ name: 'userPattern', value: 'vip_*' }] },
+        ],
+      },
+    });
+    try {
+      const order: string[] = [];
+      const busy = runtime.search({ index: 'alpha', body: { sleepMs: 300 } });
+      await sleep(50);
+      const low = runtime.search({ index: 'alpha', body: { echo: 'low' } }).then(() => order.push('low'));
+      const high = runtime
+        .search({ index: 'alpha', body: { echo: 'high' }, user: 'vip_1' })
+        .then(() => order.push('high'));
+      await Promise.all([busy, low, high]);
+      expect(order).toEqual(expected);
+    } finally {
+      await runtime.close();
+    }
+  });
+
   it('rejects with 429 when the queue is full and cancels queued tasks at close', async () => {
     const runtime = await createRuntime({ engine: echoEngine, threads: 1, maxQueuedTasks: 1 });
     const running = runtime.search({ index: 'alpha', body: { sleepMs: 500 } }).catch((e: unknown) => e);

@@ -1,11 +1,13 @@
 /**
- * The runtime's queue of tasks waiting for a worker: first in, first out (the priority scheduler
- * replaces it). Index-based, so push and shift are O(1) without Array#shift's copying.
+ * A first-in, first-out queue of tasks waiting for a worker: the runtime's `queueOrder: 'fifo'`, the
+ * baseline the priority queue is measured against. Index-based, so push and shift are O(1) without
+ * Array#shift's copying.
  */
 export class FifoQueue<T> {
   #items: (T | undefined)[] = [];
   #head = 0;
-  push(item: T): void {
+  /** Adds `item` at the back; priority and arrival time are ignored (the FIFO baseline). */
+  push(item: T, _priority?: number, _nowMs?: number): void {
     this.#items.push(item);
   }
   shift(): T | undefined {

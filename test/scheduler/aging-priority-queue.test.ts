@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { AgingPriorityQueue } from '../../src/scheduler/aging-priority-queue.js';
+
+function drain<T>(q: AgingPriorityQueue<T>): T[] {
+  const out: T[] = [];
+  for (let v = q.shift(); v !== undefined; v = q.shift()) out.push(v);
+  return out;
+}
+
+describe('AgingPriorityQueue', () => {
+  it('serves higher priority first and arrival order within a priority, also within one millisecond', () => {
+    const q = new AgingPriorityQueue<string>(100);
+    q.push('low-1', 1, 0);
+    q.push('high-1', 5, 0);
+    q.push('low-2', 1, 0);
+    q.push('high-2', 5, 0);
+    q.push('mid', 3, 0);
+    expect(drain(q)).toEqual(['high-1', 'high-2', 'mid', 'low-1', 'low-2']);
+  });
+
+  it('keeps FIFO order within a priority for many items (stable)', () => {
+    const q = new AgingPriorityQueue<number>(100);
+    for (let i = 0; i < 1000; i++) q.push(i, i % 3, Math.floor(i / 10));
+    const out = drain(q);
+    for (const p of [0, 1, 2]) {
+      const mine = out.filter((v) => v % 3 === p);
+      expect(mine).toEqual([...mine].sort((a, b) => a - b));
+    }
+  });
+
+  it('bounds the wait of a low-priority task under high-priority load alone (aging)', () => {
+    // 100 ms of waiting is worth one priority point: a priority-0 task that arrived at t=0 goes
+    // before priority-10 tasks that arrive at or after t = 10 * 100 = 1000 ms (a tie goes to the earlier).
+    const q = new AgingPriorityQueue<string>(100);
+    q.push('low', 0, 0);
+    for (let t = 1; t <= 1500; t += 1) q.push(`high@${t}`, 10, t);
+    const out = drain(q);
+    const at = out.indexOf('low');
+    expect(out[at - 1]).toBe('high@999');
+    expect(out[at + 1]).toBe('high@1000');
+  });
+
+  it('is strict priority with Infinity', () => {
+    const q = new AgingPriorityQueue<string>(Number.POSITIVE_INFINITY);
+    q.push('low', 0, 0);
+    q.push('high', 10, 1_000_000);
+    expect(drain(q)).toEqual(['high', 'low']);
+  });
+
+  it('refuses a non-positive aging rate', () => {
+    expect(() => new AgingPriorityQueue(0)).toThrow('agingMsPerPriority must be > 0');
+  });
+});
