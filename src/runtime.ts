@@ -393,11 +393,26 @@ class GovernedRuntime implements Runtime {
         : this.#classifier.classify(attributes);
     this.#checkVerdict(sandbox, true);
     if (this.#queue.length >= this.options.maxQueuedTasks && this.#running.size >= this.#dispatchDepth) {
-      this.#counters.countRejection(sandbox.id, 'queue');
-      throw new RejectedError(
-        sandbox.id,
-        'queue',
-        `rejected: the queue is full (${this.options.maxQueuedTasks} tasks waiting); sandbox [${sandbox.id}]`,
+      // Full: shed the lowest priority first. The newest of the lowest-priority waiting tasks makes room
+      // for a more important one; if the incoming task is itself of the lowest priority, it is refused.
+      const evicted = this.#queue.evictBelow(sandbox.priority);
+      if (evicted === undefined) {
+        this.#counters.countRejection(sandbox.id, 'queue');
+        throw new RejectedError(
+          sandbox.id,
+          'queue',
+          `rejected: the queue is full (${this.options.maxQueuedTasks} tasks waiting, none of lower priority ` +
+            `than sandbox [${sandbox.id}], ${sandbox.priority})`,
+        );
+      }
+      this.#counters.countRejection(evicted.sandbox.id, 'queue');
+      evicted.reject(
+        new RejectedError(
+          evicted.sandbox.id,
+          'queue',
+          `rejected: evicted from the full queue (${this.options.maxQueuedTasks} tasks waiting) by a task of ` +
+            `higher priority (sandbox [${sandbox.id}], ${sandbox.priority} > ${evicted.sandbox.priority})`,
+        ),
       );
     }
     return new Promise((resolve, reject) => {

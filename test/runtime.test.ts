@@ -316,6 +316,43 @@ describe('runtime queue and shutdown', () => {
     }
   });
 
+  it('sheds the lowest priority first when the queue is full', async () => {
+    const runtime = await createRuntime({
+      engine: echoEngine,
+      threads: 1,
+      spareWorkers: 0,
+      maxQueuedTasks: 2,
+      sandboxes: {
+        sandboxes: [
+          { name: 'vip', priority: 50, selectionAttributes: [{ name: 'userPattern', value: 'vip_*' }] },
+        ],
+      },
+    });
+    try {
+      const order: string[] = [];
+      const run = (name: string, user?: string) =>
+        runtime.search({ index: 'alpha', body: { echo: name }, user }).then(
+          () => order.push(name),
+          (e: unknown) => {
+            order.push(`${name}: ${(e as Error).message}`);
+          },
+        );
+      const busy = runtime.search({ index: 'alpha', body: { sleepMs: 300 } });
+      await sleep(50);
+      const tasks = [run('root-a'), run('root-b')];
+      tasks.push(run('vip-c', 'vip_1')); // full: evicts root-b, the newest of the lowest priority
+      tasks.push(run('root-d')); // full, and root-d is of the lowest priority: refused
+      await Promise.all([busy, ...tasks]);
+      expect(order[0]).toMatch(
+        /^root-b: rejected: evicted from the full queue .* by a task of higher priority \(sandbox \[vip\], 50 > 0\)$/,
+      );
+      expect(order[1]).toMatch(/^root-d: rejected: the queue is full/);
+      expect(order.slice(2)).toEqual(['vip-c', 'root-a']);
+    } finally {
+      await runtime.close();
+    }
+  });
+
   it('rejects with 429 when the queue is full and cancels queued tasks at close', async () => {
     const runtime = await createRuntime({ engine: echoEngine, threads: 1, maxQueuedTasks: 1 });
     const running = runtime.search({ index: 'alpha', body: { sleepMs: 500 } }).catch((e: unknown) => e);

@@ -57,23 +57,64 @@ export class AgingPriorityQueue<T> {
     const last = heap.pop()!;
     if (heap.length > 0) {
       heap[0] = last;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < heap.length && before(heap[l]!, heap[m]!)) m = l;
-        if (r < heap.length && before(heap[r]!, heap[m]!)) m = r;
-        if (m === i) break;
-        [heap[i], heap[m]] = [heap[m]!, heap[i]!];
-        i = m;
-      }
+      this.#siftDown(0);
     }
     return top.item;
   }
 
   get length(): number {
     return this.#heap.length;
+  }
+
+  /**
+   * When the queue is full: removes and returns the newest of the lowest-priority items if its
+   * priority is below `priority` (the incoming item's), else returns undefined (refuse the incoming
+   * one instead). O(n): only on the full-queue path.
+   */
+  evictBelow(priority: number): T | undefined {
+    const heap = this.#heap;
+    let victim = -1;
+    for (let i = 0; i < heap.length; i++) {
+      const e = heap[i]!;
+      const v = heap[victim];
+      if (v === undefined || e.priority < v.priority || (e.priority === v.priority && e.seq > v.seq))
+        victim = i;
+    }
+    const entry = heap[victim];
+    if (entry === undefined || entry.priority >= priority) return undefined;
+    this.#removeAt(victim);
+    return entry.item;
+  }
+
+  #removeAt(index: number): void {
+    const heap = this.#heap;
+    const last = heap.pop()!;
+    if (index === heap.length) return;
+    heap[index] = last;
+    // The moved entry may belong above or below its new place.
+    let i = index;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!before(heap[i]!, heap[parent]!)) break;
+      [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
+      i = parent;
+    }
+    this.#siftDown(i);
+  }
+
+  #siftDown(start: number): void {
+    const heap = this.#heap;
+    let i = start;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < heap.length && before(heap[l]!, heap[m]!)) m = l;
+      if (r < heap.length && before(heap[r]!, heap[m]!)) m = r;
+      if (m === i) break;
+      [heap[i], heap[m]] = [heap[m]!, heap[i]!];
+      i = m;
+    }
   }
 
   /** Every queued item, in no particular order. */

@@ -20,6 +20,11 @@ export class FifoQueue<T> {
     }
     return item;
   }
+  /** FIFO sheds no one: a full queue refuses the incoming task. */
+  evictBelow(_priority: number): T | undefined {
+    return undefined;
+  }
+
   get length(): number {
     return this.#items.length - this.#head;
   }

@@ -47,6 +47,29 @@ describe('AgingPriorityQueue', () => {
     expect(drain(q)).toEqual(['high', 'low']);
   });
 
+  it('evicts the newest of the lowest-priority items for a more important one, and keeps the order', () => {
+    const q = new AgingPriorityQueue<string>(100);
+    q.push('low-old', 1, 0);
+    q.push('mid', 3, 1);
+    q.push('low-new', 1, 2);
+    q.push('high', 9, 3);
+    expect(q.evictBelow(1)).toBeUndefined(); // the incoming one is not more important: refuse it
+    expect(q.evictBelow(2)).toBe('low-new');
+    expect(q.length).toBe(3);
+    expect(drain(q)).toEqual(['high', 'mid', 'low-old']);
+  });
+
+  it('keeps a valid heap after evictions from the middle', () => {
+    const q = new AgingPriorityQueue<number>(Number.POSITIVE_INFINITY);
+    const priorities = [5, 1, 8, 1, 3, 9, 2, 1, 7, 4, 6, 1];
+    for (const [i, p] of priorities.entries()) q.push(i, p, i);
+    q.evictBelow(100);
+    q.evictBelow(100);
+    const out = drain(q).map((i) => priorities[i]!);
+    expect(out).toEqual([...out].sort((a, b) => b - a));
+    expect(out).toHaveLength(priorities.length - 2);
+  });
+
   it('refuses a non-positive aging rate', () => {
     expect(() => new AgingPriorityQueue(0)).toThrow('agingMsPerPriority must be > 0');
   });
