@@ -83,9 +83,13 @@ export class CancelledError extends QuerySandboxError {
   }
 }
 
-/** An option or request field is invalid; `path` names it (`limits.cpu.high`), `received` is the value. */
+/**
+ * An option or request field is invalid; `path` names it (`limits.cpu.high`), `expectation` says what
+ * it must be, `received` is the value. The message is `<path> <expectation>; received <value>`.
+ */
 export class InvalidArgumentError extends QuerySandboxError {
   readonly path: string;
+  readonly expectation: string;
   readonly received: unknown;
   constructor(
     path: string,
@@ -95,6 +99,7 @@ export class InvalidArgumentError extends QuerySandboxError {
   ) {
     super(code, 'illegal_argument_exception', `${path} ${expectation}; received ${formatReceived(received)}`);
     this.path = path;
+    this.expectation = expectation;
     this.received = received;
   }
 }
@@ -113,8 +118,12 @@ export class InvalidSandboxError extends InvalidArgumentError {
     if (!this.path.startsWith(from)) return this;
     let path = to + this.path.slice(from.length);
     if (path.startsWith('.')) path = path.slice(1);
-    const expectation = this.message.slice(this.path.length + 1, this.message.lastIndexOf('; received '));
-    return new InvalidSandboxError(path === '' ? 'body' : path, expectation, this.received);
+    return this.withPath(path === '' ? 'body' : path);
+  }
+
+  /** The same error reported at another `path` (and, optionally, with a reworded expectation). */
+  withPath(path: string, expectation = this.expectation): InvalidSandboxError {
+    return new InvalidSandboxError(path, expectation, this.received);
   }
 }
 
@@ -214,6 +223,15 @@ export class NotRunningError extends QuerySandboxError {
   constructor(message = 'the runtime is closed') {
     super(ErrorCode.NOT_RUNNING, 'node_closed_exception', message);
   }
+}
+
+/**
+ * The 4xx an error from an engine (or any code outside this package) asks for with a numeric
+ * `statusCode` in 400..499; undefined for anything else, which is a failure (5xx).
+ */
+export function clientErrorStatusOf(error: unknown): number | undefined {
+  const status = (error as { statusCode?: unknown } | null | undefined)?.statusCode;
+  return typeof status === 'number' && status >= 400 && status < 500 ? status : undefined;
 }
 
 /** HTTP status for an error: the one place where codes map to statuses. */

@@ -18,6 +18,7 @@ import {
   CancelledError,
   EngineFailureError,
   EngineRequestError,
+  clientErrorStatusOf,
   InvalidArgumentError,
   isQuerySandboxError,
   NotRunningError,
@@ -431,12 +432,13 @@ class GovernedRuntime implements Runtime {
       this.#engine.validate?.(request);
     } catch (error) {
       if (isQuerySandboxError(error)) throw error;
-      const e = error as { statusCode?: unknown; type?: unknown; message?: unknown };
-      if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+      const e = error as { type?: unknown; message?: unknown } | undefined;
+      const status = clientErrorStatusOf(error);
+      if (status !== undefined) {
         throw new EngineRequestError(
-          typeof e.type === 'string' ? e.type : 'illegal_argument_exception',
-          String(e.message),
-          e.statusCode,
+          typeof e?.type === 'string' ? e.type : 'illegal_argument_exception',
+          String(e?.message),
+          status,
         );
       }
       throw new EngineFailureError(`engine failure in validate: ${String(e?.message ?? error)}`, {

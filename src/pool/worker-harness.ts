@@ -8,6 +8,7 @@
 import { performance } from 'node:perf_hooks';
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
 import { currentThreadCpuTimeNs, currentThreadTid, sampleHeap } from '../../native-shim/index.js';
+import { clientErrorStatusOf } from '../errors.js';
 import type { EngineModule, TaskContext } from './engine-module.js';
 import type {
   HarnessWorkerData,
@@ -43,11 +44,8 @@ function cancelMessage(code: number): string {
 
 function serializeError(error: unknown): SerializedError {
   if (error instanceof Error) {
-    const e = error as Error & { statusCode?: unknown; type?: unknown };
-    const statusCode =
-      typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500
-        ? e.statusCode
-        : undefined;
+    const e = error as Error & { type?: unknown };
+    const statusCode = clientErrorStatusOf(error);
     return {
       name: e.name,
       message: e.message,

@@ -106,11 +106,7 @@ export class SandboxRegistry {
       state = stateOf(stored, maxSandboxes);
     } catch (error) {
       if (error instanceof InvalidSandboxError && !seeded) {
-        throw new InvalidSandboxError(
-          `${where}: ${error.path}`,
-          error.message.slice(error.path.length + 1, error.message.lastIndexOf('; received ')),
-          error.received,
-        );
+        throw error.withPath(`${where}: ${error.path}`);
       }
       throw error;
     }
@@ -282,11 +278,7 @@ function inTermsOfRequest(
       const id = documents[Number(i)]?.['_id'];
       return typeof id === 'string' ? `sandbox [${id}]` : whole;
     });
-  const path = name(rebased.path);
-  const expectation = name(
-    rebased.message.slice(rebased.path.length + 1, rebased.message.lastIndexOf('; received ')),
-  );
-  return new InvalidSandboxError(path, expectation, rebased.received);
+  return rebased.withPath(name(rebased.path), name(rebased.expectation));
 }
 
 function stateOf(stored: StoredSandboxes, maxSandboxes: number): RegistryState {

@@ -2,7 +2,13 @@
  * The OpenSearch-shaped error body and its HTTP status, for every error the server answers with:
  * `{"error": {"type", "reason", ...}, "status": N}`. The one place where errors become HTTP.
  */
-import { httpStatusOf, isQuerySandboxError, RejectedError, CancelledError } from '../errors.js';
+import {
+  clientErrorStatusOf,
+  httpStatusOf,
+  isQuerySandboxError,
+  RejectedError,
+  CancelledError,
+} from '../errors.js';
 
 export interface ErrorBody {
   readonly error: { readonly type: string; readonly reason: string; readonly [extra: string]: unknown };
@@ -21,13 +27,14 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
     if (error instanceof CancelledError) extra['hard'] = error.hard;
     return { status, body: { error: { type: error.type, reason: error.message, ...extra }, status } };
   }
-  const e = error as { statusCode?: unknown; message?: unknown; code?: unknown };
-  if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+  const e = error as { message?: unknown; code?: unknown };
+  const status = clientErrorStatusOf(error);
+  if (status !== undefined) {
     const reason = String(e.message ?? 'bad request');
     const type =
-      e.statusCode === 413
+      status === 413
         ? 'content_too_long_exception'
-        : e.statusCode === 415
+        : status === 415
           ? 'media_type_header_exception'
           : 'parsing_exception';
     const text =
@@ -35,7 +42,7 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
         ? `request body is not valid JSON: ${reason}`
         : reason;
     const code = typeof e.code === 'string' ? { code: e.code } : {};
-    return { status: e.statusCode, body: { error: { type, reason: text, ...code }, status: e.statusCode } };
+    return { status, body: { error: { type, reason: text, ...code }, status } };
   }
   return {
     status: 500,
