@@ -51,6 +51,17 @@ interface RegistryState {
 /** Keys the server manages; a request body may not set them. */
 const SERVER_KEYS = ['_id', 'version', 'updated_at'] as const;
 
+/** Keys a request body may set. */
+const BODY_KEYS: readonly string[] = [
+  'name',
+  'parent_id',
+  'priority',
+  'mode',
+  'resourceConsumptionLimits',
+  'selectionAttributes',
+  'tags',
+];
+
 /** How often a change is re-checked after losing a compare-and-swap before giving up. */
 const MAX_ATTEMPTS = 1000;
 
@@ -297,9 +308,17 @@ function stateOf(stored: StoredSandboxes, maxSandboxes: number): RegistryState {
 
 function checkBody(body: unknown): Record<string, unknown> {
   if (!isPlainObject(body)) throw new InvalidSandboxError('body', 'must be a JSON object', body);
-  for (const key of SERVER_KEYS) {
-    if (key in body)
+  for (const key of Object.keys(body)) {
+    if ((SERVER_KEYS as readonly string[]).includes(key)) {
       throw new InvalidSandboxError(key, 'is set by the server and may not be given', body[key]);
+    }
+    if (!BODY_KEYS.includes(key)) {
+      throw new InvalidSandboxError(
+        key,
+        `is not allowed (expected one of ${BODY_KEYS.join(', ')})`,
+        body[key],
+      );
+    }
   }
   return body;
 }

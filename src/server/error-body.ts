@@ -41,7 +41,12 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
       e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError
         ? `request body is not valid JSON: ${reason}`
         : reason;
-    const code = typeof e.code === 'string' ? { code: e.code } : {};
+    const isJson = e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError;
+    const code = isJson
+      ? { code: 'QS_INVALID_ARGUMENT' }
+      : typeof e.code === 'string'
+        ? { code: e.code }
+        : {};
     return { status, body: { error: { type, reason: text, ...code }, status } };
   }
   return {

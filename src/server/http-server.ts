@@ -52,16 +52,15 @@ function ifMatchVersion(header: string | undefined): number | undefined {
   return Number(match[1]);
 }
 
+/** URL parameters each route takes (`*`: the others), and the hint a refusal gives. */
+const URL_PARAMETERS: Record<string, { readonly names: readonly string[]; readonly hint: string }> = {
+  '/:index/_search': { names: ['pretty'], hint: '(put size, from and the query in the body)' },
+  '/_search': { names: ['pretty'], hint: '(put size, from and the query in the body)' },
+  '/_sandbox/_stats': { names: ['breach', 'from', 'size', 'pretty'], hint: '(breach, from, size, pretty)' },
+  '*': { names: ['pretty'], hint: '(only pretty)' },
+};
+
 function statsQuery(query: Record<string, unknown>): StatsQuery {
-  for (const key of Object.keys(query)) {
-    if (!['breach', 'from', 'size', 'pretty'].includes(key)) {
-      throw new InvalidArgumentError(
-        `url parameter [${key}]`,
-        'is not supported (breach, from, size)',
-        query[key],
-      );
-    }
-  }
   const breach = query['breach'];
   if (breach !== undefined && breach !== 'true' && breach !== 'false') {
     throw new InvalidArgumentError('breach', 'must be true or false', breach);
@@ -111,6 +110,36 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
     }
   });
 
+  // OpenSearch refuses URL parameters it does not know: silently ignoring `?size=1` would mislead.
+  app.addHook('preHandler', async (request, reply) => {
+    const url = request.routeOptions.url ?? '';
+    const allowed = URL_PARAMETERS[url] ?? URL_PARAMETERS['*']!;
+    const query = (request.query as Record<string, unknown> | undefined) ?? {};
+    for (const name of Object.keys(query)) {
+      if (!allowed.names.includes(name)) {
+        return sendError(
+          reply,
+          new InvalidArgumentError(
+            `url parameter [${name}]`,
+            `is not supported ${allowed.hint}`,
+            query[name],
+          ),
+        );
+      }
+    }
+  });
+  // `?pretty` indents the JSON answer, as OpenSearch does.
+  app.addHook('onSend', async (request, reply, payload) => {
+    const pretty = (request.query as Record<string, unknown> | undefined)?.['pretty'];
+    if (pretty === undefined || pretty === 'false' || typeof payload !== 'string') return payload;
+    if (!String(reply.getHeader('content-type') ?? '').includes('json')) return payload;
+    try {
+      return `${JSON.stringify(JSON.parse(payload), null, 2)}\n`;
+    } catch {
+      return payload;
+    }
+  });
+
   app.setErrorHandler((error, request, reply) => {
     const { status } = toErrorResponse(error);
     if (status >= 500) log?.error({ err: error, url: request.url }, 'request failed');
@@ -127,19 +156,6 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
   );
 
   const search = async (request: FastifyRequest, reply: FastifyReply, index: string) => {
-    // OpenSearch refuses URL parameters it does not know; silently ignoring `?size=1` would mislead.
-    for (const name of Object.keys((request.query as Record<string, unknown> | undefined) ?? {})) {
-      if (name !== 'pretty') {
-        return sendError(
-          reply,
-          new InvalidArgumentError(
-            `url parameter [${name}]`,
-            'is not supported (put size, from and the query in the body)',
-            (request.query as Record<string, unknown>)[name],
-          ),
-        );
-      }
-    }
     const body = request.body;
     if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) {
       return sendError(reply, new InvalidArgumentError('body', 'must be a JSON object', body));

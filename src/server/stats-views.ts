@@ -33,6 +33,7 @@ export function sandboxStatsView(
 ): Record<string, unknown> {
   const sandboxes: Record<string, unknown> = {};
   const limitsOf = new Map(runtime.sandboxes().map((s) => [s.id, s.limits]));
+  const namesOf = new Map(runtime.sandboxes().map((s) => [s.id, s.name]));
   const rows = [...runtime.sandboxStats()].filter(
     ([id, s]) =>
       !query.breach ||
@@ -44,6 +45,7 @@ export function sandboxStatsView(
   for (const [id, s] of rows.slice(query.from, query.from + query.size)) {
     const c = s.counters;
     sandboxes[id] = {
+      name: namesOf.get(id) ?? id,
       state: s.state,
       running: s.running,
       queued: s.queued,

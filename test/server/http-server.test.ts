@@ -93,6 +93,22 @@ describe('HTTP server', () => {
     expect((await search('/alpha/_search?pretty', '{}')).statusCode).toBe(200);
   });
 
+  it('indents the answer with ?pretty and refuses unknown URL parameters on every route', async () => {
+    const pretty = await app.inject({ method: 'GET', url: '/_nodes/stats?pretty' });
+    expect(pretty.statusCode).toBe(200);
+    expect(pretty.body).toContain('\n  "_nodes": {');
+    for (const url of ['/_sandbox?size=1', '/_nodes/stats?foo=1', '/_sandbox/_root?foo=1']) {
+      const r = await app.inject({ method: 'GET', url });
+      expect(r.statusCode).toBe(400);
+      expect(r.json().error.reason).toMatch(/^url parameter \[(size|foo)\] is not supported \(only pretty\)/);
+    }
+  });
+
+  it('gives malformed JSON the QS_INVALID_ARGUMENT code', async () => {
+    const r = await search('/alpha/_search', '{"query":');
+    expect(r.json().error.code).toBe('QS_INVALID_ARGUMENT');
+  });
+
   it('answers an unknown index with 404 index_not_found_exception', async () => {
     const r = await search('/nope/_search', '{}');
     expect(r.statusCode).toBe(404);

@@ -125,6 +125,9 @@ describe('sandbox REST API', () => {
 
   it('filters stats to breaching sandboxes and pages them', async () => {
     const all = await app.inject({ method: 'GET', url: '/_sandbox/_stats?size=2&from=1' });
+    for (const [id, entry] of Object.entries(all.json().n1.sandboxes as Record<string, { name: string }>)) {
+      expect(entry.name).toBe(runtime.sandboxRegistry.get(id)!.name);
+    }
     expect(all.json().n1.total).toBe(runtime.sandboxes().length);
     expect(Object.keys(all.json().n1.sandboxes)).toHaveLength(2);
     const breach = await app.inject({ method: 'GET', url: '/_sandbox/_stats?breach=true' });
