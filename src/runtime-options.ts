@@ -10,6 +10,8 @@ import { InvalidArgumentError } from './errors.js';
 import { EnforcementMode, SelectionStrategy } from './governor/decide.js';
 import type pino from 'pino';
 import type { SandboxStore } from './sandbox/sandbox-store.js';
+import { DEFAULT_QUERY_PRIORITY, parseQueryPriority, type QueryPriorityConfig } from './scheduler/query-priority.js';
+import { checkReservations } from './scheduler/worker-reservations.js';
 
 export interface RuntimeOptions {
   /**
@@ -69,6 +71,13 @@ export interface RuntimeOptions {
    * `(difference in priority) × agingMsPerPriority` after it. Default 100.
    */
   agingMsPerPriority?: number;
+  /**
+   * Query-priority rules, reserved workers, lending and per-sandbox queue bounds: a document as
+   * described in `scheduler/query-priority.ts` (Cortex's `query_priority` shape). Default: enabled,
+   * no rules (every task at its sandbox's priority), no reservations. Changeable at runtime with
+   * `runtime.setQueryPriority`.
+   */
+  queryPriority?: unknown;
   /** Tasks waiting for a worker, beyond which new ones are rejected (429), 0..1e6. Default 1000. */
   maxQueuedTasks?: number;
   /** Governor interval, ms, 10..60000. Default 100. */
@@ -119,6 +128,7 @@ export interface ResolvedRuntimeOptions {
   readonly workerHeapMb: number;
   readonly memoryBudgetBytes: number;
   readonly maxQueuedTasks: number;
+  readonly queryPriority: QueryPriorityConfig;
   readonly intervalMs: number;
   readonly graceIntervals: number;
   readonly enforcement: EnforcementMode;
@@ -199,6 +209,11 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     );
   }
   const threads = integer('threads', options.threads, 1, 1024, Math.max(1, Math.round(cores)));
+  const queryPriority =
+    options.queryPriority === undefined
+      ? DEFAULT_QUERY_PRIORITY
+      : parseQueryPriority(options.queryPriority, 'options.queryPriority');
+  checkReservations(queryPriority, threads, 'options.queryPriority');
   const workerHeapMb = integer('workerHeapMb', options.workerHeapMb, 64, 65536, 1024);
   const memoryBudgetBytes = integer(
     'memoryBudgetBytes',
@@ -281,6 +296,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     workerHeapMb,
     memoryBudgetBytes,
     maxQueuedTasks: integer('maxQueuedTasks', options.maxQueuedTasks, 0, 1_000_000, 1000),
+    queryPriority,
     intervalMs: integer('intervalMs', options.intervalMs, 10, 60_000, 100),
     graceIntervals: integer('graceIntervals', options.graceIntervals, 1, 1000, 2),
     enforcement,

@@ -32,8 +32,14 @@ import { compiledModuleUrl } from './pool/compiled-module-url.js';
 import type { EngineDescription, EngineModule, EngineRequest } from './pool/engine-module.js';
 import type { TaskOutcome } from './pool/task-envelope.js';
 import { CancelReason, SlotAllocator } from './pool/task-slots.js';
-import { AgingPriorityQueue } from './scheduler/aging-priority-queue.js';
-import { FifoQueue } from './scheduler/fifo-queue.js';
+import {
+  type PriorityAttributes,
+  parseQueryPriority,
+  priorityOf,
+  type QueryPriorityDocument,
+} from './scheduler/query-priority.js';
+import { type Dispatch, type Eviction, type SchedulerStats, TaskScheduler } from './scheduler/task-scheduler.js';
+import { checkReservations } from './scheduler/worker-reservations.js';
 import { WorkerPool } from './pool/worker-pool.js';
 import {
   type ResolvedRuntimeOptions,
@@ -115,6 +121,18 @@ export interface Runtime {
   governorStats(): GovernorStats;
   /** Changes the enforcement mode at runtime (takes effect at the next interval). */
   setEnforcement(mode: EnforcementMode): void;
+  /** The query-priority configuration in force (see `scheduler/query-priority.ts`). */
+  queryPriority(): QueryPriorityDocument;
+  /**
+   * Replaces the query-priority configuration without a restart. It applies to requests admitted
+   * after it returns; queued tasks keep their priority. Where a lowered per-sandbox bound leaves too
+   * many tasks waiting, the newest excess (lowest priority first) is rejected with a 429.
+   * @returns the configuration now in force.
+   * @throws InvalidArgumentError naming the field and the received value (nothing changes then).
+   */
+  setQueryPriority(document: unknown): QueryPriorityDocument;
+  /** Queue, lanes and per-priority figures of the scheduler. */
+  schedulerStats(): SchedulerStats;
   readonly options: ResolvedRuntimeOptions;
   /** Stops accepting work, cancels queued and running tasks, stops the workers. Idempotent. */
   close(): Promise<void>;
@@ -131,6 +149,7 @@ const DISPATCH_DEPTH_PER_WORKER = 1;
 interface QueuedTask {
   readonly taskId: number;
   readonly sandbox: Sandbox;
+  readonly priority: number;
   readonly request: EngineRequest;
   readonly resolve: (value: unknown) => void;
   readonly reject: (reason: unknown) => void;
@@ -138,6 +157,7 @@ interface QueuedTask {
 
 interface RunningTask {
   readonly queued: QueuedTask;
+  readonly dispatch: Dispatch<QueuedTask>;
   readonly tracked: TrackedTask;
   readonly abort: AbortController;
 }
@@ -275,7 +295,7 @@ class GovernedRuntime implements Runtime {
   readonly #nodeSampler: NodeUsageSampler;
   readonly #counters = new SandboxCounterTable();
   readonly #governor: Governor;
-  readonly #queue: FifoQueue<QueuedTask> | AgingPriorityQueue<QueuedTask>;
+  readonly #scheduler: TaskScheduler<QueuedTask>;
   readonly #running = new Map<number, RunningTask>();
   readonly #initialWorkers: number;
   readonly #heapProbe: WorkerHeapProbe | undefined;
@@ -298,10 +318,13 @@ class GovernedRuntime implements Runtime {
     this.#engine = engine;
     this.#indices = description.indices;
     this.sandboxRegistry = registry;
-    this.#queue =
-      options.queueOrder === 'fifo'
-        ? new FifoQueue<QueuedTask>()
-        : new AgingPriorityQueue<QueuedTask>(options.agingMsPerPriority);
+    this.#scheduler = new TaskScheduler<QueuedTask>({
+      capacity: options.threads,
+      maxQueuedTasks: options.maxQueuedTasks,
+      agingMsPerPriority: options.agingMsPerPriority,
+      fifo: options.queueOrder === 'fifo',
+      config: options.queryPriority,
+    });
     const sandboxes = registry.list();
     this.#sandboxes = sandboxes;
     this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
@@ -393,37 +416,56 @@ class GovernedRuntime implements Runtime {
         ? this.#classifier.resolveExplicit(request.sandboxId, attributes)
         : this.#classifier.classify(attributes);
     this.#checkVerdict(sandbox, true);
-    if (this.#queue.length >= this.options.maxQueuedTasks && this.#running.size >= this.#dispatchDepth) {
-      // Full: shed the lowest priority first. The newest of the lowest-priority waiting tasks makes room
-      // for a more important one; if the incoming task is itself of the lowest priority, it is refused.
-      const evicted = this.#queue.evictBelow(sandbox.priority);
-      if (evicted === undefined) {
-        this.#counters.countRejection(sandbox.id, 'queue');
-        throw new RejectedError(
-          sandbox.id,
-          'queue',
-          `rejected: the queue is full (${this.options.maxQueuedTasks} tasks waiting, none of lower priority ` +
-            `than sandbox [${sandbox.id}], ${sandbox.priority})`,
-        );
-      }
-      this.#counters.countRejection(evicted.sandbox.id, 'queue');
-      evicted.reject(
-        new RejectedError(
-          evicted.sandbox.id,
-          'queue',
-          `rejected: evicted from the full queue (${this.options.maxQueuedTasks} tasks waiting) by a task of ` +
-            `higher priority (sandbox [${sandbox.id}], ${sandbox.priority} > ${evicted.sandbox.priority})`,
-        ),
-      );
-    }
-    return new Promise((resolve, reject) => {
-      this.#queue.push(
-        { taskId: this.#nextTaskId++, sandbox, request: engineRequest, resolve, reject },
-        sandbox.priority,
-        performance.now(),
-      );
-      this.#pump();
+    const priority = this.#priorityOf(engineRequest, request.user, sandbox);
+    let task!: QueuedTask;
+    const settled = new Promise((resolve, reject) => {
+      task = { taskId: this.#nextTaskId++, sandbox, priority, request: engineRequest, resolve, reject };
     });
+    // Full bounds shed the lowest priority first: the newest of the lowest-priority waiting tasks
+    // makes room for a more important one; if the incoming task is itself the lowest, it is refused.
+    const offered = this.#scheduler.offer(task, sandbox.id, priority, performance.now());
+    if (!offered.accepted) {
+      this.#counters.countRejection(sandbox.id, 'queue');
+      throw new RejectedError(sandbox.id, 'queue', offered.message);
+    }
+    this.#rejectEvicted(offered.evicted);
+    this.#pump();
+    return settled;
+  }
+
+  /** The task's priority: the first matching query-priority rule, else its sandbox's (see query-priority.ts). */
+  #priorityOf(request: EngineRequest, user: string | undefined, sandbox: Sandbox): number {
+    const config = this.#scheduler.config;
+    const isRoot = sandbox.id === ROOT_SANDBOX_ID;
+    if (!config.enabled || config.rules.length === 0)
+      return isRoot && config.enabled ? config.defaultPriority : sandbox.priority;
+    const nowMs = Date.now();
+    let text: string | undefined;
+    let timeRange: PriorityAttributes['timeRange'];
+    try {
+      const described = this.#engine.queryAttributes?.(request, nowMs);
+      text = described?.text;
+      timeRange = described?.timeRange;
+    } catch (error) {
+      // The hook must not throw for a validated request; if it does, rules see the raw body.
+      this.#log.warn({ error: String(error) }, 'engine queryAttributes failed');
+    }
+    text ??= JSON.stringify(request.body ?? {}) ?? '';
+    const attributes: PriorityAttributes = {
+      text,
+      timeRange,
+      user,
+      indices: request.indices,
+      sandboxId: sandbox.id,
+    };
+    return priorityOf(config, attributes, sandbox.priority, isRoot, nowMs).priority;
+  }
+
+  #rejectEvicted(evicted: readonly Eviction<QueuedTask>[]): void {
+    for (const e of evicted) {
+      this.#counters.countRejection(e.sandboxId, 'queue');
+      e.item.reject(new RejectedError(e.sandboxId, 'queue', e.message));
+    }
   }
 
   /** Runs the engine's `validate`; a plain error tagged with a 4xx `statusCode` becomes an EngineRequestError. */
@@ -473,26 +515,30 @@ class GovernedRuntime implements Runtime {
     );
   }
 
-  /** Hands queued tasks to free workers. */
+  /** Hands queued tasks to free workers, as the scheduler picks them. */
   #pump(): void {
-    while (this.#running.size < this.#dispatchDepth && this.#queue.length > 0 && !this.#closed) {
-      const queued = this.#queue.shift()!;
+    while (this.#running.size < this.#dispatchDepth && !this.#closed) {
+      const dispatch = this.#scheduler.next(performance.now());
+      if (dispatch === undefined) break;
+      const queued = dispatch.item;
       // A task that waited is still new work: the verdict published since it was queued applies.
       try {
         this.#checkVerdict(queued.sandbox, false);
       } catch (error) {
+        this.#scheduler.release(dispatch);
         queued.reject(error);
         continue;
       }
       const slot = this.#allocator.acquire();
       if (slot < 0) {
-        // Cannot happen while slots = 2 × workers; refuse rather than lose the task.
+        // Cannot happen while slots >= workers; refuse rather than lose the task.
+        this.#scheduler.release(dispatch);
         queued.reject(new EngineFailureError('no free task slot'));
         continue;
       }
       this.#pool.slots.assign(slot, queued.taskId);
       const tracked = newTrackedTask(queued.taskId, queued.sandbox.id, slot, performance.now());
-      const running: RunningTask = { queued, tracked, abort: new AbortController() };
+      const running: RunningTask = { queued, dispatch, tracked, abort: new AbortController() };
       this.#running.set(queued.taskId, running);
       this.#tracker.add(tracked);
       this.#pool.run({ taskId: queued.taskId, slot, request: queued.request }, running.abort.signal).then(
@@ -508,6 +554,7 @@ class GovernedRuntime implements Runtime {
     this.#pool.slots.release(tracked.slot);
     this.#allocator.release(tracked.slot);
     this.#running.delete(queued.taskId);
+    this.#scheduler.release(running.dispatch);
     const picked = this.#governor.cancellationOf(queued.taskId);
     this.#governor.forget(queued.taskId);
     const sandboxId = queued.sandbox.id;
@@ -608,11 +655,10 @@ class GovernedRuntime implements Runtime {
   sandboxStats(): ReadonlyMap<string, SandboxStats> {
     const snapshot = this.#governor.snapshot;
     const running = new Map<string, number>();
-    const queued = new Map<string, number>();
     for (const r of this.#running.values()) {
       running.set(r.queued.sandbox.id, (running.get(r.queued.sandbox.id) ?? 0) + 1);
     }
-    for (const q of this.#queue) queued.set(q.sandbox.id, (queued.get(q.sandbox.id) ?? 0) + 1);
+    const queued = this.#scheduler.queuedBySandbox();
     const out = new Map<string, SandboxStats>();
     for (const s of this.#sandboxes) {
       const c = this.#counters.of(s.id);
@@ -639,7 +685,7 @@ class GovernedRuntime implements Runtime {
       spareWorkers: this.options.spareWorkers,
       liveWorkers: this.#pool.liveWorkers,
       running: this.#running.size,
-      queued: this.#queue.length,
+      queued: this.#scheduler.length,
       duress: snapshot.duress,
       enforcement: this.#governor.enforcement,
       usage: { cpu: snapshot.node.cpu, memory: snapshot.node.memory },
@@ -667,11 +713,34 @@ class GovernedRuntime implements Runtime {
     this.#governor.enforcement = mode;
   }
 
+  queryPriority(): QueryPriorityDocument {
+    return this.#scheduler.config.document;
+  }
+
+  setQueryPriority(document: unknown): QueryPriorityDocument {
+    // Validate everything first: a refused document changes nothing.
+    const config = parseQueryPriority(document, 'body');
+    checkReservations(config, this.options.threads, 'body');
+    const dropped = this.#scheduler.configure(config);
+    this.#log.info(
+      { rules: config.rules.length, enabled: config.enabled, dropped: dropped.length },
+      'query priority changed',
+    );
+    this.#rejectEvicted(dropped);
+    // Lanes may have opened (fewer reservations, lending on): hand out what they may take now.
+    this.#pump();
+    return config.document;
+  }
+
+  schedulerStats(): SchedulerStats {
+    return this.#scheduler.stats();
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     this.#governor.stop();
-    for (let q = this.#queue.shift(); q !== undefined; q = this.#queue.shift()) {
+    for (const q of this.#scheduler.drain()) {
       this.#counters.countCancellation(q.sandbox.id, 'shutdown', false);
       q.reject(
         new CancelledError(q.sandbox.id, 'shutdown', false, 'task cancelled: the runtime is shutting down'),

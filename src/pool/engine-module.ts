@@ -56,6 +56,24 @@ export interface TaskContext {
   readonly taskId: number;
 }
 
+/**
+ * What the priority rules of the scheduler match on, as the engine reads a request. Returned by
+ * `queryAttributes`; all fields optional.
+ */
+export interface QueryAttributes {
+  /**
+   * The query text that rule regexes run on. Default (no hook, or no `text`): the compact JSON of the
+   * request body (`JSON.stringify(body)`).
+   */
+  readonly text?: string;
+  /**
+   * The time range of the data the query reads, epoch ms, inclusive. `from: -Infinity` when the query
+   * has no lower bound; an open upper bound is reported as `to: nowMs` (no data lies in the future).
+   * Absent when the query does not restrict time at all.
+   */
+  readonly timeRange?: { readonly fromMs: number; readonly toMs: number };
+}
+
 /** The shape of an engine module. */
 export interface EngineModule<Body = unknown, Result = unknown> {
   prepare?(
@@ -64,5 +82,11 @@ export interface EngineModule<Body = unknown, Result = unknown> {
   init?(context: EngineInitContext): void | Promise<void>;
   /** Main thread, on the request path: throw an `EngineRequestError` for a request the engine would refuse. Must be cheap. */
   validate?(request: EngineRequest<Body>): void;
+  /**
+   * Main thread, on the request path, after `validate`: the request's query text and the time range
+   * it reads, for the scheduler's priority rules. Must be cheap and must not throw for a request that
+   * passed `validate`. `nowMs` is the clock the rules' time windows use (epoch ms).
+   */
+  queryAttributes?(request: EngineRequest<Body>, nowMs: number): QueryAttributes;
   handle(request: EngineRequest<Body>, context: TaskContext): Result | Promise<Result>;
 }

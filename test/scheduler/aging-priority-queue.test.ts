@@ -70,7 +70,51 @@ describe('AgingPriorityQueue', () => {
     expect(out).toHaveLength(priorities.length - 2);
   });
 
-  it('refuses a non-positive aging rate', () => {
-    expect(() => new AgingPriorityQueue(0)).toThrow('agingMsPerPriority must be > 0');
+  it('is FIFO across priorities with 0, and refuses a negative aging rate', () => {
+    const q = new AgingPriorityQueue<string>(0);
+    q.push('low', 0, 0);
+    q.push('high', 10, 1);
+    q.push('low-2', 0, 2);
+    expect(drain(q)).toEqual(['low', 'high', 'low-2']);
+    expect(() => new AgingPriorityQueue(-1)).toThrow('agingMsPerPriority must be >= 0');
+    expect(() => new AgingPriorityQueue(Number.NaN)).toThrow('agingMsPerPriority must be >= 0');
+  });
+
+  it('serves only levels at or above minPriority, in aging order among them', () => {
+    const q = new AgingPriorityQueue<string>(100);
+    q.push('low', 0, 0);
+    q.push('mid', 5, 0);
+    q.push('high', 9, 1000);
+    // 'mid' arrived 1000 ms earlier: worth 10 points, more than the 4 between them.
+    expect(q.shift(5)).toBe('mid');
+    expect(q.shift(10)).toBeUndefined();
+    expect(q.shift(5)).toBe('high');
+    expect(q.length).toBe(1);
+    expect(q.shift()).toBe('low');
+  });
+
+  it('removes entries by handle and changes aging for queued items', () => {
+    const q = new AgingPriorityQueue<string>(Number.POSITIVE_INFINITY);
+    const a = q.push('a', 1, 0);
+    q.push('b', 5, 100);
+    expect(q.remove(a)).toBe(true);
+    expect(q.remove(a)).toBe(false);
+    q.push('c', 1, 0);
+    q.agingMsPerPriority = 0;
+    expect(drain(q)).toEqual(['c', 'b']);
+    expect(q.levelLengths()).toEqual([]);
+  });
+
+  it('keeps FIFO order within a level across many pushes, removals and compactions', () => {
+    const q = new AgingPriorityQueue<number>(Number.POSITIVE_INFINITY);
+    const handles = [];
+    for (let i = 0; i < 5000; i++) handles.push(q.push(i, 0, i));
+    for (let i = 0; i < 5000; i += 3) q.remove(handles[i]!);
+    const out: number[] = [];
+    for (let i = 0; i < 2000; i++) out.push(q.shift()!);
+    for (let i = 5000; i < 6000; i++) q.push(i, 0, i);
+    for (let v = q.shift(); v !== undefined; v = q.shift()) out.push(v);
+    const expected = [...Array(6000).keys()].filter((i) => i >= 5000 || i % 3 !== 0);
+    expect(out).toEqual(expected);
   });
 });
