@@ -10,6 +10,7 @@ import { InvalidArgumentError } from './errors.js';
 import { EnforcementMode, SelectionStrategy } from './governor/decide.js';
 import type pino from 'pino';
 import type { SandboxStore } from './sandbox/sandbox-store.js';
+import type { QueryPriorityStore } from './scheduler/query-priority-store.js';
 import { DEFAULT_QUERY_PRIORITY, parseQueryPriority, type QueryPriorityConfig } from './scheduler/query-priority.js';
 import { checkReservations } from './scheduler/worker-reservations.js';
 
@@ -32,6 +33,11 @@ export interface RuntimeOptions {
    * `FileSandboxStore` in the data directory. An empty store is seeded from `sandboxes`.
    */
   sandboxStore?: SandboxStore;
+  /**
+   * Where the query-priority configuration is kept across restarts (default: in memory). A document
+   * found there wins over `queryPriority`, which then only seeds an empty store.
+   */
+  queryPriorityStore?: QueryPriorityStore;
   /** Most sandboxes besides the root (creates beyond it answer 429), integer 0..10000. Default 100. */
   maxSandboxes?: number;
   /**

@@ -40,6 +40,7 @@ import {
 } from './scheduler/query-priority.js';
 import { type Dispatch, type Eviction, type SchedulerStats, TaskScheduler } from './scheduler/task-scheduler.js';
 import { checkReservations } from './scheduler/worker-reservations.js';
+import { MemoryQueryPriorityStore, type QueryPriorityStore } from './scheduler/query-priority-store.js';
 import { WorkerPool } from './pool/worker-pool.js';
 import {
   type ResolvedRuntimeOptions,
@@ -124,13 +125,15 @@ export interface Runtime {
   /** The query-priority configuration in force (see `scheduler/query-priority.ts`). */
   queryPriority(): QueryPriorityDocument;
   /**
-   * Replaces the query-priority configuration without a restart. It applies to requests admitted
-   * after it returns; queued tasks keep their priority. Where a lowered per-sandbox bound leaves too
+   * Replaces the query-priority configuration without a restart: validates it, saves it to the
+   * query-priority store, then applies it to requests admitted after the promise resolves (changes
+   * apply one at a time, in call order); queued tasks keep their priority. Where a lowered per-sandbox bound leaves too
    * many tasks waiting, the newest excess (lowest priority first) is rejected with a 429.
    * @returns the configuration now in force.
-   * @throws InvalidArgumentError naming the field and the received value (nothing changes then).
+   * @throws InvalidArgumentError naming the field and the received value, or the store's error
+   *   (nothing changes then).
    */
-  setQueryPriority(document: unknown): QueryPriorityDocument;
+  setQueryPriority(document: unknown): Promise<QueryPriorityDocument>;
   /** Queue, lanes and per-priority figures of the scheduler. */
   schedulerStats(): SchedulerStats;
   readonly options: ResolvedRuntimeOptions;
@@ -203,6 +206,14 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
       ? 'sandbox store was empty: seeded it from the sandbox file'
       : 'loaded sandboxes from the store (the sandbox file is not applied)',
   );
+  const priorityStore: QueryPriorityStore = options.queryPriorityStore ?? new MemoryQueryPriorityStore();
+  const storedPriority = await priorityStore.load();
+  let queryPriority = resolved.queryPriority;
+  if (storedPriority !== undefined) {
+    const where = `query-priority store ${priorityStore.location ?? '(memory)'}`;
+    queryPriority = parseQueryPriority(storedPriority, where);
+    checkReservations(queryPriority, resolved.threads, where);
+  }
   const engineUrl = resolved.engineUrl ?? compiledModuleUrl('./engine/minisearch-engine.js', import.meta.url);
   let engine: EngineModule;
   try {
@@ -254,7 +265,16 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
     heapProbe?.close();
     throw error;
   }
-  return new GovernedRuntime(resolved, engine, description, registry, pool, log, heapProbe);
+  return new GovernedRuntime(
+    { ...resolved, queryPriority },
+    engine,
+    description,
+    registry,
+    pool,
+    log,
+    heapProbe,
+    priorityStore,
+  );
 }
 
 /**
@@ -299,6 +319,9 @@ class GovernedRuntime implements Runtime {
   readonly #running = new Map<number, RunningTask>();
   readonly #initialWorkers: number;
   readonly #heapProbe: WorkerHeapProbe | undefined;
+  readonly #priorityStore: QueryPriorityStore;
+  /** Query-priority changes, one at a time: validate, save, apply. */
+  #priorityChanges: Promise<unknown> = Promise.resolve();
   /** Tasks handed to piscina at once (see DISPATCH_DEPTH_PER_WORKER). */
   readonly #dispatchDepth: number;
   #nextTaskId = 1;
@@ -312,8 +335,10 @@ class GovernedRuntime implements Runtime {
     pool: WorkerPool,
     log: pino.Logger,
     heapProbe: WorkerHeapProbe | undefined,
+    priorityStore: QueryPriorityStore,
   ) {
     this.#heapProbe = heapProbe;
+    this.#priorityStore = priorityStore;
     this.options = options;
     this.#engine = engine;
     this.#indices = description.indices;
@@ -717,10 +742,19 @@ class GovernedRuntime implements Runtime {
     return this.#scheduler.config.document;
   }
 
-  setQueryPriority(document: unknown): QueryPriorityDocument {
-    // Validate everything first: a refused document changes nothing.
+  setQueryPriority(document: unknown): Promise<QueryPriorityDocument> {
+    const change = this.#priorityChanges.then(() => this.#changeQueryPriority(document));
+    this.#priorityChanges = change.catch(() => undefined);
+    return change;
+  }
+
+  async #changeQueryPriority(document: unknown): Promise<QueryPriorityDocument> {
+    if (this.#closed) throw new NotRunningError();
+    // Validate everything, then save: a refused document or a failed save changes nothing.
     const config = parseQueryPriority(document, 'body');
     checkReservations(config, this.options.threads, 'body');
+    await this.#priorityStore.save(config.document);
+    if (this.#closed) throw new NotRunningError();
     const dropped = this.#scheduler.configure(config);
     this.#log.info(
       { rules: config.rules.length, enabled: config.enabled, dropped: dropped.length },

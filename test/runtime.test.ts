@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +14,7 @@ import {
   SandboxForbiddenError,
 } from '../src/errors.js';
 import { createRuntime, type Runtime } from '../src/runtime.js';
+import { FileQueryPriorityStore } from '../src/scheduler/query-priority-store.js';
 
 const echoEngine = fileURLToPath(new URL('./fixtures/echo-engine.mjs', import.meta.url));
 
@@ -430,5 +431,162 @@ describe('runtime queue and shutdown', () => {
     await expect(createRuntime({ engine: echoEngine, enforcement: 'loud' as never })).rejects.toThrow(
       'options.enforcement must be one of enabled, monitor_only, disabled; received "loud"',
     );
+  });
+});
+
+describe('runtime query priority', () => {
+  const vipRules = {
+    priorities: [{ priority: 10, reserved_workers: 1, query_attributes: [{ regex: '"vip"' }] }],
+  };
+
+  it('gives a task its rule priority and keeps the reserved worker for it', async () => {
+    const runtime = await createRuntime({
+      engine: echoEngine,
+      threads: 2,
+      spareWorkers: 0,
+      queryPriority: vipRules,
+    });
+    try {
+      const started = performance.now();
+      // Three slow low-priority tasks: one runs on the general worker, two wait; the reserved one idles.
+      const lows = [1, 2, 3].map(() => runtime.search({ index: 'alpha', body: { sleepMs: 300 } }));
+      await sleep(50);
+      expect(runtime.schedulerStats().lanes).toEqual([
+        { minPriority: null, workers: 1, busy: 1 },
+        { minPriority: 10, workers: 1, busy: 0 },
+      ]);
+      expect(runtime.schedulerStats().queued).toBe(2);
+      // The body matches the rule's regex (the engine has no queryAttributes hook: the JSON body is used).
+      await runtime.search({ index: 'alpha', body: { echo: 'vip' } });
+      expect(performance.now() - started).toBeLessThan(250);
+      await Promise.all(lows);
+      const byPriority = runtime.schedulerStats().priorities.map((p) => [p.priority, p.dequeued]);
+      expect(byPriority).toEqual([
+        [10, 1],
+        [0, 3],
+      ]);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it('refuses a bad configuration naming the field and keeps the one in force', async () => {
+    const runtime = await createRuntime({ engine: echoEngine, threads: 2, queryPriority: vipRules });
+    try {
+      await expect(runtime.setQueryPriority({ priorities: [{ priority: 1, reserved_workers: 2 }] })).rejects.toThrow(
+        "body.priorities must leave at least one of the pool's 2 workers unreserved",
+      );
+      await expect(runtime.setQueryPriority({ priorities: [{ priority: 'high' }] })).rejects.toThrow(
+        'body.priorities[0].priority must be an integer; received "high"',
+      );
+      expect(runtime.queryPriority().priorities).toEqual(vipRules.priorities);
+      await expect(
+        createRuntime({ engine: echoEngine, threads: 1, queryPriority: { priorities: [{ priority: 1, reserved_workers: 1 }] } }),
+      ).rejects.toThrow("options.queryPriority.priorities must leave at least one of the pool's 1 workers unreserved");
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it('keeps the configuration in its store: a stored one wins, and a failed save changes nothing', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'qs-priority-'));
+    const store = new FileQueryPriorityStore(path.join(dir, 'query-priority.json'));
+    await store.save({ default_priority: 7 });
+    let failSaves = false;
+    const flaky = {
+      location: store.location,
+      load: () => store.load(),
+      save: async (doc: unknown) => {
+        if (failSaves) throw new Error('disk full');
+        await store.save(doc);
+      },
+    };
+    const runtime = await createRuntime({
+      engine: echoEngine,
+      threads: 2,
+      queryPriority: vipRules,
+      queryPriorityStore: flaky,
+    });
+    try {
+      expect(runtime.queryPriority().default_priority).toBe(7);
+      await runtime.setQueryPriority(vipRules);
+      expect(JSON.parse(readFileSync(store.location, 'utf8')).priorities).toEqual(vipRules.priorities);
+      failSaves = true;
+      await expect(runtime.setQueryPriority({ default_priority: 3 })).rejects.toThrow('disk full');
+      expect(runtime.queryPriority().priorities).toEqual(vipRules.priorities);
+      expect(runtime.queryPriority().default_priority).toBe(0);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it('loses no task when the configuration is reloaded again and again under load', async () => {
+    const runtime = await createRuntime({
+      engine: echoEngine,
+      threads: 2,
+      spareWorkers: 0,
+      maxQueuedTasks: 40,
+      sandboxes: {
+        sandboxes: [
+          { name: 'vip', priority: 50, selectionAttributes: [{ name: 'userPattern', value: 'vip_*' }] },
+          { name: 'bulk', priority: 1, selectionAttributes: [{ name: 'userPattern', value: 'bulk_*' }] },
+        ],
+      },
+    });
+    const configs = [
+      {},
+      vipRules,
+      { ...vipRules, lending: true },
+      { max_queued_per_sandbox: 3, aging_ms_per_priority: 0 },
+      { sandbox_queue_limits: { bulk: 1 }, aging_ms_per_priority: 'Infinity' },
+      { enabled: false, priorities: [{ priority: 99, reserved_workers: 1 }] },
+    ];
+    try {
+      let reloads = 0;
+      let stop = false;
+      const reloader = (async () => {
+        while (!stop) {
+          await runtime.setQueryPriority(configs[reloads++ % configs.length]);
+          await sleep(3);
+        }
+      })();
+      const users = ['vip_a', 'bulk_b', undefined];
+      const tasks: Promise<string>[] = [];
+      for (let i = 0; i < 400; i++) {
+        const body = i % 7 === 0 ? { echo: 'vip' } : { sleepMs: 1 + (i % 4) };
+        tasks.push(
+          runtime.search({ index: 'alpha', body, user: users[i % 3] }).then(
+            () => 'ok',
+            (e: unknown) => (e instanceof RejectedError && e.resource === 'queue' ? 'rejected' : `other: ${String(e)}`),
+          ),
+        );
+        if (i % 20 === 0) await sleep(2);
+      }
+      const outcomes = await Promise.race([
+        Promise.all(tasks),
+        sleep(20_000).then(() => 'timed out: a task never settled'),
+      ]);
+      stop = true;
+      await reloader;
+      expect(reloads).toBeGreaterThan(10);
+      expect(Array.isArray(outcomes)).toBe(true);
+      const list = outcomes as string[];
+      expect(list.filter((o) => o.startsWith('other'))).toEqual([]);
+      const ok = list.filter((o) => o === 'ok').length;
+      const rejected = list.filter((o) => o === 'rejected').length;
+      expect(ok + rejected).toBe(400);
+      expect(ok).toBeGreaterThan(0);
+      const stats = runtime.schedulerStats();
+      expect(stats.queued).toBe(0);
+      expect(stats.running).toBe(0);
+      expect(stats.lanes.every((l) => l.busy === 0)).toBe(true);
+      const dequeued = stats.priorities.reduce((sum, p) => sum + p.dequeued, 0);
+      const evicted = stats.priorities.reduce((sum, p) => sum + p.evicted, 0);
+      // Every accepted task was dequeued (and ran) or evicted; refused ones never entered.
+      expect(dequeued).toBe(ok);
+      expect(evicted).toBeLessThanOrEqual(rejected);
+    } finally {
+      await runtime.close();
+    }
   });
 });

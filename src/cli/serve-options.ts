@@ -14,6 +14,8 @@ export interface ServeOptions {
   readonly port: number;
   readonly runtime: RuntimeOptions;
   readonly logLevel: string;
+  /** `--query-priority`: a JSON file read at start (see `serve`). */
+  readonly queryPriorityFile: string | undefined;
 }
 
 export const SERVE_USAGE = `query-sandbox serve [options]
@@ -28,6 +30,8 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --interval-ms N        governor interval (default 100)
   --max-sandboxes N      most sandboxes besides the root; creates beyond answer 429 (default 100)
   --max-docs N           index at most N mails per index (engine option maxDocumentsPerIndex)
+  --query-priority FILE  query-priority rules (JSON) seeding DIR/query-priority.json when it is absent
+  --queue-order ORDER    priority | fifo (the baseline: arrival order, no reservations; default priority)
   --log-level LEVEL      pino level (default info; LOG_LEVEL)
 `;
 
@@ -66,6 +70,8 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
         'interval-ms': { type: 'string' },
         'max-sandboxes': { type: 'string' },
         'max-docs': { type: 'string' },
+        'query-priority': { type: 'string' },
+        'queue-order': { type: 'string' },
         'log-level': { type: 'string' },
       },
       strict: true,
@@ -91,6 +97,10 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
       enforcement,
     );
   }
+  const queueOrder = str('queue-order');
+  if (queueOrder !== undefined && queueOrder !== 'priority' && queueOrder !== 'fifo') {
+    throw new InvalidArgumentError('--queue-order', 'must be one of priority, fifo', queueOrder);
+  }
   const logLevel = str('log-level') ?? env['LOG_LEVEL'] ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new InvalidArgumentError(
@@ -111,8 +121,10 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     ...(str('engine') !== undefined ? { engine: str('engine')! } : {}),
     ...(enforcement !== undefined ? { enforcement: enforcement as EnforcementMode } : {}),
     ...(maxDocs !== undefined ? { engineOptions: { maxDocumentsPerIndex: maxDocs } } : {}),
+    ...(queueOrder !== undefined ? { queueOrder } : {}),
   };
   return {
+    queryPriorityFile: str('query-priority'),
     host: str('host') ?? env['HOST'] ?? '127.0.0.1',
     port,
     runtime,

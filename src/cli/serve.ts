@@ -1,10 +1,14 @@
 /** `query-sandbox serve`: a runtime behind the HTTP API until SIGINT/SIGTERM. */
+import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import pino from 'pino';
 import { InvalidArgumentError } from '../errors.js';
 import { createRuntime } from '../runtime.js';
 import { FileSandboxStore } from '../sandbox/file-sandbox-store.js';
+import { describeJsonError } from '../sandbox/json-error-position.js';
+import { FileQueryPriorityStore } from '../scheduler/query-priority-store.js';
+import { parseQueryPriority } from '../scheduler/query-priority.js';
 import { buildHttpServer } from '../server/http-server.js';
 import { resolveAdminToken } from './admin-token.js';
 import type { ServeOptions } from './serve-options.js';
@@ -30,6 +34,37 @@ async function checkListenable(host: string, port: number): Promise<void> {
   });
 }
 
+/**
+ * Reads and validates a `--query-priority` file.
+ * @throws InvalidArgumentError naming the file: unreadable, not JSON (with the line and column), or an
+ *   invalid document (naming the field and the received value).
+ */
+async function readQueryPriorityFile(file: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new InvalidArgumentError('--query-priority', `cannot be read (${(error as NodeJS.ErrnoException).code})`, file);
+  }
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch (error) {
+    throw new InvalidArgumentError(
+      '--query-priority',
+      `is not valid JSON (${describeJsonError(error as Error, text)})`,
+      file,
+    );
+  }
+  try {
+    parseQueryPriority(document);
+  } catch (error) {
+    if (!(error instanceof InvalidArgumentError)) throw error;
+    throw new InvalidArgumentError(error.path, `${error.expectation} (in ${file})`, error.received);
+  }
+  return document;
+}
+
 export async function serve(options: ServeOptions): Promise<void> {
   await checkListenable(options.host, options.port);
   const log = pino({ level: options.logLevel });
@@ -38,8 +73,13 @@ export async function serve(options: ServeOptions): Promise<void> {
     'starting: preparing the engine (first start builds the index cache) and loading it in each worker',
   );
   const dataDir = path.resolve(options.runtime.dataDir ?? '.query-sandbox');
+  const queryPriority =
+    options.queryPriorityFile === undefined ? undefined : await readQueryPriorityFile(options.queryPriorityFile);
   const runtime = await createRuntime({
     ...options.runtime,
+    ...(queryPriority !== undefined ? { queryPriority } : {}),
+    // Changes made through PUT /_query_priority survive restarts; the file seeds an empty store only.
+    queryPriorityStore: new FileQueryPriorityStore(path.join(dataDir, 'query-priority.json')),
     // Sandbox changes survive restarts; the sandbox file seeds the store on the first start only.
     sandboxStore: new FileSandboxStore(path.join(dataDir, 'sandboxes.json')),
     logger: log,

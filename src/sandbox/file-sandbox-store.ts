@@ -1,11 +1,8 @@
-import { randomBytes } from 'node:crypto';
-import { type FileHandle, mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { readdir, readFile, unlink } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
+import { writeFileAtomically } from '../durable-file.js';
 import { isPlainObject } from './is-plain-object.js';
 import type { SandboxStore, StoredSandboxes } from './sandbox-store.js';
-
-/** Error codes with which some platforms refuse to fsync a directory; durability is best effort there. */
-const DIRECTORY_SYNC_REFUSED = new Set(['EISDIR', 'EINVAL', 'EPERM']);
 
 /**
  * The in-process mutex: per absolute file path, a promise that settles when the last operation queued
@@ -136,24 +133,8 @@ export class FileSandboxStore implements SandboxStore {
     return { version, sandboxes };
   }
 
-  async #writeAtomically(text: string): Promise<void> {
-    const directory = dirname(this.#path);
-    await mkdir(directory, { recursive: true });
-    const temp = `${this.#path}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
-    const handle = await open(temp, 'wx', 0o600);
-    try {
-      try {
-        await handle.writeFile(text, 'utf8');
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      await rename(temp, this.#path);
-      await syncDirectory(directory);
-    } catch (error) {
-      await unlink(temp).catch(() => undefined);
-      throw error;
-    }
+  #writeAtomically(text: string): Promise<void> {
+    return writeFileAtomically(this.#path, text);
   }
 
   async #removeStaleTempFiles(): Promise<void> {
@@ -172,18 +153,5 @@ export class FileSandboxStore implements SandboxStore {
         if (error.code !== 'ENOENT') throw error;
       });
     }
-  }
-}
-
-/** Makes a rename in `directory` durable; a no-op where the platform refuses to fsync directories. */
-async function syncDirectory(directory: string): Promise<void> {
-  let handle: FileHandle | undefined;
-  try {
-    handle = await open(directory, 'r');
-    await handle.sync();
-  } catch (error) {
-    if (!DIRECTORY_SYNC_REFUSED.has((error as NodeJS.ErrnoException).code ?? '')) throw error;
-  } finally {
-    await handle?.close();
   }
 }

@@ -37,3 +37,13 @@ function failsBeforeEnd(prefix: string): boolean {
     return position === undefined || position < prefix.length;
   }
 }
+
+/** `JSON.parse`'s reason with where it went wrong: `<reason>, at line L column C, offset N`. */
+export function describeJsonError(error: Error, text: string): string {
+  const position = jsonErrorPosition(text, error);
+  const before = text.slice(0, position);
+  const line = before.split('\n').length;
+  const column = position - before.lastIndexOf('\n');
+  const reason = error.message.replace(/\s*\(line \d+ column \d+\)/, '');
+  return `${reason}, at line ${line} column ${column}, offset ${position}`;
+}

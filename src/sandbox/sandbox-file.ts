@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { InvalidSandboxError } from '../errors.js';
 import { isPlainObject } from './is-plain-object.js';
-import { jsonErrorPosition } from './json-error-position.js';
+import { describeJsonError, jsonErrorPosition } from './json-error-position.js';
 import type { ParsedResourceLimit } from './resource-limits.js';
 import {
   createRootSandbox,
@@ -319,13 +319,9 @@ function toSandbox(entry: SandboxEntry): Sandbox {
 
 function invalidJson(path: string, text: string, error: Error): InvalidSandboxError {
   const position = jsonErrorPosition(text, error);
-  const before = text.slice(0, position);
-  const line = before.split('\n').length;
-  const column = position - before.lastIndexOf('\n');
-  const reason = error.message.replace(/\s*\(line \d+ column \d+\)/, '');
   return new InvalidSandboxError(
     path,
-    `must hold valid JSON (${reason}, at line ${line} column ${column}, offset ${position})`,
+    `must hold valid JSON (${describeJsonError(error, text)})`,
     text.slice(Math.max(0, position - 20), position + 20),
   );
 }

@@ -225,6 +225,15 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
       return sendError(reply, error);
     }
   });
+  app.get('/_query_priority', async () => runtime.queryPriority());
+  app.put('/_query_priority', async (request, reply) => {
+    try {
+      admin(request);
+      return reply.send(await runtime.setQueryPriority(request.body));
+    } catch (error) {
+      return sendError(reply, error);
+    }
+  });
   app.get('/_nodes/stats', async () => nodeStatsView(runtime));
   app.get('/', async () => ({
     name: runtime.options.nodeId,

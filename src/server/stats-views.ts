@@ -110,8 +110,38 @@ export function nodeStatsView(runtime: Runtime): Record<string, unknown> {
             rate_limited: g.rateLimited,
           };
         })(),
+        scheduler: schedulerView(runtime),
         indices: n.engineIndices ?? null,
       },
     },
+  };
+}
+
+/** The scheduler section of `GET /_nodes/stats`: lanes and per-priority queue figures (wait in ms). */
+function schedulerView(runtime: Runtime) {
+  const s = runtime.schedulerStats();
+  const round = (ms: number) => Math.round(ms * 100) / 100;
+  return {
+    queued: s.queued,
+    running: s.running,
+    capacity: s.capacity,
+    aging_ms_per_priority: Number.isFinite(s.agingMsPerPriority) ? s.agingMsPerPriority : 'Infinity',
+    lending: s.lending,
+    reservations_suspended: s.reservationsSuspended ?? null,
+    lanes: s.lanes.map((l) => ({ min_priority: l.minPriority, workers: l.workers, busy: l.busy })),
+    priorities: s.priorities.map((p) => ({
+      priority: p.priority,
+      queued: p.queued,
+      dequeued: p.dequeued,
+      evicted: p.evicted,
+      lent: p.lent,
+      wait_ms: {
+        count: p.waitMs.count,
+        mean: round(p.waitMs.mean),
+        p50: round(p.waitMs.p50),
+        p99: round(p.waitMs.p99),
+        max: round(p.waitMs.max),
+      },
+    })),
   };
 }

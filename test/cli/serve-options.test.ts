@@ -40,6 +40,15 @@ describe('serve options', () => {
     expect(() => parseServeOptions(['--frobnicate'], {})).toThrow(/arguments are invalid.*frobnicate/);
   });
 
+  it('takes --queue-order and --query-priority, and refuses an unknown order', () => {
+    const o = parseServeOptions(['--queue-order', 'fifo', '--query-priority', 'qp.json'], {});
+    expect(o.runtime.queueOrder).toBe('fifo');
+    expect(o.queryPriorityFile).toBe('qp.json');
+    expect(() => parseServeOptions(['--queue-order', 'lifo'], {})).toThrow(
+      '--queue-order must be one of priority, fifo; received "lifo"',
+    );
+  });
+
   it('passes --max-docs to the engine and --threads to the runtime', () => {
     const o = parseServeOptions(['--max-docs', '100', '--threads', '3', '--max-sandboxes', '10'], {});
     expect(o.runtime.maxSandboxes).toBe(10);
