@@ -1,18 +1,21 @@
 #!/usr/bin/env node
-/** The `query-sandbox` command: `serve`, `demo`. */
+/** The `query-sandbox` command: `serve`, `demo`, `shard`. */
 import { isQuerySandboxError } from '../errors.js';
 import { runDemo, parseDemoOptions, DEMO_USAGE } from './demo.js';
 import { serve } from './serve.js';
 import { parseServeOptions, SERVE_USAGE } from './serve-options.js';
+import { runShardCommand, SHARD_USAGE } from './shard-command.js';
 
 const USAGE = `usage: query-sandbox <command> [options]
 
 commands:
   serve    run the governed search service (HTTP, default 127.0.0.1:9200)
   demo     start a service and run a bounded two-sandbox load against it, enforcement off then on
+  shard    print the Elasticsearch shard a document id routes to
 
 ${SERVE_USAGE}
-${DEMO_USAGE}`;
+${DEMO_USAGE}
+${SHARD_USAGE}`;
 
 function wantsHelp(args: readonly string[]): boolean {
   return args.includes('--help') || args.includes('-h');
@@ -40,6 +43,10 @@ async function main(argv: string[]): Promise<number> {
     case 'demo':
       if (wantsHelp(rest)) return usage(DEMO_USAGE);
       await runDemo(parseDemoOptions(rest, process.env));
+      return 0;
+    case 'shard':
+      if (wantsHelp(rest)) return usage(SHARD_USAGE);
+      process.stdout.write(runShardCommand(rest));
       return 0;
     case undefined:
     case 'help':
