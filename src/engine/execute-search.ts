@@ -1,11 +1,22 @@
 /**
- * Runs a search plan over loaded shards and builds an OpenSearch-shaped response.
+ * Runs a search plan over loaded shards and builds an OpenSearch-shaped response. Leaf queries are
+ * MiniSearch searches; range and bool queries are evaluated here, per shard, over the matches of
+ * their clauses (see `matchBool`).
  */
 
 import MiniSearch, { type SearchOptions, type SearchResult } from 'minisearch';
 import { IndexNotFoundError } from '../errors.js';
 import type { LoadedIndices } from './index-cache.js';
-import { fuzzyDistance, type QueryPlan, type SearchPlan } from './search-request.js';
+import {
+  type BoolQueryPlan,
+  fuzzyDistance,
+  type MatchAllPlan,
+  type PrefixQueryPlan,
+  type QueryPlan,
+  resolveDateRange,
+  type SearchPlan,
+  type TextQueryPlan,
+} from './search-request.js';
 
 /** `_source` of a hit: the stored fields. `date` is epoch ms or null. */
 export interface HitSource {
@@ -47,7 +58,9 @@ export interface SearchResponse {
  * @param indexNames the indices to search, each a key of `loaded`; empty (a wildcard that matched
  *   nothing) searches nothing and answers no hits, as OpenSearch does.
  * @param plan a plan from `parseSearchBody`.
- * @param checkpoint called before each shard is searched (records memory; throws to abort the search).
+ * @param checkpoint called before each shard is searched, before each clause of a bool query on a
+ *   shard, and once at the end (records memory; throws to abort the search).
+ * @param nowMs what `now` means in date math (epoch ms); default the current time.
  * @returns hits sorted by score desc, then index name, then `_id`; paged by from/size.
  * @throws IndexNotFoundError for a name that is not loaded; whatever `checkpoint` throws.
  */
@@ -56,6 +69,7 @@ export function executeSearch(
   indexNames: readonly string[],
   plan: SearchPlan,
   checkpoint: () => void,
+  nowMs: number = Date.now(),
 ): SearchResponse {
   const started = performance.now();
   const names = [...new Set(indexNames)];
@@ -64,20 +78,16 @@ export function executeSearch(
     if (!shards) throw new IndexNotFoundError(name);
     return { name, shards };
   });
-  const query =
-    plan.query.kind === 'match_all'
-      ? MiniSearch.wildcard
-      : plan.query.kind === 'prefix'
-        ? plan.query.value
-        : plan.query.text;
-  const options = searchOptions(plan.query);
+  const run: QueryRun = { nowMs, checkpoint };
   const hits: SearchHit[] = [];
   let shardCount = 0;
   for (const { name, shards } of targets) {
     for (const shard of shards) {
       checkpoint();
       shardCount++;
-      for (const result of shard.search(query, options)) hits.push(toHit(name, result));
+      for (const match of matchShard(shard, plan.query, run).values()) {
+        hits.push(toHit(name, match.result, match.score));
+      }
     }
   }
   checkpoint();
@@ -96,8 +106,11 @@ export function executeSearch(
   };
 }
 
-/** MiniSearch options for a query plan. */
-export function searchOptions(query: QueryPlan): SearchOptions {
+/** The query types MiniSearch runs itself (one `search` call each). */
+export type LeafQueryPlan = TextQueryPlan | PrefixQueryPlan | MatchAllPlan;
+
+/** MiniSearch options for a query plan MiniSearch runs itself. */
+export function searchOptions(query: LeafQueryPlan): SearchOptions {
   switch (query.kind) {
     case 'match_all':
       return {};
@@ -116,11 +129,147 @@ export function searchOptions(query: QueryPlan): SearchOptions {
   }
 }
 
-function toHit(index: string, result: SearchResult): SearchHit {
+/** What every clause of one search shares. */
+interface QueryRun {
+  readonly nowMs: number;
+  readonly checkpoint: () => void;
+}
+
+/** A matching document of one shard: its score under the query and MiniSearch's result (stored fields). */
+interface ShardMatch {
+  score: number;
+  readonly result: SearchResult;
+}
+
+/** Matches by MiniSearch document id; each call returns a new map the caller may change. */
+type ShardMatches = Map<unknown, ShardMatch>;
+
+function matchShard(shard: MiniSearch, query: QueryPlan, run: QueryRun): ShardMatches {
+  switch (query.kind) {
+    case 'match_all':
+      return collect(shard.search(MiniSearch.wildcard), 1);
+    case 'prefix':
+      return collect(shard.search(query.value, searchOptions(query)));
+    case 'text':
+      return collect(shard.search(query.text, searchOptions(query)));
+    case 'range': {
+      const { fromMs, toMs } = resolveDateRange(query, run.nowMs);
+      const filter = (result: SearchResult): boolean => dateWithin(result, fromMs, toMs);
+      return collect(shard.search(MiniSearch.wildcard, { filter }), 1);
+    }
+    case 'bool':
+      return matchBool(shard, query, run);
+  }
+}
+
+/**
+ * A bool query on one shard. Clauses that need a MiniSearch search run first and their matches are
+ * intersected; range clauses then test the surviving candidates' stored date instead of scanning the
+ * shard (a range scans only when it is the first required clause, or a `should` without required
+ * clauses).
+ */
+function matchBool(shard: MiniSearch, bool: BoolQueryPlan, run: QueryRun): ShardMatches {
+  let candidates: ShardMatches | undefined;
+  const requireClause = (clause: QueryPlan, scoring: boolean): void => {
+    run.checkpoint();
+    const matches = matchShard(shard, clause, run);
+    if (candidates === undefined) {
+      if (!scoring) for (const match of matches.values()) match.score = 0;
+      candidates = matches;
+      return;
+    }
+    for (const [id, candidate] of candidates) {
+      const match = matches.get(id);
+      if (match === undefined) candidates.delete(id);
+      else if (scoring) candidate.score += match.score;
+    }
+  };
+  for (const clause of bool.must) if (clause.kind !== 'range') requireClause(clause, true);
+  for (const clause of bool.filter) if (clause.kind !== 'range') requireClause(clause, false);
+  for (const [clauses, scoring] of [
+    [bool.must, true],
+    [bool.filter, false],
+  ] as const) {
+    for (const clause of clauses) {
+      if (clause.kind !== 'range') continue;
+      if (candidates === undefined) {
+        requireClause(clause, scoring);
+        continue;
+      }
+      const { fromMs, toMs } = resolveDateRange(clause, run.nowMs);
+      for (const [id, candidate] of candidates) {
+        if (!dateWithin(candidate.result, fromMs, toMs)) candidates.delete(id);
+        else if (scoring) candidate.score += 1;
+      }
+    }
+  }
+
+  if (candidates === undefined) {
+    if (bool.should.length === 0) {
+      // No positive clause: every document; 0 with only must_not clauses (a filter), else 1 (empty bool).
+      candidates = collect(shard.search(MiniSearch.wildcard), bool.mustNot.length > 0 ? 0 : 1);
+    } else {
+      // At least one should clause must match; the score sums those that do.
+      candidates = new Map();
+      for (const clause of bool.should) {
+        run.checkpoint();
+        for (const [id, match] of matchShard(shard, clause, run)) {
+          const candidate = candidates.get(id);
+          if (candidate === undefined) candidates.set(id, match);
+          else candidate.score += match.score;
+        }
+      }
+    }
+  } else {
+    for (const clause of bool.should) {
+      if (clause.kind === 'range') {
+        const { fromMs, toMs } = resolveDateRange(clause, run.nowMs);
+        for (const candidate of candidates.values()) {
+          if (dateWithin(candidate.result, fromMs, toMs)) candidate.score += 1;
+        }
+        continue;
+      }
+      run.checkpoint();
+      const matches = matchShard(shard, clause, run);
+      for (const [id, candidate] of candidates) {
+        const match = matches.get(id);
+        if (match !== undefined) candidate.score += match.score;
+      }
+    }
+  }
+
+  for (const clause of bool.mustNot) {
+    if (clause.kind === 'range') {
+      const { fromMs, toMs } = resolveDateRange(clause, run.nowMs);
+      for (const [id, candidate] of candidates) {
+        if (dateWithin(candidate.result, fromMs, toMs)) candidates.delete(id);
+      }
+      continue;
+    }
+    run.checkpoint();
+    for (const id of matchShard(shard, clause, run).keys()) candidates.delete(id);
+  }
+  return candidates;
+}
+
+/** Whether a result's stored date lies in [fromMs, toMs]; a null date never does. */
+function dateWithin(result: SearchResult, fromMs: number, toMs: number): boolean {
+  const date = result['date'];
+  return typeof date === 'number' && date >= fromMs && date <= toMs;
+}
+
+/** MiniSearch results by id, scored by MiniSearch or with a constant `score`. */
+function collect(results: readonly SearchResult[], score?: number): ShardMatches {
+  const matches: ShardMatches = new Map();
+  for (const result of results) matches.set(result.id, { score: score ?? result.score, result });
+  return matches;
+}
+
+function toHit(index: string, result: SearchResult, score: number): SearchHit {
   return {
     _index: index,
     _id: String(result.id),
-    _score: result.score,
+    _score: score,
     _source: {
       subject: typeof result['subject'] === 'string' ? result['subject'] : '',
       from: typeof result['from'] === 'string' ? result['from'] : '',

@@ -6,24 +6,26 @@
  * Life cycle: `prepare` (main thread, once) builds the shards and writes them to the cache, or reuses
  * the cache; `init` (each worker) loads every shard from the cache (about 0.7 s and 130 MB of heap
  * per worker for the full corpus, see shard-codec.ts); `validate` (main thread) checks a request
- * cheaply; `handle` (worker) runs it.
+ * cheaply; `queryAttributes` (main thread) reports the query text and the time range it reads to the
+ * scheduler's priority rules; `handle` (worker) runs it.
  *
  * engineOptions (see engine-options.ts): `shardsPerIndex` (1..64, default 2),
  * `maxDocumentsPerIndex` (default all), `indices` (subset of the group names, default all).
  */
 
-import { IndexNotFoundError } from '../errors.js';
+import { EngineRequestError, IndexNotFoundError } from '../errors.js';
 import type {
   EngineDescription,
   EngineInitContext,
   EnginePrepareContext,
   EngineRequest,
+  QueryAttributes,
   TaskContext,
 } from '../pool/engine-module.js';
 import { parseEngineOptions } from './engine-options.js';
 import { executeSearch, type SearchResponse } from './execute-search.js';
 import { ensureIndexCache, type LoadedIndices, loadIndexCache } from './index-cache.js';
-import { parseSearchBody } from './search-request.js';
+import { dateRangeRead, parseSearchBody, type SearchPlan } from './search-request.js';
 import { CORPUS_GROUPS } from './spam-assassin-corpus.js';
 
 export type { SearchHit, SearchResponse } from './execute-search.js';
@@ -72,8 +74,35 @@ export function validate(request: EngineRequest): void {
 }
 
 /**
+ * Main thread, per request, after `validate`: what the scheduler's priority rules match on.
+ *
+ * @param nowMs what `now` means in the query's date math (epoch ms).
+ * @returns `text`: the compact JSON of the body (`JSON.stringify(body ?? {})`); `timeRange`: the
+ *   range of `date` the query reads, epoch ms inclusive, from the range queries that must match (the
+ *   query itself and the must/filter clauses of bools, intersected; should and must_not do not
+ *   restrict); `fromMs` -Infinity without a lower bound, `toMs` = `nowMs` without an upper bound or
+ *   with one after now, `gt`/`lt` moved in by 1 ms; absent when no range restricts the query (or the
+ *   body is invalid).
+ *   Never throws for a body that passed `validate`; costs one parse of the body.
+ */
+export function queryAttributes(request: EngineRequest, nowMs: number): QueryAttributes {
+  const text = JSON.stringify(request.body ?? {});
+  let plan: SearchPlan;
+  try {
+    plan = parseSearchBody(request.body);
+  } catch (error) {
+    // Not validated: the runtime refuses it anyway; report the text alone.
+    if (error instanceof EngineRequestError) return { text };
+    throw error;
+  }
+  const timeRange = dateRangeRead(plan.query, nowMs);
+  return timeRange === undefined ? { text } : { text, timeRange };
+}
+
+/**
  * Worker, per task: run the search over each requested index (none when `request.indices` is empty)
- * and each of its shards, calling `context.checkpoint()` before every shard and once at the end.
+ * and each of its shards, calling `context.checkpoint()` before every shard, before every clause of
+ * a bool query on a shard, and once at the end; `now` in date math is the worker's clock.
  *
  * @returns an OpenSearch-shaped response (`took` in ms; hits sorted by score desc, index, `_id`).
  * @throws EngineRequestError / IndexNotFoundError as `validate`; whatever `checkpoint` throws when the

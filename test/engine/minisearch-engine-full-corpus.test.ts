@@ -23,5 +23,13 @@ describe('minisearch engine on the full corpus', () => {
     );
     expect(money.hits.total.value).toBeGreaterThan(500);
     expect(money.hits.hits).toHaveLength(10);
+    // 28 mails have no parseable Date header; 1,655 are dated August 2002 (UTC).
+    const total = (range: Record<string, unknown>) =>
+      engine.handle(
+        { indices: description.indices!, body: { query: { range: { date: range } }, size: 0 } },
+        context,
+      ).hits.total.value;
+    expect(total({ gte: -8.64e15 })).toBe(6046 - 28);
+    expect(total({ gte: '2002-08-01', lt: '2002-09-01' })).toBe(1655);
   });
 });

@@ -34,6 +34,11 @@ function termsOf(hit: { _index: string; _id: string }, field: 'subject' | 'from'
     .filter((t): t is string => typeof t === 'string');
 }
 
+function keyOf(key: string): { _index: string; _id: string } {
+  const [index, id] = key.split('/') as [string, string];
+  return { _index: index, _id: id };
+}
+
 beforeAll(async () => {
   cacheDir = mkdtempSync(join(tmpdir(), 'qs-engine-'));
   const description = await contract.prepare!({ cacheDir, options, log: (m) => logs.push(m) });
@@ -127,6 +132,57 @@ describe('minisearch engine: queries', () => {
     expect(and.hits.total.value).toBeLessThan(or.hits.total.value);
     for (const hit of and.hits.hits)
       expect(termsOf(hit, 'body')).toEqual(expect.arrayContaining(['free', 'money']));
+  });
+
+  it('range filters on the stored date with absolute dates, score 1; mails without a date never match', () => {
+    const from = Date.parse('2002-08-01T00:00:00Z');
+    const to = Date.parse('2002-09-01T00:00:00Z');
+    const inAugust = [...docs]
+      .filter(([, doc]) => doc.date !== null && doc.date >= from && doc.date < to)
+      .map(([key]) => key)
+      .sort();
+    expect(inAugust.length).toBeGreaterThan(10);
+    for (const range of [
+      { gte: '2002-08-01', lt: '2002-09-01' },
+      { gte: from, lte: to - 1 },
+      { gte: '2002-08-15||/M', lte: '2002-08-01||/M' },
+    ]) {
+      const response = search({ query: { range: { date: range } }, size: 10000 });
+      expect(response.hits.hits.map((h) => `${h._index}/${h._id}`).sort()).toEqual(inAugust);
+      expect(response.hits.max_score).toBe(1);
+    }
+    const dated = [...docs.values()].filter((doc) => doc.date !== null).length;
+    expect(search({ query: { range: { date: { gte: -8.64e15 } } }, size: 0 }).hits.total.value).toBe(dated);
+  });
+
+  it('bool combines a text match, a date filter and an exclusion', () => {
+    const from = Date.parse('2002-08-01T00:00:00Z');
+    const response = search({
+      query: {
+        bool: {
+          must: { match: { body: 'money' } },
+          filter: { range: { date: { gte: '2002-08-01' } } },
+          must_not: [{ prefix: { subject: 're' } }],
+        },
+      },
+      size: 10000,
+    });
+    const expected = [...docs]
+      .filter(
+        ([key, doc]) =>
+          doc.date !== null &&
+          doc.date >= from &&
+          termsOf(keyOf(key), 'body').includes('money') &&
+          !termsOf(keyOf(key), 'subject').some((t) => t.startsWith('re')),
+      )
+      .map(([key]) => key)
+      .sort();
+    expect(expected.length).toBeGreaterThan(0);
+    expect(response.hits.hits.map((h) => `${h._index}/${h._id}`).sort()).toEqual(expected);
+    // The filter scores nothing: each hit scores as the match alone does.
+    const alone = search({ query: { match: { body: 'money' } }, size: 10000 }).hits.hits;
+    const scoreOf = new Map(alone.map((h) => [`${h._index}/${h._id}`, h._score]));
+    for (const hit of response.hits.hits) expect(hit._score).toBe(scoreOf.get(`${hit._index}/${hit._id}`));
   });
 
   it('searches only the requested indices', () => {

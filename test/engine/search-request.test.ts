@@ -61,7 +61,7 @@ describe('parseSearchBody', () => {
     [
       'an unknown query type',
       { query: { fuzzyy: {} } },
-      /^unknown query \[fuzzyy\]; expected one of match, prefix, multi_match, match_all$/,
+      /^unknown query \[fuzzyy\]; expected one of match, prefix, multi_match, match_all, range, bool$/,
     ],
     ['two query types', { query: { match: { body: 'a' }, prefix: { body: 'a' } } }, /exactly one query type/],
     [
