@@ -1,4 +1,4 @@
-/** Per-thread CPU clock, heap probe and core count: the only code that touches /proc and cgroups. */
+/** Per-thread CPU clock, heap probe, core count and IO pressure: the only code that touches /proc and cgroups. */
 export {
   currentThreadCpuTimeNs,
   currentThreadTid,
@@ -11,3 +11,13 @@ export {
 export { sampleHeap, type HeapSample } from './heap-probe.js';
 export { availableCores } from './cpu-cores.js';
 export { WorkerHeapProbe } from './worker-heap-probe.js';
+export {
+  findIoPressureSource,
+  IO_PRESSURE_PATHS,
+  parsePressureSomeAvg10,
+  parseProcIoBytes,
+  PROC_SELF_IO_PATH,
+  readIoPressure,
+  readProcessIoBytes,
+  type IoPressureSource,
+} from './io-pressure.js';
