@@ -154,3 +154,17 @@ describe('parseDuration', () => {
     expect(() => parseDuration(text, 'd')).toThrow('d must be a duration'),
   );
 });
+
+describe('the shipped example', () => {
+  it('config/query-priority.example.json is valid and fits a pool of 2 workers', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { checkReservations } = await import('../../src/scheduler/worker-reservations.js');
+    const doc = JSON.parse(readFileSync(new URL('../../config/query-priority.example.json', import.meta.url), 'utf8'));
+    const config = parseQueryPriority(doc);
+    expect(() => checkReservations(config, 2)).not.toThrow();
+    // A fuzzy dashboard query matches the first entry (fuzziness) before the dashboards' entry.
+    const fuzzy = '{"query":{"match":{"body":{"query":"x","fuzziness":2}}}}';
+    expect(priorityOf(config, attrs({ text: fuzzy, user: 'dash_a' }), 20, false, NOW).priority).toBe(0);
+    expect(priorityOf(config, attrs({ text: '{"query":{"match":{"body":"x"}}}', user: 'dash_a' }), 20, false, NOW).priority).toBe(30);
+  });
+});
