@@ -1,16 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_BOOL_DEPTH, MAX_QUERY_TERMS, parseSearchBody } from '../../src/engine/search-request.js';
-import { EngineRequestError } from '../../src/errors.js';
+import { errorOf } from './parse-error-of.js';
 
-function errorOf(body: unknown): EngineRequestError {
-  try {
-    parseSearchBody(body);
-  } catch (error) {
-    expect(error).toBeInstanceOf(EngineRequestError);
-    return error as EngineRequestError;
-  }
-  throw new Error(`expected ${JSON.stringify(body)} to be refused`);
-}
 
 /** A bool `levels` deep: each level's only must clause is the next bool; the innermost is empty. */
 function nestedBool(levels: number): unknown {

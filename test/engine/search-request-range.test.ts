@@ -6,7 +6,7 @@ import {
   resolveDate,
   resolveDateRange,
 } from '../../src/engine/search-request.js';
-import { EngineRequestError } from '../../src/errors.js';
+import { errorOf } from './parse-error-of.js';
 
 const ms = (iso: string): number => {
   const value = Date.parse(iso);
@@ -20,15 +20,6 @@ function rangeOf(bounds: Record<string, unknown>): RangeQueryPlan {
   return query;
 }
 
-function errorOf(body: unknown): EngineRequestError {
-  try {
-    parseSearchBody(body);
-  } catch (error) {
-    expect(error).toBeInstanceOf(EngineRequestError);
-    return error as EngineRequestError;
-  }
-  throw new Error(`expected ${JSON.stringify(body)} to be refused`);
-}
 
 const fixed = (iso: string): DateExpression => ({ anchor: ms(iso), steps: [] });
 

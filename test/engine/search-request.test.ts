@@ -1,16 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { EngineRequestError } from '../../src/errors.js';
 import { fuzzyDistance, parseSearchBody } from '../../src/engine/search-request.js';
+import { errorOf } from './parse-error-of.js';
 
-function errorOf(body: unknown): EngineRequestError {
-  try {
-    parseSearchBody(body);
-  } catch (error) {
-    expect(error).toBeInstanceOf(EngineRequestError);
-    return error as EngineRequestError;
-  }
-  throw new Error(`expected ${JSON.stringify(body)} to be refused`);
-}
 
 describe('parseSearchBody', () => {
   it('defaults: no body or no query is match_all, size 10, from 0', () => {
