@@ -15,14 +15,53 @@ interface CompiledSandbox {
   readonly sandbox: Sandbox;
   readonly userPatterns: readonly WildcardPattern[];
   readonly indexPatterns: readonly WildcardPattern[];
+  /** The `classify` call that last scored it (de-duplicates candidates found along two paths). */
+  seenAt: number;
+}
+
+/**
+ * A character trie over the patterns' literal heads (the text before the first `*`). Walking a value
+ * down it visits every node whose head is a prefix of the value: the only sandboxes whose pattern
+ * can match it. Cost: O(length of the value) plus the sandboxes found, whatever the sandbox count.
+ */
+class HeadTrie {
+  readonly #children = new Map<number, HeadTrie>();
+  readonly sandboxes: CompiledSandbox[] = [];
+
+  add(head: string, sandbox: CompiledSandbox): void {
+    let node: HeadTrie = this;
+    for (let i = 0; i < head.length; i++) {
+      const code = head.charCodeAt(i);
+      let next = node.#children.get(code);
+      if (next === undefined) {
+        next = new HeadTrie();
+        node.#children.set(code, next);
+      }
+      node = next;
+    }
+    if (!node.sandboxes.includes(sandbox)) node.sandboxes.push(sandbox);
+  }
+
+  /** Calls `visit` for each sandbox stored at a head that is a prefix of `value`. */
+  walk(value: string, visit: (sandbox: CompiledSandbox) => void): void {
+    let node: HeadTrie | undefined = this;
+    for (let i = 0; node !== undefined; i++) {
+      const list = node.sandboxes;
+      for (let j = 0; j < list.length; j++) visit(list[j]!);
+      if (i === value.length) break;
+      node = node.#children.get(value.charCodeAt(i));
+    }
+  }
 }
 
 /** `matchScore` result for a sandbox that does not match. */
 const NO_MATCH = -1;
 
 /**
- * Binds requests to sandboxes by their selection attributes. Patterns are compiled once, here;
- * `classify` allocates nothing.
+ * Binds requests to sandboxes by their selection attributes. Patterns are compiled once, here, and
+ * indexed by their literal heads, so `classify` looks only at sandboxes whose patterns can match:
+ * its cost does not grow with the number of sandboxes (except those whose patterns start with `*`,
+ * which every request must try).
  *
  * Rules:
  * - A sandbox matches when every attribute it names matches (conjunction). `userPattern` matches a
@@ -38,8 +77,11 @@ const NO_MATCH = -1;
 export class SandboxClassifier {
   readonly #root: Sandbox;
   readonly #byId: ReadonlyMap<string, CompiledSandbox>;
-  /** Sandboxes that name at least one attribute, in the order given. */
-  readonly #candidates: readonly CompiledSandbox[];
+  /** Sandboxes naming `userPattern`, by the heads of their user patterns. */
+  readonly #byUserHead = new HeadTrie();
+  /** Sandboxes naming only `indicesPattern`, by the heads of their index patterns. */
+  readonly #byIndexHead = new HeadTrie();
+  #epoch = 0;
 
   /**
    * @param sandboxes the whole tree, root included (as `parseSandboxDefinitions` returns it).
@@ -47,7 +89,6 @@ export class SandboxClassifier {
    */
   constructor(sandboxes: readonly Sandbox[]) {
     const byId = new Map<string, CompiledSandbox>();
-    const candidates: CompiledSandbox[] = [];
     for (const sandbox of sandboxes) {
       if (byId.has(sandbox.id))
         throw new InvalidArgumentError('sandboxes', 'must have unique ids', sandbox.id);
@@ -55,9 +96,16 @@ export class SandboxClassifier {
         sandbox,
         userPatterns: sandbox.selectionAttributes.userPattern.map(compileWildcardPattern),
         indexPatterns: sandbox.selectionAttributes.indicesPattern.map(compileWildcardPattern),
+        seenAt: 0,
       };
       byId.set(sandbox.id, compiled);
-      if (compiled.userPatterns.length > 0 || compiled.indexPatterns.length > 0) candidates.push(compiled);
+      // A sandbox that names users can only match a request whose user starts with one of its heads;
+      // one that names only indices, a request whose every index (so its first) starts with one.
+      if (compiled.userPatterns.length > 0) {
+        for (const p of compiled.userPatterns) this.#byUserHead.add(p.head, compiled);
+      } else {
+        for (const p of compiled.indexPatterns) this.#byIndexHead.add(p.head, compiled);
+      }
     }
     const root = byId.get(ROOT_SANDBOX_ID);
     if (root === undefined) {
@@ -67,7 +115,6 @@ export class SandboxClassifier {
     }
     this.#root = root.sandbox;
     this.#byId = byId;
-    this.#candidates = candidates;
   }
 
   /** The sandbox with this id, if any. */
@@ -78,13 +125,15 @@ export class SandboxClassifier {
   /** The sandbox a request belongs to by its attributes (see the class rules); the root when none matches. */
   classify(attributes: RequestAttributes): Sandbox {
     const { user, indices } = attributes;
+    const epoch = ++this.#epoch;
     let best: Sandbox = this.#root;
     let bestScore = NO_MATCH;
-    const candidates = this.#candidates;
-    for (let i = 0; i < candidates.length; i++) {
-      const candidate = candidates[i]!;
+    // The order candidates are visited in does not matter: the winner is the maximum of a total order.
+    const visit = (candidate: CompiledSandbox): void => {
+      if (candidate.seenAt === epoch) return;
+      candidate.seenAt = epoch;
       const score = matchScore(candidate, user, indices);
-      if (score === NO_MATCH) continue;
+      if (score === NO_MATCH) return;
       const sandbox = candidate.sandbox;
       if (
         score > bestScore ||
@@ -94,7 +143,9 @@ export class SandboxClassifier {
         best = sandbox;
         bestScore = score;
       }
-    }
+    };
+    if (user !== undefined) this.#byUserHead.walk(user, visit);
+    if (indices.length > 0) this.#byIndexHead.walk(indices[0]!, visit);
     return best;
   }
 

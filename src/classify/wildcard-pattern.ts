@@ -14,7 +14,7 @@ export class WildcardPattern {
    */
   readonly literalPrefixLength: number;
   /** Text before the first `*` (the whole pattern when there is none). */
-  readonly #head: string;
+  readonly head: string;
   /** Text after the last `*`; `null` when the pattern has no `*` (exact match). */
   readonly #tail: string | null;
   /** Non-empty pieces between the first and last `*`. */
@@ -25,8 +25,8 @@ export class WildcardPattern {
   constructor(source: string) {
     const pieces = source.split('*');
     this.source = source;
-    this.#head = pieces[0]!;
-    this.literalPrefixLength = this.#head.length;
+    this.head = pieces[0]!;
+    this.literalPrefixLength = this.head.length;
     if (pieces.length === 1) {
       this.#tail = null;
       this.#middle = [];
@@ -41,10 +41,10 @@ export class WildcardPattern {
   /** True when `value` matches the whole pattern. */
   matches(value: string): boolean {
     const tail = this.#tail;
-    if (tail === null) return value === this.#head;
+    if (tail === null) return value === this.head;
     if (value.length < this.#minLength) return false;
-    if (!value.startsWith(this.#head) || !value.endsWith(tail)) return false;
-    let from = this.#head.length;
+    if (!value.startsWith(this.head) || !value.endsWith(tail)) return false;
+    let from = this.head.length;
     const end = value.length - tail.length;
     const middle = this.#middle;
     for (let i = 0; i < middle.length; i++) {

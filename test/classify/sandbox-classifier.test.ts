@@ -217,3 +217,72 @@ describe('SandboxClassifier.resolveExplicit', () => {
     );
   });
 });
+
+describe('SandboxClassifier index', () => {
+  /** The rules of the class comment, checked against every sandbox (what the index must reproduce). */
+  function bruteForce(entries: Record<string, unknown>[], user: string | undefined, indices: string[]): string {
+    const wild = (p: string, v: string) => new RegExp(`^${p.split('*').map((x) => x.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`).test(v);
+    const head = (p: string) => p.split('*')[0]!.length;
+    let best: { id: string; score: number; priority: number } | undefined;
+    for (const e of entries) {
+      const attrs = e['selectionAttributes'] as { name: string; value: string[] }[];
+      const users = attrs.find((a) => a.name === 'userPattern')?.value;
+      const idx = attrs.find((a) => a.name === 'indicesPattern')?.value;
+      if (users === undefined && idx === undefined) continue;
+      let score = 0;
+      if (users !== undefined) {
+        const m = user === undefined ? [] : users.filter((p) => wild(p, user)).map(head);
+        if (m.length === 0) continue;
+        score += Math.max(...m);
+      }
+      if (idx !== undefined) {
+        if (indices.length === 0) continue;
+        const per = indices.map((i) => idx.filter((p) => wild(p, i)).map(head));
+        if (per.some((m) => m.length === 0)) continue;
+        score += Math.min(...per.map((m) => Math.max(...m)));
+      }
+      const id = e['name'] as string;
+      const priority = e['priority'] as number;
+      if (
+        best === undefined ||
+        score > best.score ||
+        (score === best.score && (priority > best.priority || (priority === best.priority && id < best.id)))
+      )
+        best = { id, score, priority };
+    }
+    return best?.id ?? ROOT_SANDBOX_ID;
+  }
+
+  it('classifies exactly as a scan of every sandbox, for random sandboxes and requests', () => {
+    let seed = 7;
+    const rnd = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const alphabet = ['a', 'b', 'ab', 'ba', 'x'];
+    const pattern = () => {
+      const parts = Array.from({ length: 1 + rnd(3) }, () => alphabet[rnd(alphabet.length)]!);
+      return parts.join(rnd(2) === 0 ? '*' : '') + (rnd(3) === 0 ? '*' : '');
+    };
+    const value = () => Array.from({ length: rnd(5) }, () => alphabet[rnd(alphabet.length)]!).join('');
+    for (let round = 0; round < 30; round++) {
+      const seen = new Set<string>();
+      const entries: Record<string, unknown>[] = [];
+      for (let i = 0; i < 40; i++) {
+        const attrs: Attributes = {};
+        if (rnd(3) !== 0) attrs.user = Array.from({ length: 1 + rnd(2) }, pattern);
+        if (rnd(2) === 0 || attrs.user === undefined) attrs.indices = Array.from({ length: 1 + rnd(2) }, pattern);
+        const key = JSON.stringify(attrs);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        entries.push(sandbox(`s${i}`, rnd(4) === 0 ? 100 + i : i, attrs));
+      }
+      const c = classifier(...entries);
+      for (let q = 0; q < 200; q++) {
+        const user = rnd(5) === 0 ? undefined : value();
+        const indices = Array.from({ length: rnd(3) }, value);
+        expect(classify(c, user, indices)).toBe(bruteForce(entries, user, indices));
+      }
+    }
+  });
+});
