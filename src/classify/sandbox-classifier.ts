@@ -20,36 +20,39 @@ interface CompiledSandbox {
 }
 
 /**
- * A character trie over the patterns' literal heads (the text before the first `*`). Walking a value
- * down it visits every node whose head is a prefix of the value: the only sandboxes whose pattern
- * can match it. Cost: O(length of the value) plus the sandboxes found, whatever the sandbox count.
+ * The patterns' literal heads (the text before the first `*`), grouped by length: a value can only
+ * match a pattern whose head is one of its prefixes, so `walk` looks up the value's prefix of each
+ * head length present (a handful of lengths, one hash lookup each) and visits only those sandboxes.
+ * Cost: O(distinct head lengths) lookups plus the sandboxes found, whatever the sandbox count. (A
+ * character trie did the same with one lookup per character and ran 4x slower at 1,000 sandboxes,
+ * its nodes no longer in cache.)
  */
-class HeadTrie {
-  readonly #children = new Map<number, HeadTrie>();
-  readonly sandboxes: CompiledSandbox[] = [];
+class HeadIndex {
+  /** Head length -> head -> sandboxes; lengths ascending. */
+  readonly #byLength = new Map<number, Map<string, CompiledSandbox[]>>();
+  #lengths: number[] = [];
 
   add(head: string, sandbox: CompiledSandbox): void {
-    let node: HeadTrie = this;
-    for (let i = 0; i < head.length; i++) {
-      const code = head.charCodeAt(i);
-      let next = node.#children.get(code);
-      if (next === undefined) {
-        next = new HeadTrie();
-        node.#children.set(code, next);
-      }
-      node = next;
+    let byHead = this.#byLength.get(head.length);
+    if (byHead === undefined) {
+      byHead = new Map();
+      this.#byLength.set(head.length, byHead);
+      this.#lengths = [...this.#byLength.keys()].sort((a, b) => a - b);
     }
-    if (!node.sandboxes.includes(sandbox)) node.sandboxes.push(sandbox);
+    const list = byHead.get(head);
+    if (list === undefined) byHead.set(head, [sandbox]);
+    else if (!list.includes(sandbox)) list.push(sandbox);
   }
 
-  /** Calls `visit` for each sandbox stored at a head that is a prefix of `value`. */
+  /** Calls `visit` for each sandbox with a head that is a prefix of `value`. */
   walk(value: string, visit: (sandbox: CompiledSandbox) => void): void {
-    let node: HeadTrie | undefined = this;
-    for (let i = 0; node !== undefined; i++) {
-      const list = node.sandboxes;
+    const lengths = this.#lengths;
+    for (let i = 0; i < lengths.length; i++) {
+      const length = lengths[i]!;
+      if (length > value.length) break;
+      const list = this.#byLength.get(length)!.get(length === value.length ? value : value.slice(0, length));
+      if (list === undefined) continue;
       for (let j = 0; j < list.length; j++) visit(list[j]!);
-      if (i === value.length) break;
-      node = node.#children.get(value.charCodeAt(i));
     }
   }
 }
@@ -78,9 +81,9 @@ export class SandboxClassifier {
   readonly #root: Sandbox;
   readonly #byId: ReadonlyMap<string, CompiledSandbox>;
   /** Sandboxes naming `userPattern`, by the heads of their user patterns. */
-  readonly #byUserHead = new HeadTrie();
+  readonly #byUserHead = new HeadIndex();
   /** Sandboxes naming only `indicesPattern`, by the heads of their index patterns. */
-  readonly #byIndexHead = new HeadTrie();
+  readonly #byIndexHead = new HeadIndex();
   #epoch = 0;
 
   /**

@@ -1,0 +1,111 @@
+/**
+ * Shared pieces of the benchmarks: the machine description, medians, and writing
+ * `bench/results/<name>.json` with an SVG chart (vega-lite, rendered headless) next to it.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as vega from 'vega';
+import * as vl from 'vega-lite';
+
+/** Where results go: `bench/results` under the working directory (the project root under npm). */
+export const RESULTS_DIR = path.resolve('bench/results');
+
+export interface Machine {
+  readonly cores: number;
+  readonly cpu: string;
+  readonly node: string;
+  readonly memoryGiB: number;
+}
+
+export function machine(): Machine {
+  return {
+    cores: os.availableParallelism(),
+    cpu: os.cpus()[0]?.model.trim() ?? 'unknown',
+    node: process.version,
+    memoryGiB: Math.round(os.totalmem() / 1024 ** 3),
+  };
+}
+
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const s = [...values].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** A grouped bar chart: one bar per row, `x` on the axis, `color` grouping, `y` the height. */
+export interface BarChart {
+  readonly title: string;
+  readonly rows: readonly Record<string, unknown>[];
+  readonly x: string;
+  readonly y: string;
+  readonly yTitle: string;
+  /** Field that splits bars within one x (side by side). */
+  readonly color?: string;
+  /** Log scale for y (for values spanning decades). */
+  readonly logY?: boolean;
+  /** Field for small multiples (one panel per value). */
+  readonly column?: string;
+}
+
+/** Renders a bar chart to an SVG string. */
+export async function barChartSvg(chart: BarChart): Promise<string> {
+  const encoding: Record<string, unknown> = {
+    x: { field: chart.x, type: 'nominal', sort: null, axis: { labelAngle: -30 } },
+    y: {
+      field: chart.y,
+      type: 'quantitative',
+      title: chart.yTitle,
+      ...(chart.logY === true ? { scale: { type: 'log' } } : {}),
+    },
+  };
+  if (chart.color !== undefined) {
+    encoding['color'] = { field: chart.color, type: 'nominal', sort: null };
+    encoding['xOffset'] = { field: chart.color, sort: null };
+  }
+  if (chart.column !== undefined) encoding['column'] = { field: chart.column, type: 'nominal', sort: null };
+  const spec = vl.compile({
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    title: chart.title,
+    width: chart.column === undefined ? 480 : 220,
+    height: 260,
+    data: { values: chart.rows as Record<string, unknown>[] },
+    mark: { type: 'bar', tooltip: true },
+    encoding,
+  } as vl.TopLevelSpec).spec;
+  const view = new vega.View(vega.parse(spec), { renderer: 'none' });
+  const svg = await view.toSVG();
+  view.finalize();
+  return svg;
+}
+
+/**
+ * Writes `<RESULTS_DIR>/<name>.json` (`{machine, ...data}`) and, when given, `<name>.svg`.
+ * @returns the paths written.
+ */
+export async function writeResult(name: string, data: Record<string, unknown>, chart?: BarChart): Promise<string[]> {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const json = path.join(RESULTS_DIR, `${name}.json`);
+  writeFileSync(json, `${JSON.stringify({ machine: machine(), ...data }, null, 2)}\n`);
+  if (chart === undefined) return [json];
+  const svgPath = path.join(RESULTS_DIR, `${name}.svg`);
+  writeFileSync(svgPath, `${await barChartSvg(chart)}\n`);
+  return [json, svgPath];
+}
+
+/** Prints rows as an aligned plain-text table. */
+export function printTable(headers: readonly string[], rows: readonly (readonly unknown[])[]): void {
+  const text = rows.map((r) => r.map((v) => (typeof v === 'number' ? formatNumber(v) : String(v))));
+  const widths = headers.map((h, i) => Math.max(h.length, ...text.map((r) => r[i]!.length)));
+  const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
+  console.log(line(headers));
+  for (const r of text) console.log(line(r));
+}
+
+function formatNumber(v: number): string {
+  if (!Number.isFinite(v)) return String(v);
+  if (Number.isInteger(v)) return String(v);
+  const abs = Math.abs(v);
+  return abs >= 100 ? v.toFixed(0) : abs >= 1 ? v.toFixed(2) : v.toFixed(3);
+}
