@@ -363,7 +363,7 @@ export class TaskScheduler<T> {
       let lane = this.#laneFor(dispatch.priority);
       if (lane < 0) lane = lanes.findIndex((l, i) => this.#busy[i]! < l.workers);
       // Over capacity after a shrink: count it in the general lane until it ends.
-      dispatch.lane = lane < 0 ? 0 : lane;
+      dispatch.lane = Math.max(lane, 0);
       this.#busy[dispatch.lane]!++;
     }
   }
