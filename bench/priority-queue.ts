@@ -21,6 +21,7 @@ import os from 'node:os';
 import * as hdr from 'hdr-histogram-js';
 import { parseQueryPriority } from '../src/scheduler/query-priority.js';
 import { TaskScheduler } from '../src/scheduler/task-scheduler.js';
+import { median } from './harness.js';
 
 const full = process.argv.includes('--full');
 const repetitions = full ? 7 : 3;
@@ -140,10 +141,6 @@ function run(policy: Policy, tasks: readonly Task[]): Promise<RunResult> {
   });
 }
 
-function median(values: readonly number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
 
 async function main(): Promise<void> {
   const rows: Array<Record<string, unknown>> = [];

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -515,6 +515,55 @@ describe('runtime query priority', () => {
       await expect(runtime.setQueryPriority({ default_priority: 3 })).rejects.toThrow('disk full');
       expect(runtime.queryPriority().priorities).toEqual(vipRules.priorities);
       expect(runtime.queryPriority().default_priority).toBe(0);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it('seeds an empty store once, suspends stored reservations that no longer fit, and names a damaged store', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'qs-priority-'));
+    const file = path.join(dir, 'query-priority.json');
+    const seeded = await createRuntime({
+      engine: echoEngine,
+      threads: 2,
+      queryPriority: vipRules,
+      queryPriorityStore: new FileQueryPriorityStore(file),
+    });
+    await seeded.close();
+    // The seed was saved: a later start without it keeps the rules.
+    expect(JSON.parse(readFileSync(file, 'utf8')).priorities).toEqual(vipRules.priorities);
+    const smaller = await createRuntime({ engine: echoEngine, threads: 1, queryPriorityStore: new FileQueryPriorityStore(file) });
+    try {
+      expect(smaller.queryPriority().priorities).toEqual(vipRules.priorities);
+      expect(smaller.schedulerStats().reservationsSuspended).toBe('pool_too_small');
+      expect(smaller.schedulerStats().lanes).toEqual([{ minPriority: null, workers: 1, busy: 0 }]);
+    } finally {
+      await smaller.close();
+    }
+    writeFileSync(file, '{"priorities": [');
+    await expect(
+      createRuntime({ engine: echoEngine, threads: 1, queryPriorityStore: new FileQueryPriorityStore(file) }),
+    ).rejects.toThrow(`${file} could not be loaded (query-priority store ${file} is not valid JSON`);
+    writeFileSync(file, '{"priorities": [{"priority": "x"}]}');
+    await expect(
+      createRuntime({ engine: echoEngine, threads: 1, queryPriorityStore: new FileQueryPriorityStore(file) }),
+    ).rejects.toThrow(`query_priority.priorities[0].priority must be an integer (in ${file}); received "x"`);
+  });
+
+  it('lets rule regexes read only the first 8,192 characters of the query text', async () => {
+    const runtime = await createRuntime({
+      engine: echoEngine,
+      threads: 2,
+      queryPriority: { priorities: [{ priority: 10, query_attributes: [{ regex: 'needle' }] }] },
+    });
+    try {
+      await runtime.search({ index: 'alpha', body: { echo: 'needle' } });
+      await runtime.search({ index: 'alpha', body: { echo: `${'x'.repeat(9000)}needle` } });
+      const dequeued = runtime.schedulerStats().priorities.map((p) => [p.priority, p.dequeued]);
+      expect(dequeued).toEqual([
+        [10, 1],
+        [0, 1],
+      ]);
     } finally {
       await runtime.close();
     }

@@ -6,6 +6,9 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { writeFileAtomically } from '../durable-file.js';
+import { InvalidArgumentError } from '../errors.js';
+import { DEFAULT_QUERY_PRIORITY, parseQueryPriority, type QueryPriorityConfig } from './query-priority.js';
+import { checkReservations } from './worker-reservations.js';
 
 export interface QueryPriorityStore {
   /** Where it is kept, for logs; undefined in memory. */
@@ -58,4 +61,51 @@ export class FileQueryPriorityStore implements QueryPriorityStore {
   save(document: unknown): Promise<void> {
     return writeFileAtomically(this.location, `${JSON.stringify(document, null, 2)}\n`);
   }
+}
+
+/** Where the configuration in force at start came from. */
+export type QueryPrioritySource = 'store' | 'seed' | 'default';
+
+/**
+ * The configuration to start with: the stored one if the store holds one; else `seed` (the
+ * `queryPriority` option or `--query-priority` file), which is then saved so that it seeds the store
+ * once; else the defaults (not saved). A stored document whose reservations take the whole pool of
+ * `threads` (saved with a larger pool) does not stop the start: the scheduler suspends them and
+ * says so in its stats; `warning` tells the caller to log it.
+ *
+ * @throws InvalidArgumentError naming the store's location when it cannot be read, is not JSON, or
+ *   holds an invalid document (with the field and the received value).
+ */
+export async function openQueryPriority(
+  store: QueryPriorityStore,
+  seed: QueryPriorityConfig | undefined,
+  threads: number,
+): Promise<{ config: QueryPriorityConfig; source: QueryPrioritySource; warning: string | undefined }> {
+  const where = store.location ?? 'the query-priority store';
+  let stored: unknown;
+  try {
+    stored = await store.load();
+  } catch (error) {
+    throw new InvalidArgumentError(where, `could not be loaded (${(error as Error).message})`, where);
+  }
+  if (stored === undefined) {
+    if (seed === undefined) return { config: DEFAULT_QUERY_PRIORITY, source: 'default', warning: undefined };
+    await store.save(seed.document);
+    return { config: seed, source: 'seed', warning: undefined };
+  }
+  let config: QueryPriorityConfig;
+  try {
+    config = parseQueryPriority(stored);
+  } catch (error) {
+    if (!(error instanceof InvalidArgumentError)) throw error;
+    throw new InvalidArgumentError(error.path, `${error.expectation} (in ${where})`, error.received);
+  }
+  let warning: string | undefined;
+  try {
+    checkReservations(config, threads);
+  } catch (error) {
+    if (!(error instanceof InvalidArgumentError)) throw error;
+    warning = `reservations in ${where} are suspended: ${error.message}`;
+  }
+  return { config, source: 'store', warning };
 }

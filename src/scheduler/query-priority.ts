@@ -25,8 +25,8 @@
  *   reservations off; the queue bounds still apply.
  * - `default_priority` (integer, default 0): the priority of an unmatched request bound to the root
  *   (catch-all) sandbox. An unmatched request bound to any other sandbox gets that sandbox's priority.
- * - `aging_ms_per_priority` (number >= 0, or the string "Infinity" for strict priority; default: the
- *   runtime's `agingMsPerPriority`, 100): ms of waiting worth one priority point.
+ * - `aging_ms_per_priority` (number in 0..86400000, or the string "Infinity" for strict priority;
+ *   default: the runtime's `agingMsPerPriority`, 100): ms of waiting worth one priority point.
  * - `lending` (boolean, default false): an idle reserved worker may take one lower-priority task
  *   when nothing it is reserved for waits (work-conserving).
  * - `max_queued_per_sandbox` (integer >= 1, default: none beyond the runtime's global bound): tasks one
@@ -34,9 +34,10 @@
  * - `priorities`: at most 64 entries, each `{priority, reserved_workers?, query_attributes?}`, with
  *   distinct integer priorities. An entry matches when one of its `query_attributes` matches; an
  *   attribute matches when every field it sets matches:
- *   - `regex`: RE2 syntax, unanchored, over the query text (the engine's `queryAttributes().text`,
- *     by default the compact JSON of the body). Matching is linear in the text (re2js): patterns
- *     that need backtracking (backreferences, lookaround) do not compile and are refused.
+ *   - `regex`: RE2 syntax, unanchored, over the first 8,192 characters of the query text (the
+ *     engine's `queryAttributes().text`, by default the compact JSON of the body). Matching is linear
+ *     in the text (re2js): patterns that need backtracking (backreferences, lookaround) do not
+ *     compile and are refused. At most 32 regexes in all.
  *   - `time_window: {start?, end?}`: durations before now (`"2h"`, `"1h30m"`, `"7d"`, `"0s"`; units
  *     ms s m h d w). The query's data range `[from, to]` must lie inside `[now − start, now − end]`,
  *     edges included. A query with no time restriction reads `[−∞, now]`, so it never matches a
@@ -57,6 +58,18 @@ import { isPlainObject } from '../sandbox/is-plain-object.js';
 export const MAX_PRIORITY_RULES = 64;
 /** The longest regex source, characters. */
 export const MAX_REGEX_LENGTH = 1000;
+/** The most `regex` attributes over all entries: each one reads the query text on the main thread. */
+export const MAX_REGEXES = 32;
+/**
+ * How much of the query text the regexes read, characters: matching runs on the main thread for every
+ * request, so its cost is bounded (RE2 is linear: about 0.03 to 0.26 µs a character here, so at most
+ * about 2 ms per regex).
+ */
+export const MAX_MATCH_TEXT = 8192;
+/** The largest finite `aging_ms_per_priority`: one day per priority point. */
+export const MAX_AGING_MS = 86_400_000;
+/** The most entries in `sandbox_queue_limits`. */
+export const MAX_SANDBOX_QUEUE_LIMITS = 1000;
 /** The most attributes per entry and patterns per attribute field. */
 export const MAX_ATTRIBUTES = 16;
 
@@ -133,10 +146,10 @@ export const DEFAULT_QUERY_PRIORITY: QueryPriorityConfig = parseQueryPriority({}
  * @param raw the parsed JSON (an object).
  * @param path the name of the document in messages (default `query_priority`).
  * @throws InvalidArgumentError naming the field (`query_priority.priorities[1].query_attributes[0].regex`)
- *   and the received value: unknown keys, wrong types, non-integer or duplicate priorities, a regex
- *   that does not compile as RE2 or is longer than 1000 characters, a bad duration, `end` after
- *   `start`, a bad reservation, more than 64 entries. Reservations against the pool's size are
- *   checked by `resolveReservations`.
+ *   and the received value: unknown keys, wrong types (`null` included), non-integer or duplicate
+ *   priorities, a regex that does not compile as RE2 or is longer than 1000 characters, more than 32
+ *   regexes, a bad duration, `end` after `start`, a bad reservation, more than 64 entries.
+ *   Reservations against the pool's size are checked by `checkReservations` (worker-reservations.ts).
  */
 export function parseQueryPriority(raw: unknown, path = 'query_priority'): QueryPriorityConfig {
   if (!isPlainObject(raw)) throw new InvalidArgumentError(path, 'must be a JSON object', raw);
@@ -148,10 +161,10 @@ export function parseQueryPriority(raw: unknown, path = 'query_priority'): Query
   const aging = raw['aging_ms_per_priority'];
   if (aging === 'Infinity') agingMsPerPriority = Number.POSITIVE_INFINITY;
   else if (aging !== undefined) {
-    if (typeof aging !== 'number' || !Number.isFinite(aging) || aging < 0)
+    if (typeof aging !== 'number' || !Number.isFinite(aging) || aging < 0 || aging > MAX_AGING_MS)
       throw new InvalidArgumentError(
         `${path}.aging_ms_per_priority`,
-        'must be a number >= 0 (0: FIFO) or "Infinity" (strict priority)',
+        `must be a number in 0..${MAX_AGING_MS} (0: FIFO) or "Infinity" (strict priority)`,
         aging,
       );
     agingMsPerPriority = aging;
@@ -159,7 +172,7 @@ export function parseQueryPriority(raw: unknown, path = 'query_priority'): Query
   const maxQueued = raw['max_queued_per_sandbox'];
   const maxQueuedPerSandbox =
     maxQueued === undefined ? undefined : positiveInteger(maxQueued, `${path}.max_queued_per_sandbox`);
-  const limitsRaw = raw['sandbox_queue_limits'] ?? {};
+  const limitsRaw = raw['sandbox_queue_limits'] === undefined ? {} : raw['sandbox_queue_limits'];
   if (!isPlainObject(limitsRaw))
     throw new InvalidArgumentError(
       `${path}.sandbox_queue_limits`,
@@ -167,10 +180,24 @@ export function parseQueryPriority(raw: unknown, path = 'query_priority'): Query
       limitsRaw,
     );
   const sandboxQueueLimits = new Map<string, number>();
-  for (const [id, value] of Object.entries(limitsRaw))
+  const limitEntries = Object.entries(limitsRaw);
+  if (limitEntries.length > MAX_SANDBOX_QUEUE_LIMITS)
+    throw new InvalidArgumentError(
+      `${path}.sandbox_queue_limits`,
+      `must have at most ${MAX_SANDBOX_QUEUE_LIMITS} entries`,
+      `[object of ${limitEntries.length}]`,
+    );
+  for (const [id, value] of limitEntries) {
+    if (id.length === 0 || id.length > 128)
+      throw new InvalidArgumentError(
+        `${path}.sandbox_queue_limits`,
+        'must have sandbox ids of 1 to 128 characters as keys',
+        shortKey(id),
+      );
     sandboxQueueLimits.set(id, positiveInteger(value, `${path}.sandbox_queue_limits.${id}`));
+  }
 
-  const prioritiesRaw = raw['priorities'] ?? [];
+  const prioritiesRaw = raw['priorities'] === undefined ? [] : raw['priorities'];
   if (!Array.isArray(prioritiesRaw))
     throw new InvalidArgumentError(`${path}.priorities`, 'must be an array', prioritiesRaw);
   if (prioritiesRaw.length > MAX_PRIORITY_RULES)
@@ -180,6 +207,7 @@ export function parseQueryPriority(raw: unknown, path = 'query_priority'): Query
       `[array of ${prioritiesRaw.length}]`,
     );
   const seen = new Set<number>();
+  let regexes = 0;
   const rules = prioritiesRaw.map((entry, i) => {
     const rule = parseRule(entry, `${path}.priorities[${i}]`);
     if (seen.has(rule.priority))
@@ -189,6 +217,14 @@ export function parseQueryPriority(raw: unknown, path = 'query_priority'): Query
         rule.priority,
       );
     seen.add(rule.priority);
+    for (const [j, attribute] of rule.attributes.entries()) {
+      if (attribute.regex !== undefined && ++regexes > MAX_REGEXES)
+        throw new InvalidArgumentError(
+          `${path}.priorities[${i}].query_attributes[${j}].regex`,
+          `is one regex too many: at most ${MAX_REGEXES} in all (each reads the query text of every request)`,
+          (entry as { query_attributes: { regex: unknown }[] }).query_attributes[j]!.regex,
+        );
+    }
     return rule;
   });
   const document: QueryPriorityDocument = {
@@ -283,7 +319,7 @@ function parseRule(raw: unknown, path: string): PriorityRule {
       );
     reservedWorkers = reserved;
   }
-  const attributesRaw = raw['query_attributes'] ?? [];
+  const attributesRaw = raw['query_attributes'] === undefined ? [] : raw['query_attributes'];
   if (!Array.isArray(attributesRaw))
     throw new InvalidArgumentError(`${path}.query_attributes`, 'must be an array', attributesRaw);
   if (attributesRaw.length > MAX_ATTRIBUTES)
@@ -402,11 +438,16 @@ export function parseDuration(raw: unknown, path: string): number {
   return total;
 }
 
+/** A key as shown in a message: at most 64 characters. */
+function shortKey(key: string): string {
+  return key.length > 64 ? `${key.slice(0, 61)}...` : key;
+}
+
 function checkKeys(obj: Record<string, unknown>, allowed: readonly string[], path: string): void {
   for (const key of Object.keys(obj)) {
     if (!allowed.includes(key))
       throw new InvalidArgumentError(
-        `${path}.${key}`,
+        `${path}.${shortKey(key)}`,
         `is not a known field; expected one of ${allowed.join(', ')}`,
         obj[key],
       );

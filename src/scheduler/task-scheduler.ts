@@ -67,6 +67,8 @@ export interface PriorityLevelStats {
 }
 
 export interface SchedulerStats {
+  /** `priority`, or `fifo` (the baseline: arrival order, reservations off). */
+  readonly queueOrder: 'priority' | 'fifo';
   readonly queued: number;
   readonly running: number;
   readonly capacity: number;
@@ -109,7 +111,7 @@ export class TaskScheduler<T> {
   readonly #queuedPerSandbox = new Map<string, number>();
   readonly #levels = new Map<number, LevelCounters>();
 
-  /** @throws RangeError for a capacity or bound below 1. */
+  /** @throws RangeError for a capacity below 1 or a negative bound. */
   constructor(options: TaskSchedulerOptions) {
     if (!(options.capacity >= 1)) throw new RangeError(`capacity must be >= 1; received ${options.capacity}`);
     if (!(options.maxQueuedTasks >= 0))
@@ -307,6 +309,7 @@ export class TaskScheduler<T> {
     const queuedByPriority = new Map(this.#queue.levelLengths().map((l) => [l.priority, l.length]));
     const priorities = new Set([...this.#levels.keys(), ...queuedByPriority.keys()]);
     return {
+      queueOrder: this.#fifo ? 'fifo' : 'priority',
       queued: this.#queue.length,
       running: this.#running.size,
       capacity: this.#capacity,
@@ -324,6 +327,9 @@ export class TaskScheduler<T> {
           const c = this.#levels.get(priority);
           const h = c?.wait;
           const count = h?.totalCount ?? 0;
+          // hdr percentiles are bucket edges, a little above the value recorded: never above the max.
+          const max = count === 0 ? 0 : h!.maxValue / 1000;
+          const at = (p: number) => (count === 0 ? 0 : Math.min(max, h!.getValueAtPercentile(p) / 1000));
           return {
             priority,
             queued: queuedByPriority.get(priority) ?? 0,
@@ -333,9 +339,9 @@ export class TaskScheduler<T> {
             waitMs: {
               count,
               mean: count === 0 ? 0 : h!.mean / 1000,
-              p50: count === 0 ? 0 : h!.getValueAtPercentile(50) / 1000,
-              p99: count === 0 ? 0 : h!.getValueAtPercentile(99) / 1000,
-              max: count === 0 ? 0 : h!.maxValue / 1000,
+              p50: at(50),
+              p99: at(99),
+              max,
             },
           };
         }),

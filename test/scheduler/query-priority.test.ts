@@ -50,7 +50,7 @@ describe('parseQueryPriority', () => {
     ['unknown key', { enable: true }, 'query_priority.enable is not a known field'],
     ['enabled not boolean', { enabled: 'yes' }, 'query_priority.enabled must be true or false; received "yes"'],
     ['default not integer', { default_priority: 1.5 }, 'query_priority.default_priority must be an integer; received 1.5'],
-    ['aging negative', { aging_ms_per_priority: -1 }, 'query_priority.aging_ms_per_priority must be a number >= 0'],
+    ['aging negative', { aging_ms_per_priority: -1 }, 'query_priority.aging_ms_per_priority must be a number in 0..86400000'],
     ['bound zero', { max_queued_per_sandbox: 0 }, 'query_priority.max_queued_per_sandbox must be an integer >= 1; received 0'],
     ['sandbox bound', { sandbox_queue_limits: { a: 'x' } }, 'query_priority.sandbox_queue_limits.a must be an integer >= 1; received "x"'],
     ['priorities not array', { priorities: {} }, 'query_priority.priorities must be an array; received {}'],
@@ -68,7 +68,21 @@ describe('parseQueryPriority', () => {
     ['empty window', { priorities: [{ priority: 1, query_attributes: [{ time_window: {} }] }] }, 'time_window must set start, end or both'],
     ['user pattern type', { priorities: [{ priority: 1, query_attributes: [{ user: 5 }] }] }, 'query_attributes[0].user must be a wildcard pattern'],
     ['too many rules', { priorities: Array.from({ length: 65 }, (_, i) => ({ priority: i })) }, 'must have at most 64 entries'],
+    [
+      'more than 32 regexes',
+      { priorities: Array.from({ length: 3 }, (_, i) => ({ priority: i, query_attributes: Array.from({ length: 11 }, () => ({ regex: 'a' })) })) },
+      'query_priority.priorities[2].query_attributes[10].regex is one regex too many: at most 32',
+    ],
+    ['priorities null', { priorities: null }, 'query_priority.priorities must be an array; received null'],
+    ['attributes null', { priorities: [{ priority: 1, query_attributes: null }] }, 'query_attributes must be an array; received null'],
+    ['aging too large', { aging_ms_per_priority: 1e308 }, 'aging_ms_per_priority must be a number in 0..86400000'],
+    ['sandbox limits null', { sandbox_queue_limits: null }, 'query_priority.sandbox_queue_limits must be an object'],
+    ['long sandbox id key', { sandbox_queue_limits: { ['x'.repeat(200)]: 1 } }, 'must have sandbox ids of 1 to 128 characters as keys'],
   ];
+  it('shows a long unknown key shortened, not whole', () => {
+    expect(() => parseQueryPriority({ ['k'.repeat(100_000)]: 1 })).toThrow(/^query_priority\.k{61}\.\.\. is not a known field/);
+  });
+
   it.each(bad)('refuses %s', (_name, doc, message) => {
     let thrown: unknown;
     try {
@@ -90,6 +104,17 @@ describe('priorityOf', () => {
       { priority: 10, query_attributes: [{ time_window: { start: '24h' } }] },
       { priority: 5, query_attributes: [{ sandbox: ['analysts', 'batch_*'] }] },
     ],
+  });
+
+  it('gives the first matching entry in list order, not the highest priority that matches', () => {
+    const lowFirst = parseQueryPriority({
+      priorities: [
+        { priority: 1, query_attributes: [{ regex: 'fuzziness' }] },
+        { priority: 50, query_attributes: [{ regex: 'match' }] },
+      ],
+    });
+    expect(priorityOf(lowFirst, attrs({ text: '{"match":{"fuzziness":2}}' }), 0, false, NOW)).toEqual({ priority: 1, rule: 0 });
+    expect(priorityOf(lowFirst, attrs({ text: '{"match":"x"}' }), 0, false, NOW)).toEqual({ priority: 50, rule: 1 });
   });
 
   it('gives the first matching entry, in list order', () => {

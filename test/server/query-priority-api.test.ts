@@ -38,6 +38,7 @@ describe('query-priority API', () => {
     const got = await app.inject({ method: 'GET', url: '/_query_priority' });
     expect(got.json().priorities).toEqual(doc.priorities);
     const stats = (await app.inject({ method: 'GET', url: '/_nodes/stats' })).json();
+    expect(stats.nodes['node-qp'].scheduler.queue_order).toBe('priority');
     expect(stats.nodes['node-qp'].scheduler.lanes).toEqual([
       { min_priority: null, workers: 1, busy: 0 },
       { min_priority: 10, workers: 1, busy: 0 },
@@ -55,6 +56,15 @@ describe('query-priority API', () => {
     expect(all.json().error.reason).toContain("body.priorities must leave at least one of the pool's 2 workers unreserved");
     const notJson = await put('{"priorities": [');
     expect(notJson.statusCode).toBe(400);
+    // Without the token, the body is not even read: 401/403, never a 400 about the body.
+    expect((await put('{"priorities": [', 'Bearer nope')).statusCode).toBe(403);
+    const noToken = await app.inject({
+      method: 'PUT',
+      url: '/_query_priority',
+      payload: '{"priorities": [',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(noToken.statusCode).toBe(401);
     expect((await app.inject({ method: 'GET', url: '/_query_priority' })).json()).toEqual(before);
   });
 });
