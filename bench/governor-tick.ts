@@ -1,22 +1,20 @@
 /**
  * Cost of one governor tick (sample every running task's thread clock and memory, aggregate up the
- * tree, decide, publish, act) with 64 workers each running a task and 1,000 tasks queued, on the real
- * runtime with a trivial engine (tasks that sleep), over about 80 ticks (start-up ticks included). Prints the median and p99 in µs and the share of
- * one core the governor takes at the default 100 ms interval; the baseline is the same runtime with
- * 2 workers and nothing queued, measured in the same run.
+ * tree, decide, publish, act) against the number of running tasks: 8, 64 and 256 workers, each
+ * running a task that sleeps, with as many tasks again queued, 20 sandboxes, on the real runtime
+ * with a trivial engine. Ticks are counted only once every worker is busy. Prints the median and
+ * p99 in µs, and the share of one core the governor takes at the default 100 ms interval.
  *
- * Usage: `npm run bench:tick`.
+ * Usage: part of `npm run bench`; alone: `node dist/bench/governor-tick.js [--full]`.
  */
-import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { createRuntime } from '../src/index.js';
+import { type BarChart, printTable, writeResult } from './harness.js';
 
 const echoEngine = fileURLToPath(new URL('../../test/fixtures/echo-engine.mjs', import.meta.url));
+const INTERVAL_MS = 100;
 
-async function measure(
-  threads: number,
-  queued: number,
-): Promise<{ median: number; p99: number; ticks: number }> {
+async function measure(threads: number, ms: number): Promise<{ median: number; p99: number; ticks: number }> {
   const sandboxes = Array.from({ length: 20 }, (_, i) => ({
     name: `s${i}`,
     priority: i,
@@ -27,41 +25,54 @@ async function measure(
     engine: echoEngine,
     threads,
     spareWorkers: 0,
-    workerHeapMb: 64,
-    maxQueuedTasks: queued + threads,
+    workerHeapMb: 32,
+    maxQueuedTasks: threads,
+    intervalMs: INTERVAL_MS,
     dataDir: '.query-sandbox/bench',
     sandboxes: { sandboxes },
   });
-  const before = runtime.governorStats().ticks;
-  const pending = Array.from({ length: threads + queued }, (_, i) =>
-    runtime.search({ index: 'alpha', body: { sleepMs: 9000 }, user: `u${i % 20}_x` }).catch(() => undefined),
+  const pending = Array.from({ length: 2 * threads }, (_, i) =>
+    runtime.search({ index: 'alpha', body: { sleepMs: 600_000 }, user: `u${i % 20}_x` }).catch(() => undefined),
   );
-  await new Promise((r) => setTimeout(r, 8000)); // about 80 ticks with every worker busy
+  while (runtime.nodeStats().running < threads) await new Promise((r) => setTimeout(r, 50));
+  // Only ticks with every worker busy: the tick-cost histogram restarts here.
+  runtime.governorStats({ resetTickCost: true });
+  await new Promise((r) => setTimeout(r, ms));
   const stats = runtime.governorStats();
   const node = runtime.nodeStats();
-  if (node.running !== threads || node.queued !== queued) {
-    throw new Error(
-      `expected ${threads} running and ${queued} queued, saw ${node.running} and ${node.queued}`,
-    );
+  if (node.running !== threads || node.queued !== threads) {
+    throw new Error(`expected ${threads} running and ${threads} queued, saw ${node.running} and ${node.queued}`);
   }
   await runtime.close();
   await Promise.all(pending);
-  return { median: stats.tickMedianUs, p99: stats.tickP99Us, ticks: stats.ticks - before };
+  return { median: stats.tickMedianUs, p99: stats.tickP99Us, ticks: stats.tickCostSamples };
 }
 
-const base = await measure(2, 0);
-const big = await measure(64, 1000);
-const share = (us: number) => ((us / 1000 / 100) * 100).toFixed(3);
-console.log(
-  `governor tick: ${os.availableParallelism()} cores, Node ${process.version}; ticks counted over the whole run`,
-);
-console.log('case                              median us   p99 us   share of one core at 100 ms');
-console.log(
-  `2 workers (2 sleeping tasks)      ${base.median.toFixed(0).padStart(9)}  ${base.p99.toFixed(0).padStart(7)}   ${share(base.median)} %`,
-);
-console.log(
-  `64 workers (64 tasks), 1000 queued ${big.median.toFixed(0).padStart(9)}  ${big.p99.toFixed(0).padStart(7)}   ${share(big.median)} %`,
-);
-console.log(
-  `ratio (64 / 2): median ${(big.median / base.median).toFixed(1)}x, p99 ${(big.p99 / base.p99).toFixed(1)}x`,
-);
+export async function run(full: boolean): Promise<Record<string, unknown>> {
+  const ms = full ? 10_000 : 3_000;
+  const rows: Array<{ tasks: number; medianUs: number; p99Us: number; ticks: number; coreShare: number }> = [];
+  for (const threads of [8, 64, 256]) {
+    const m = await measure(threads, ms);
+    rows.push({ tasks: threads, medianUs: m.median, p99Us: m.p99, ticks: m.ticks, coreShare: m.median / 1000 / INTERVAL_MS });
+  }
+  console.log(`\ngovernor tick: running tasks (as many queued), 20 sandboxes, ${ms / 1000} s of ticks each`);
+  printTable(
+    ['running tasks', 'ticks', 'median µs', 'p99 µs', 'share of a core at 100 ms'],
+    rows.map((r) => [r.tasks, r.ticks, Math.round(r.medianUs), Math.round(r.p99Us), `${(r.coreShare * 100).toFixed(2)} %`]),
+  );
+  const chart: BarChart = {
+    title: 'Governor tick cost (µs)',
+    rows: rows.flatMap((r) => [
+      { tasks: String(r.tasks), statistic: 'median', us: r.medianUs },
+      { tasks: String(r.tasks), statistic: 'p99', us: r.p99Us },
+    ]),
+    x: 'tasks',
+    y: 'us',
+    yTitle: 'µs per tick',
+    color: 'statistic',
+  };
+  await writeResult('governor-tick', { intervalMs: INTERVAL_MS, rows }, chart);
+  return { rows };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await run(process.argv.includes('--full'));

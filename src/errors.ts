@@ -38,6 +38,16 @@ export const ErrorCode = {
   UNAUTHORIZED: 'QS_UNAUTHORIZED',
   /** A change to sandboxes with a wrong admin token. HTTP 403. */
   ADMIN_FORBIDDEN: 'QS_ADMIN_FORBIDDEN',
+  /**
+   * A cluster coordinator refused a search before fanning it out: every copy of one of its shards is on
+   * a data node whose piggy-backed usage is at or above the admission limit. HTTP 429.
+   */
+  ADMISSION_REJECTED: 'QS_ADMISSION_REJECTED',
+  /**
+   * Every shard of a search failed on every copy a coordinator tried (data nodes down, refusing or
+   * failing). HTTP 429 when every failure was a refusal (429), else 503.
+   */
+  SHARDS_FAILED: 'QS_SHARDS_FAILED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -218,6 +228,53 @@ export class AdminForbiddenError extends QuerySandboxError {
   }
 }
 
+/**
+ * A coordinator's admission control refused a search before fan-out (see
+ * `admission/admission-controller.ts`): `index` and `shard` name the shard whose copies are all on
+ * nodes over their limits, `nodeId` the first of those nodes and `resource` what it is over.
+ */
+export class AdmissionRejectedError extends QuerySandboxError {
+  readonly nodeId: string;
+  readonly resource: 'cpu' | 'heap';
+  readonly index: string;
+  readonly shard: number;
+  constructor(nodeId: string, resource: 'cpu' | 'heap', index: string, shard: number, message: string) {
+    super(ErrorCode.ADMISSION_REJECTED, 'rejected_execution_exception', message);
+    this.nodeId = nodeId;
+    this.resource = resource;
+    this.index = index;
+    this.shard = shard;
+  }
+}
+
+/** Why one shard of a search failed at a coordinator (the shape of Elasticsearch's `failed_shards`). */
+export interface ShardFailure {
+  readonly index: string;
+  readonly shard: number;
+  /** The node of the last copy tried; `null` when the shard has no copy on a known node. */
+  readonly node: string | null;
+  /** The HTTP status of the failure (429 for a refusal, 5xx or 0 for a node that did not answer). */
+  readonly status: number;
+  readonly reason: { readonly type: string; readonly reason: string };
+}
+
+/** Every shard of a search failed (`failures` says how, per shard); `status` is 429 or 503. */
+export class ShardsFailedError extends QuerySandboxError {
+  readonly status: 429 | 503;
+  readonly failures: readonly ShardFailure[];
+  constructor(failures: readonly ShardFailure[]) {
+    const rejected = failures.length > 0 && failures.every((f) => f.status === 429);
+    const first = failures[0];
+    super(
+      ErrorCode.SHARDS_FAILED,
+      'search_phase_execution_exception',
+      `all shards failed${first === undefined ? '' : `; first: [${first.index}][${first.shard}] on [${first.node ?? 'no node'}]: ${first.reason.reason}`}`,
+    );
+    this.status = rejected ? 429 : 503;
+    this.failures = failures;
+  }
+}
+
 /** The runtime is not accepting work. */
 export class NotRunningError extends QuerySandboxError {
   constructor(message = 'the runtime is closed') {
@@ -262,6 +319,10 @@ export function httpStatusOf(error: unknown): number {
       return 401;
     case ErrorCode.ADMIN_FORBIDDEN:
       return 403;
+    case ErrorCode.ADMISSION_REJECTED:
+      return 429;
+    case ErrorCode.SHARDS_FAILED:
+      return (error as ShardsFailedError).status;
     default:
       return 500;
   }

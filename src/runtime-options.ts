@@ -6,12 +6,18 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { availableCores } from '../native-shim/index.js';
+import { resolveNodeUsageTrackerOptions } from './admission/node-usage-tracker.js';
 import { InvalidArgumentError } from './errors.js';
 import { EnforcementMode, SelectionStrategy } from './governor/decide.js';
 import type pino from 'pino';
 import type { SandboxStore } from './sandbox/sandbox-store.js';
 import type { QueryPriorityStore } from './scheduler/query-priority-store.js';
-import { DEFAULT_QUERY_PRIORITY, parseQueryPriority, type QueryPriorityConfig } from './scheduler/query-priority.js';
+import {
+  DEFAULT_QUERY_PRIORITY,
+  MAX_AGING_MS,
+  parseQueryPriority,
+  type QueryPriorityConfig,
+} from './scheduler/query-priority.js';
 import { checkReservations } from './scheduler/worker-reservations.js';
 
 export interface RuntimeOptions {
@@ -72,7 +78,8 @@ export interface RuntimeOptions {
    */
   queueOrder?: 'priority' | 'fifo';
   /**
-   * With `priority` order: ms of waiting worth one priority point, > 0 (`Infinity`: strict priority).
+   * With `priority` order: ms of waiting worth one priority point, in (0, 86400000] (`Infinity`:
+   * strict priority).
    * A waiting task is served before any higher-priority task that arrives more than
    * `(difference in priority) × agingMsPerPriority` after it. Default 100.
    */
@@ -112,8 +119,29 @@ export interface RuntimeOptions {
   selection?: SelectionStrategy;
   /** Directory for caches and state. Default `./.query-sandbox` (resolved against the cwd). */
   dataDir?: string;
+  /**
+   * Directory for the engine's caches (the built index). Default `<dataDir>/cache`. Nodes on one
+   * machine may share one (writes are atomic), so a loopback cluster builds the index once.
+   */
+  cacheDir?: string;
   /** This node's id in stats. Default `node-<pid>`. */
   nodeId?: string;
+  /**
+   * Cores this node counts as its CPU capacity: every CPU usage ratio (tasks, sandboxes, node duress,
+   * the resource usage stats sent to a coordinator) divides by it, and `threads` defaults to it
+   * (rounded, at least 1). A number > 0 and at most 4096; fractions are allowed, as a cgroup quota
+   * gives them. Default: the cgroup CPU quota or `os.availableParallelism()`. A loopback cluster gives
+   * each data node its share of the machine.
+   */
+  cores?: number;
+  /**
+   * The node usage tracker behind the `Resource_Usage_Stats` header that data nodes send a cluster
+   * coordinator (see `admission/node-usage-tracker.ts`): CPU and heap sampled every `intervalMs`
+   * (integer 1..60000, default 500) and averaged over `windowMs` (default 30000), IO every
+   * `ioIntervalMs` (default 5000) over `ioWindowMs` (default 120000): OpenSearch's
+   * `node.resource.tracker.*` defaults. The tracker samples on its own timer, off the request path.
+   */
+  resourceUsage?: { intervalMs?: number; windowMs?: number; ioIntervalMs?: number; ioWindowMs?: number };
   /** How long start-up waits for every worker to load the engine, ms. Default 300000. */
   startTimeoutMs?: number;
   /** A pino logger. Default: silent. */
@@ -147,9 +175,18 @@ export interface ResolvedRuntimeOptions {
   readonly boost: { readonly priority: number; readonly halfLifeMs: number };
   readonly selection: SelectionStrategy;
   readonly dataDir: string;
+  /** `options.cacheDir`, resolved; default `<dataDir>/cache`. */
+  readonly cacheDir: string;
   readonly nodeId: string;
   readonly startTimeoutMs: number;
   readonly cores: number;
+  /** The node usage tracker's intervals and windows, ms (defaults filled in). */
+  readonly resourceUsage: {
+    readonly intervalMs: number;
+    readonly windowMs: number;
+    readonly ioIntervalMs: number;
+    readonly ioWindowMs: number;
+  };
 }
 
 function integer(name: string, value: unknown, min: number, max: number, fallback: number): number {
@@ -189,7 +226,10 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options', 'must be an object', options);
   }
-  const cores = availableCores();
+  const cores = options.cores ?? availableCores();
+  if (typeof cores !== 'number' || !(cores > 0 && cores <= 4096)) {
+    throw new InvalidArgumentError('options.cores', 'must be a number in (0, 4096]', options.cores);
+  }
   let engineUrl: string | undefined;
   if (options.engine !== undefined) {
     if (typeof options.engine !== 'string' || options.engine.length === 0) {
@@ -271,10 +311,14 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     throw new InvalidArgumentError('options.queueOrder', 'must be one of priority, fifo', queueOrder);
   }
   const agingMsPerPriority = options.agingMsPerPriority ?? 100;
-  if (typeof agingMsPerPriority !== 'number' || !(agingMsPerPriority > 0)) {
+  if (
+    typeof agingMsPerPriority !== 'number' ||
+    !(agingMsPerPriority > 0) ||
+    (agingMsPerPriority > MAX_AGING_MS && agingMsPerPriority !== Number.POSITIVE_INFINITY)
+  ) {
     throw new InvalidArgumentError(
       'options.agingMsPerPriority',
-      'must be a number > 0 (Infinity for strict priority)',
+      `must be a number in (0, ${MAX_AGING_MS}], or Infinity for strict priority`,
       agingMsPerPriority,
     );
   }
@@ -288,6 +332,15 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
   ) {
     throw new InvalidArgumentError('options.dataDir', 'must be a directory path', options.dataDir);
   }
+  if (
+    options.cacheDir !== undefined &&
+    (typeof options.cacheDir !== 'string' || options.cacheDir.length === 0)
+  ) {
+    throw new InvalidArgumentError('options.cacheDir', 'must be a directory path', options.cacheDir);
+  }
+  const dataDir = path.resolve(options.dataDir ?? '.query-sandbox');
+  const usage = objectOption('resourceUsage', options.resourceUsage);
+  const tracker = resolveNodeUsageTrackerOptions({ ...usage, cores }, 'options.resourceUsage');
   return Object.freeze({
     engineUrl,
     engineOptions: Object.freeze({ ...engineOptions }),
@@ -317,9 +370,16 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
       halfLifeMs: number('boost.halfLifeMs', boost.halfLifeMs, 1, 3.6e6, 5000),
     }),
     selection,
-    dataDir: path.resolve(options.dataDir ?? '.query-sandbox'),
+    dataDir,
+    cacheDir: options.cacheDir === undefined ? path.join(dataDir, 'cache') : path.resolve(options.cacheDir),
     nodeId,
     startTimeoutMs: integer('startTimeoutMs', options.startTimeoutMs, 1000, 3_600_000, 300_000),
     cores,
+    resourceUsage: Object.freeze({
+      intervalMs: tracker.intervalMs,
+      windowMs: tracker.windowMs,
+      ioIntervalMs: tracker.ioIntervalMs,
+      ioWindowMs: tracker.ioWindowMs,
+    }),
   });
 }

@@ -10,8 +10,8 @@
  */
 import fs from 'node:fs/promises';
 import v8 from 'node:v8';
-import path from 'node:path';
 import pino from 'pino';
+import { NodeUsageTracker, type HeapUsage, type NodeUsageSnapshot } from './admission/node-usage-tracker.js';
 import { resolveIndexExpression } from './classify/index-expression.js';
 import { SandboxClassifier } from './classify/sandbox-classifier.js';
 import {
@@ -33,6 +33,7 @@ import type { EngineDescription, EngineModule, EngineRequest } from './pool/engi
 import type { TaskOutcome } from './pool/task-envelope.js';
 import { CancelReason, SlotAllocator } from './pool/task-slots.js';
 import {
+  MAX_MATCH_TEXT,
   type PriorityAttributes,
   parseQueryPriority,
   priorityOf,
@@ -40,7 +41,11 @@ import {
 } from './scheduler/query-priority.js';
 import { type Dispatch, type Eviction, type SchedulerStats, TaskScheduler } from './scheduler/task-scheduler.js';
 import { checkReservations } from './scheduler/worker-reservations.js';
-import { MemoryQueryPriorityStore, type QueryPriorityStore } from './scheduler/query-priority-store.js';
+import {
+  MemoryQueryPriorityStore,
+  openQueryPriority,
+  type QueryPriorityStore,
+} from './scheduler/query-priority-store.js';
 import { WorkerPool } from './pool/worker-pool.js';
 import {
   type ResolvedRuntimeOptions,
@@ -54,7 +59,7 @@ import { MemorySandboxStore, type SandboxStore } from './sandbox/sandbox-store.j
 import { NodeUsageSampler } from './tracking/node-usage-sampler.js';
 import { newTrackedTask, type TrackedTask } from './tracking/tracked-task.js';
 import { UsageTracker } from './tracking/usage-tracker.js';
-import { WorkerHeapProbe } from '../native-shim/index.js';
+import { sampleHeap, WorkerHeapProbe } from '../native-shim/index.js';
 
 export type { RuntimeOptions } from './runtime-options.js';
 
@@ -68,6 +73,13 @@ export interface SearchRequest {
   readonly user?: string | undefined;
   /** An explicit sandbox choice, honoured only when the request's attributes match it. */
   readonly sandboxId?: string | undefined;
+  /**
+   * The shards to search, index name to shard numbers (integers in 0..1023, no repeats, at least
+   * one); each key must be one of the indices the expression resolves to. Absent (or an index absent
+   * from it): every shard this node holds. Passed to the engine as `EngineRequest.shards`; a cluster
+   * coordinator sets it to the copies it picked on this node.
+   */
+  readonly shards?: Readonly<Record<string, readonly number[]>> | undefined;
 }
 
 /** Per-sandbox stats, a plain snapshot. */
@@ -116,10 +128,21 @@ export interface Runtime {
   /** Per-sandbox stats keyed by sandbox id. */
   sandboxStats(): ReadonlyMap<string, SandboxStats>;
   nodeStats(): NodeStats;
+  /**
+   * This node's resource usage for a cluster coordinator (the `Resource_Usage_Stats` header): moving
+   * averages of CPU (process / cores), heap (used / limit over the main isolate and the workers) and
+   * IO, ratios 0..1, sampled on their own timer (`options.resourceUsage`). Costs nothing: returns
+   * the last published frozen snapshot.
+   */
+  resourceUsage(): NodeUsageSnapshot;
   /** The governor's last published snapshot. */
   governorSnapshot(): GovernorSnapshot;
   /** The governor's counters and tick cost. */
-  governorStats(): GovernorStats;
+  /**
+   * The governor's counters and tick cost; `resetTickCost: true` starts the tick-cost figures afresh
+   * after this reading.
+   */
+  governorStats(options?: { readonly resetTickCost?: boolean }): GovernorStats;
   /** Changes the enforcement mode at runtime (takes effect at the next interval). */
   setEnforcement(mode: EnforcementMode): void;
   /** The query-priority configuration in force (see `scheduler/query-priority.ts`). */
@@ -165,6 +188,37 @@ interface RunningTask {
   readonly abort: AbortController;
 }
 
+/**
+ * Checks `SearchRequest.shards` against the resolved indices; returns a frozen copy.
+ * @throws InvalidArgumentError naming `shards`, `shards.<index>` or `shards.<index>[i]` and the value.
+ */
+function checkShards(
+  shards: unknown,
+  indices: readonly string[],
+): Readonly<Record<string, readonly number[]>> {
+  if (typeof shards !== 'object' || shards === null || Array.isArray(shards)) {
+    throw new InvalidArgumentError('shards', 'must be an object of index name to shard numbers', shards);
+  }
+  const out: Record<string, readonly number[]> = {};
+  for (const [index, list] of Object.entries(shards)) {
+    const path = `shards.${index}`;
+    if (!indices.includes(index)) {
+      throw new InvalidArgumentError(path, 'must name an index the request resolves to', list);
+    }
+    if (!Array.isArray(list) || list.length === 0) {
+      throw new InvalidArgumentError(path, 'must be a non-empty array of shard numbers', list);
+    }
+    for (const [i, n] of list.entries()) {
+      if (!Number.isInteger(n) || n < 0 || n > 1023) {
+        throw new InvalidArgumentError(`${path}[${i}]`, 'must be an integer in 0..1023', n);
+      }
+      if (list.indexOf(n) !== i) throw new InvalidArgumentError(`${path}[${i}]`, 'must not repeat a shard', n);
+    }
+    out[index] = Object.freeze([...(list as number[])]);
+  }
+  return Object.freeze(out);
+}
+
 function cancelResourceOf(code: number): Resource | 'shutdown' {
   return code === CancelReason.CPU ? 'cpu' : code === CancelReason.MEMORY ? 'memory' : 'shutdown';
 }
@@ -207,13 +261,21 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
       : 'loaded sandboxes from the store (the sandbox file is not applied)',
   );
   const priorityStore: QueryPriorityStore = options.queryPriorityStore ?? new MemoryQueryPriorityStore();
-  const storedPriority = await priorityStore.load();
-  let queryPriority = resolved.queryPriority;
-  if (storedPriority !== undefined) {
-    const where = `query-priority store ${priorityStore.location ?? '(memory)'}`;
-    queryPriority = parseQueryPriority(storedPriority, where);
-    checkReservations(queryPriority, resolved.threads, where);
-  }
+  const opened = await openQueryPriority(
+    priorityStore,
+    options.queryPriority === undefined ? undefined : resolved.queryPriority,
+    resolved.threads,
+  );
+  const queryPriority = opened.config;
+  log.info(
+    { store: priorityStore.location ?? 'memory', source: opened.source, rules: queryPriority.rules.length },
+    opened.source === 'store'
+      ? 'query priority loaded from the store (a --query-priority file or queryPriority option is not applied)'
+      : opened.source === 'seed'
+        ? 'query-priority store was empty: seeded it from the given rules'
+        : 'query priority: defaults (no rules)',
+  );
+  if (opened.warning !== undefined) log.warn(opened.warning);
   const engineUrl = resolved.engineUrl ?? compiledModuleUrl('./engine/minisearch-engine.js', import.meta.url);
   let engine: EngineModule;
   try {
@@ -229,7 +291,7 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   if (engine === undefined || typeof engine.handle !== 'function') {
     throw new InvalidArgumentError('options.engine', 'must name a module that exports handle()', engineUrl);
   }
-  const cacheDir = path.join(resolved.dataDir, 'cache');
+  const cacheDir = resolved.cacheDir;
   await fs.mkdir(cacheDir, { recursive: true });
   const prepareStarted = performance.now();
   const description: EngineDescription =
@@ -313,6 +375,7 @@ class GovernedRuntime implements Runtime {
   readonly #allocator: SlotAllocator;
   readonly #tracker: UsageTracker;
   readonly #nodeSampler: NodeUsageSampler;
+  readonly #usageTracker: NodeUsageTracker;
   readonly #counters = new SandboxCounterTable();
   readonly #governor: Governor;
   readonly #scheduler: TaskScheduler<QueuedTask>;
@@ -370,6 +433,12 @@ class GovernedRuntime implements Runtime {
       ...(heapProbe !== undefined ? { heapProbe, staleCheckpointMs: 2 * options.intervalMs } : {}),
     });
     this.#nodeSampler = new NodeUsageSampler({ cores: options.cores });
+    this.#usageTracker = new NodeUsageTracker({
+      ...options.resourceUsage,
+      cores: options.cores,
+      heapUsage: () => this.#heapUsage(),
+    });
+    this.#usageTracker.start();
     this.#governor = new Governor(
       {
         intervalMs: options.intervalMs,
@@ -409,6 +478,15 @@ class GovernedRuntime implements Runtime {
   }
 
   #sampleNode() {
+    const workers = this.#workersHeap();
+    return this.#nodeSampler.sample(workers.usedBytes, workers.limitBytes);
+  }
+
+  /**
+   * The workers' heap (live + external, bytes) from the running tasks' last checkpoints, with the idle
+   * figure of a worker's start-up for the others, and their heap limits added up. No sampling: slot reads.
+   */
+  #workersHeap(): HeapUsage {
     const startups = this.#pool.startups;
     const last = startups[startups.length - 1];
     const idleHeap = last?.heapBytes ?? 0;
@@ -417,7 +495,21 @@ class GovernedRuntime implements Runtime {
     for (const r of this.#running.values())
       workersHeap += this.#pool.slots.heapBytes(r.tracked.slot) || idleHeap;
     workersHeap += Math.max(0, this.#pool.threads - this.#running.size) * idleHeap;
-    return this.#nodeSampler.sample(workersHeap, heapLimit * this.#pool.threads);
+    return { usedBytes: workersHeap, limitBytes: heapLimit * this.#pool.threads };
+  }
+
+  /** Heap over all isolates for the node usage tracker: the main isolate (heap + external) plus the workers. */
+  #heapUsage(): HeapUsage {
+    const main = sampleHeap();
+    const workers = this.#workersHeap();
+    return {
+      usedBytes: main.usedHeapBytes + main.externalBytes + workers.usedBytes,
+      limitBytes: main.heapLimitBytes + workers.limitBytes,
+    };
+  }
+
+  resourceUsage(): NodeUsageSnapshot {
+    return this.#usageTracker.snapshot();
   }
 
   search(request: SearchRequest): Promise<unknown> {
@@ -433,7 +525,10 @@ class GovernedRuntime implements Runtime {
     if (typeof request.index !== 'string')
       throw new InvalidArgumentError('index', 'must be a string', request.index);
     const indices = resolveIndexExpression(request.index, this.#indices);
-    const engineRequest: EngineRequest = { indices, body: request.body };
+    const engineRequest: EngineRequest =
+      request.shards === undefined
+        ? { indices, body: request.body }
+        : { indices, body: request.body, shards: checkShards(request.shards, indices) };
     this.#validate(engineRequest);
     const attributes = { user: request.user, indices };
     const sandbox =
@@ -476,6 +571,8 @@ class GovernedRuntime implements Runtime {
       this.#log.warn({ error: String(error) }, 'engine queryAttributes failed');
     }
     text ??= JSON.stringify(request.body ?? {}) ?? '';
+    // Rules read a bounded prefix: matching runs here, on the main thread, for every request.
+    if (text.length > MAX_MATCH_TEXT) text = text.slice(0, MAX_MATCH_TEXT);
     const attributes: PriorityAttributes = {
       text,
       timeRange,
@@ -727,8 +824,8 @@ class GovernedRuntime implements Runtime {
     return this.#governor.snapshot;
   }
 
-  governorStats(): GovernorStats {
-    return this.#governor.stats();
+  governorStats(options?: { readonly resetTickCost?: boolean }): GovernorStats {
+    return this.#governor.stats(options);
   }
 
   setEnforcement(mode: EnforcementMode): void {
@@ -774,6 +871,7 @@ class GovernedRuntime implements Runtime {
     if (this.#closed) return;
     this.#closed = true;
     this.#governor.stop();
+    this.#usageTracker.stop();
     for (const q of this.#scheduler.drain()) {
       this.#counters.countCancellation(q.sandbox.id, 'shutdown', false);
       q.reject(

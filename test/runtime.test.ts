@@ -129,6 +129,18 @@ describe('runtime with a second, trivial engine', () => {
         (e: unknown) => ({ ok: false as const, e }),
       ),
     );
+    // Watch the usage the governor publishes from the start, while both burn.
+    let peak = 0;
+    let settled = false;
+    const all = Promise.all(tasks).finally(() => {
+      settled = true;
+    });
+    const watching = (async () => {
+      while (!settled) {
+        peak = Math.max(peak, runtime.governorSnapshot().usage.get('burners')?.cpu ?? 0);
+        await sleep(10);
+      }
+    })();
     await sleep(400);
     const rejected = await runtime
       .search({ index: 'beta', body: {}, user: 'burn_3' })
@@ -136,17 +148,8 @@ describe('runtime with a second, trivial engine', () => {
     expect(rejected).toBeInstanceOf(RejectedError);
     expect((rejected as RejectedError).resource).toBe('cpu');
     expect((rejected as Error).message).toMatch(/sandbox \[burners\] is above its low cpu limit/);
-    // Watch the usage the governor publishes while both burn.
-    let peak = 0;
-    let settled = false;
-    const all = Promise.all(tasks).finally(() => {
-      settled = true;
-    });
-    while (!settled) {
-      peak = Math.max(peak, runtime.governorSnapshot().usage.get('burners')?.cpu ?? 0);
-      await sleep(20);
-    }
     const results = await all;
+    await watching;
     const cancelled = results.filter((r) => !r.ok).map((r) => (r as { e: unknown }).e);
     // Two busy workers on two idle cores: about 1.0 of the node against a high limit of 0.6. One task
     // (about 0.5) covers the excess; the other finishes. On a machine busy with other work the two

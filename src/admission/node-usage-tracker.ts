@@ -79,7 +79,8 @@ export interface NodeUsageSnapshot {
   readonly timestampMs: number;
 }
 
-interface ResolvedOptions {
+/** The tracker's checked options (frozen). */
+export interface ResolvedNodeUsageTrackerOptions {
   readonly intervalMs: number;
   readonly windowMs: number;
   readonly ioIntervalMs: number;
@@ -89,19 +90,32 @@ interface ResolvedOptions {
 
 const MAX_WINDOW_SAMPLES = 10_000;
 
-function integerOption(name: string, value: unknown, min: number, max: number, fallback: number): number {
+function integerOption(
+  prefix: string,
+  name: string,
+  value: unknown,
+  min: number,
+  max: number,
+  fallback: number,
+): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError(`options.${name}`, `must be an integer in ${min}..${max}`, value);
+    throw new InvalidArgumentError(`${prefix}.${name}`, `must be an integer in ${min}..${max}`, value);
   }
   return value;
 }
 
-function windowOption(name: string, value: unknown, intervalMs: number, fallback: number): number {
-  const windowMs = integerOption(name, value, intervalMs, 3_600_000, fallback);
+function windowOption(
+  prefix: string,
+  name: string,
+  value: unknown,
+  intervalMs: number,
+  fallback: number,
+): number {
+  const windowMs = integerOption(prefix, name, value, intervalMs, 3_600_000, fallback);
   if (Math.floor(windowMs / intervalMs) > MAX_WINDOW_SAMPLES) {
     throw new InvalidArgumentError(
-      `options.${name}`,
+      `${prefix}.${name}`,
       `must hold at most ${MAX_WINDOW_SAMPLES} samples of ${intervalMs} ms`,
       value,
     );
@@ -109,11 +123,27 @@ function windowOption(name: string, value: unknown, intervalMs: number, fallback
   return windowMs;
 }
 
-function resolve(options: NodeUsageTrackerOptions): ResolvedOptions {
-  const intervalMs = integerOption('intervalMs', options.intervalMs, 1, 60_000, 500);
-  const windowMs = windowOption('windowMs', options.windowMs, intervalMs, Math.max(intervalMs, 30_000));
-  const ioIntervalMs = integerOption('ioIntervalMs', options.ioIntervalMs, 1, 600_000, 5_000);
+/**
+ * Checks the numeric options (intervals, windows, cores) and fills the defaults; what the constructor
+ * does first, exported so a caller can refuse bad options before starting anything.
+ * @param prefix the path error messages name the options by. @default 'options'
+ * @throws InvalidArgumentError naming `<prefix>.<option>` and the received value.
+ */
+export function resolveNodeUsageTrackerOptions(
+  options: NodeUsageTrackerOptions,
+  prefix = 'options',
+): ResolvedNodeUsageTrackerOptions {
+  const intervalMs = integerOption(prefix, 'intervalMs', options.intervalMs, 1, 60_000, 500);
+  const windowMs = windowOption(
+    prefix,
+    'windowMs',
+    options.windowMs,
+    intervalMs,
+    Math.max(intervalMs, 30_000),
+  );
+  const ioIntervalMs = integerOption(prefix, 'ioIntervalMs', options.ioIntervalMs, 1, 600_000, 5_000);
   const ioWindowMs = windowOption(
+    prefix,
     'ioWindowMs',
     options.ioWindowMs,
     ioIntervalMs,
@@ -121,7 +151,7 @@ function resolve(options: NodeUsageTrackerOptions): ResolvedOptions {
   );
   const cores = options.cores ?? availableCores();
   if (typeof cores !== 'number' || !(cores > 0) || !Number.isFinite(cores)) {
-    throw new InvalidArgumentError('options.cores', 'must be a finite number > 0', cores);
+    throw new InvalidArgumentError(`${prefix}.cores`, 'must be a finite number > 0', cores);
   }
   return Object.freeze({ intervalMs, windowMs, ioIntervalMs, ioWindowMs, cores });
 }
@@ -142,7 +172,7 @@ function clampRatio(value: number): number {
 
 /** Samples CPU, heap and IO on timers and publishes their moving averages (see module doc). */
 export class NodeUsageTracker {
-  readonly #options: ResolvedOptions;
+  readonly #options: ResolvedNodeUsageTrackerOptions;
   readonly #cpuTimeUs: () => number;
   readonly #heapUsage: () => HeapUsage;
   readonly #io: IoUsageSampler;
@@ -161,7 +191,7 @@ export class NodeUsageTracker {
 
   /** @throws InvalidArgumentError for an option out of range (message names it and the value). */
   constructor(options: NodeUsageTrackerOptions = {}) {
-    this.#options = resolve(options);
+    this.#options = resolveNodeUsageTrackerOptions(options);
     this.#cpuTimeUs = options.cpuTimeUs ?? defaultCpuTimeUs;
     this.#heapUsage = options.heapUsage ?? mainIsolateHeap;
     this.#monotonicMs = options.monotonicMs ?? (() => performance.now());
@@ -186,7 +216,7 @@ export class NodeUsageTracker {
   }
 
   /** The resolved options (frozen). */
-  get options(): ResolvedOptions {
+  get options(): ResolvedNodeUsageTrackerOptions {
     return this.#options;
   }
 

@@ -151,6 +151,16 @@ export class ReplicaRanking {
     this.#warmupSamples = integer('options.warmupSamples', options.warmupSamples, 0, 10_000, 100);
   }
 
+  /** Whether fresh resource stats put a node in duress (CPU or heap at or above its threshold); `undefined` stats (unknown) never do. */
+  isInDuress(stats: { readonly cpu: number; readonly heap: number } | undefined): boolean {
+    return stats !== undefined && (stats.cpu >= this.#cpuDuress || stats.heap >= this.#heapDuress);
+  }
+
+  /** The duress thresholds, ratios. */
+  get duressThresholds(): { readonly cpu: number; readonly heap: number } {
+    return { cpu: this.#cpuDuress, heap: this.#heapDuress };
+  }
+
   /**
    * Folds one response into the node's EWMAs (the first response starts them).
    * @throws InvalidArgumentError when a figure is negative or not finite.
@@ -261,8 +271,7 @@ export class ReplicaRanking {
       if (seen.has(nodeId)) continue;
       seen.add(nodeId);
       const outstanding = this.#outstanding.get(nodeId) ?? 0;
-      const usage = stats?.get(nodeId);
-      const duress = usage !== undefined && (usage.cpu >= this.#cpuDuress || usage.heap >= this.#heapDuress);
+      const duress = this.isInDuress(stats?.get(nodeId));
       const ns = this.#nodes.get(nodeId);
       const c: Candidate = {
         nodeId,

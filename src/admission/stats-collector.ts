@@ -177,6 +177,31 @@ export class StatsCollector implements ResourceStatsSource {
     return stored.stats;
   }
 
+  /**
+   * The node's last accepted entry whether fresh or not, with when it was accepted (coordinator clock,
+   * epoch ms) and whether `get` would return it; `undefined` when none was ever accepted. For stats
+   * APIs: the request path uses `get`, which never returns stale figures.
+   */
+  latest(
+    nodeId: string,
+  ):
+    | { readonly stats: NodeResourceStats; readonly acceptedAtMs: number; readonly fresh: boolean }
+    | undefined {
+    const stored = this.#nodes.get(nodeId);
+    if (stored === undefined) return undefined;
+    return { stats: stored.stats, acceptedAtMs: stored.acceptedAtMs, fresh: this.get(nodeId) !== undefined };
+  }
+
+  /** The TTL, ms. */
+  get ttlMs(): number {
+    return this.#ttlMs;
+  }
+
+  /** The least time between two accepted entries of one node, ms. */
+  get minRefreshMs(): number {
+    return this.#minRefreshMs;
+  }
+
   /** `'fresh'` when `get` would return stats, else `'unknown'`. */
   state(nodeId: string): 'fresh' | 'unknown' {
     return this.get(nodeId) === undefined ? 'unknown' : 'fresh';

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-/** The `query-sandbox` command: `serve`, `demo`, `shard`. */
+/** The `query-sandbox` command: `serve`, `cluster`, `demo`, `shard`. */
 import { isQuerySandboxError } from '../errors.js';
+import { CLUSTER_USAGE, parseClusterOptions, runCluster } from './cluster.js';
 import { runDemo, parseDemoOptions, DEMO_USAGE } from './demo.js';
 import { serve } from './serve.js';
 import { parseServeOptions, SERVE_USAGE } from './serve-options.js';
@@ -10,10 +11,12 @@ const USAGE = `usage: query-sandbox <command> [options]
 
 commands:
   serve    run the governed search service (HTTP, default 127.0.0.1:9200)
+  cluster  start a coordinator and data nodes on loopback as child processes (9200, 9201-9203)
   demo     start a service and run a bounded two-sandbox load against it, enforcement off then on
   shard    print the Elasticsearch shard a document id routes to
 
 ${SERVE_USAGE}
+${CLUSTER_USAGE}
 ${DEMO_USAGE}
 ${SHARD_USAGE}`;
 
@@ -40,6 +43,9 @@ async function main(argv: string[]): Promise<number> {
       if (wantsHelp(rest)) return usage(SERVE_USAGE);
       await serve(parseServeOptions(rest, process.env));
       return -1; // keeps running
+    case 'cluster':
+      if (wantsHelp(rest)) return usage(CLUSTER_USAGE);
+      return runCluster(parseClusterOptions(rest, process.env));
     case 'demo':
       if (wantsHelp(rest)) return usage(DEMO_USAGE);
       await runDemo(parseDemoOptions(rest, process.env));

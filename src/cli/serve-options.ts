@@ -4,10 +4,36 @@
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import type { AdmissionMode } from '../admission/admission-controller.js';
+import { type DataNodeAddress, parseDataNodeList } from '../cluster/cluster-spec.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { EnforcementMode } from '../governor/decide.js';
 import type { RuntimeOptions } from '../runtime-options.js';
 import { packageRoot } from './package-root.js';
+
+/** `--role`: `single` (one node holding everything, the default), `data` or `coordinator` of a cluster. */
+export type ServeRole = 'single' | 'data' | 'coordinator';
+
+/** Settings of `--role coordinator` (see `cluster/coordinator.ts`). */
+export interface CoordinatorServeOptions {
+  /** `--node-id`. @default 'coordinator' */
+  readonly nodeId: string;
+  /** `--data-nodes`: addresses without ids; `undefined` when the cluster file lists them. */
+  readonly dataNodes: readonly DataNodeAddress[] | undefined;
+  /** `--admission-mode`. @default 'enforced' */
+  readonly admissionMode: AdmissionMode;
+  /** `--admission-cpu` / `--admission-heap`: search limits, ratios; `undefined`: 0.95 / 0.9. */
+  readonly admissionCpu: number | undefined;
+  readonly admissionHeap: number | undefined;
+  /** `--duress-cpu` / `--duress-heap`: replica ranking's duress thresholds; `undefined`: 0.9 / 0.7. */
+  readonly duressCpu: number | undefined;
+  readonly duressHeap: number | undefined;
+  /** `--stats-ttl-ms` (5000) and `--stats-refresh-ms` (1000). */
+  readonly statsTtlMs: number | undefined;
+  readonly statsRefreshMs: number | undefined;
+  /** `--shard-timeout-ms` (30000). */
+  readonly shardTimeoutMs: number | undefined;
+}
 
 export interface ServeOptions {
   readonly host: string;
@@ -16,6 +42,14 @@ export interface ServeOptions {
   readonly logLevel: string;
   /** `--query-priority`: a JSON file read at start (see `serve`). */
   readonly queryPriorityFile: string | undefined;
+  /** `--role`. @default 'single' */
+  readonly role: ServeRole;
+  /** `--cluster FILE`: the cluster file (data nodes and coordinator). */
+  readonly clusterFile: string | undefined;
+  /** `--debug-routes`: a data node serves the CPU hog route. */
+  readonly debugRoutes: boolean;
+  /** With `--role coordinator`. */
+  readonly coordinator: CoordinatorServeOptions | undefined;
 }
 
 export const SERVE_USAGE = `query-sandbox serve [options]
@@ -33,6 +67,26 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --query-priority FILE  query-priority rules (JSON) seeding DIR/query-priority.json when it is absent
   --queue-order ORDER    priority | fifo (the baseline: arrival order, no reservations; default priority)
   --log-level LEVEL      pino level (default info; LOG_LEVEL)
+  --cores N              cores this node counts as its CPU capacity (default: cgroup quota or all)
+  --cache-dir DIR        index cache, shareable between nodes (default DIR/cache of --data-dir)
+  --shards-per-index N   shards of every index, 1..64 (default 2; with --cluster: the file's)
+  --usage-interval-ms N  node usage sampling for the stats sent to a coordinator (default 500)
+  --usage-window-ms N    node usage averaging window (default 30000)
+
+  cluster roles:
+  --role ROLE            single | data | coordinator (default single: one node with every shard)
+  --node-id ID           this node's id (default node-<pid>; a coordinator's: coordinator)
+  --cluster FILE         cluster file: shards_per_index, replicas, data_nodes [{id, url}]
+  --debug-routes         data node: serve POST|DELETE /_internal/debug/cpu_hog (benchmarks)
+  --data-nodes LIST      coordinator: host:port,... of the data nodes (instead of --cluster)
+  --admission-mode MODE  coordinator: enforced | monitor_only | disabled (default enforced)
+  --admission-cpu R      coordinator: refuse when every copy of a shard is at CPU >= R (default 0.95)
+  --admission-heap R     coordinator: ... or at heap >= R (default 0.9)
+  --duress-cpu R         coordinator: rank a node last at CPU >= R (default 0.9)
+  --duress-heap R        coordinator: ... or at heap >= R (default 0.7)
+  --stats-ttl-ms N       coordinator: node stats older than this are not used (default 5000)
+  --stats-refresh-ms N   coordinator: take a node's stats at most this often (default 1000)
+  --shard-timeout-ms N   coordinator: time a data node has to answer (default 30000)
 `;
 
 function intFlag(
@@ -50,8 +104,48 @@ function intFlag(
   return n;
 }
 
+function ratioFlag(name: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!/^\d*\.?\d+$/.test(text) || !(n > 0 && n <= 1)) {
+    throw new InvalidArgumentError(`--${name}`, 'must be a ratio in (0, 1]', text);
+  }
+  return n;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const ENFORCEMENT_MODES = ['enabled', 'monitor_only', 'disabled'];
+const ROLES: readonly ServeRole[] = ['single', 'data', 'coordinator'];
+const ADMISSION_MODES = ['enforced', 'monitor_only', 'disabled'];
+/** Flags that only a coordinator takes. */
+const COORDINATOR_FLAGS = [
+  'data-nodes',
+  'admission-mode',
+  'admission-cpu',
+  'admission-heap',
+  'duress-cpu',
+  'duress-heap',
+  'stats-ttl-ms',
+  'stats-refresh-ms',
+  'shard-timeout-ms',
+];
+/** Flags of a node that runs searches, which a coordinator does not. */
+const RUNTIME_FLAGS = [
+  'sandboxes',
+  'threads',
+  'engine',
+  'enforcement',
+  'interval-ms',
+  'max-sandboxes',
+  'max-docs',
+  'query-priority',
+  'queue-order',
+  'cores',
+  'cache-dir',
+  'shards-per-index',
+  'usage-interval-ms',
+  'usage-window-ms',
+];
 
 /** Parses `argv` (after the sub-command) and `env`. @throws InvalidArgumentError naming the flag. */
 export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEnv): ServeOptions {
@@ -73,6 +167,24 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
         'query-priority': { type: 'string' },
         'queue-order': { type: 'string' },
         'log-level': { type: 'string' },
+        cores: { type: 'string' },
+        'cache-dir': { type: 'string' },
+        'shards-per-index': { type: 'string' },
+        'usage-interval-ms': { type: 'string' },
+        'usage-window-ms': { type: 'string' },
+        role: { type: 'string' },
+        'node-id': { type: 'string' },
+        cluster: { type: 'string' },
+        'debug-routes': { type: 'boolean' },
+        'data-nodes': { type: 'string' },
+        'admission-mode': { type: 'string' },
+        'admission-cpu': { type: 'string' },
+        'admission-heap': { type: 'string' },
+        'duress-cpu': { type: 'string' },
+        'duress-heap': { type: 'string' },
+        'stats-ttl-ms': { type: 'string' },
+        'stats-refresh-ms': { type: 'string' },
+        'shard-timeout-ms': { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -81,6 +193,32 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     throw new InvalidArgumentError('arguments', `are invalid (${(error as Error).message})`, argv.join(' '));
   }
   const str = (k: string): string | undefined => values[k] as string | undefined;
+  const role = (str('role') ?? 'single') as ServeRole;
+  if (!ROLES.includes(role))
+    throw new InvalidArgumentError('--role', `must be one of ${ROLES.join(', ')}`, role);
+  const misplaced = (flags: readonly string[], where: string) => {
+    const flag = flags.find((f) => values[f] !== undefined);
+    if (flag !== undefined) throw new InvalidArgumentError(`--${flag}`, `is only for ${where}`, values[flag]);
+  };
+  if (role === 'coordinator') misplaced(RUNTIME_FLAGS, 'a node that runs searches (--role single or data)');
+  else misplaced(COORDINATOR_FLAGS, '--role coordinator');
+  if (role !== 'data' && values['debug-routes'] !== undefined) {
+    throw new InvalidArgumentError('--debug-routes', 'is only for --role data', true);
+  }
+  if (role === 'single' && str('cluster') !== undefined) {
+    throw new InvalidArgumentError('--cluster', 'is only for --role data or coordinator', str('cluster'));
+  }
+  if (str('cluster') !== undefined && str('shards-per-index') !== undefined) {
+    throw new InvalidArgumentError(
+      '--shards-per-index',
+      'cannot be combined with --cluster (set shards_per_index in the cluster file)',
+      str('shards-per-index'),
+    );
+  }
+  const nodeId = str('node-id');
+  if (nodeId !== undefined && !/^[A-Za-z0-9_.-]{1,64}$/.test(nodeId)) {
+    throw new InvalidArgumentError('--node-id', 'must be 1..64 characters of [A-Za-z0-9_.-]', nodeId);
+  }
   const port =
     str('port') !== undefined
       ? intFlag('port', str('port'), 0, 65535)!
@@ -89,6 +227,25 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
   const intervalMs = intFlag('interval-ms', str('interval-ms'), 10, 60_000);
   const maxDocs = intFlag('max-docs', str('max-docs'), 1, 1_000_000);
   const maxSandboxes = intFlag('max-sandboxes', str('max-sandboxes'), 0, 10_000);
+  const shardsPerIndex = intFlag('shards-per-index', str('shards-per-index'), 1, 64);
+  const usageIntervalMs = intFlag('usage-interval-ms', str('usage-interval-ms'), 1, 60_000);
+  const usageWindowMs = intFlag('usage-window-ms', str('usage-window-ms'), 1, 3_600_000);
+  if (usageWindowMs !== undefined && usageWindowMs < (usageIntervalMs ?? 500)) {
+    throw new InvalidArgumentError(
+      '--usage-window-ms',
+      `must be at least the sampling interval (${usageIntervalMs ?? 500} ms)`,
+      str('usage-window-ms'),
+    );
+  }
+  const coresText = str('cores');
+  const cores = coresText === undefined ? undefined : Number(coresText);
+  if (coresText !== undefined && (!/^\d*\.?\d+$/.test(coresText) || !(cores! > 0 && cores! <= 4096))) {
+    throw new InvalidArgumentError('--cores', 'must be a number in (0, 4096]', coresText);
+  }
+  const engineOptions: Record<string, unknown> = {
+    ...(maxDocs !== undefined ? { maxDocumentsPerIndex: maxDocs } : {}),
+    ...(shardsPerIndex !== undefined ? { shardsPerIndex } : {}),
+  };
   const enforcement = str('enforcement');
   if (enforcement !== undefined && !ENFORCEMENT_MODES.includes(enforcement)) {
     throw new InvalidArgumentError(
@@ -120,8 +277,19 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     ...(maxSandboxes !== undefined ? { maxSandboxes } : {}),
     ...(str('engine') !== undefined ? { engine: str('engine')! } : {}),
     ...(enforcement !== undefined ? { enforcement: enforcement as EnforcementMode } : {}),
-    ...(maxDocs !== undefined ? { engineOptions: { maxDocumentsPerIndex: maxDocs } } : {}),
+    ...(Object.keys(engineOptions).length > 0 ? { engineOptions } : {}),
     ...(queueOrder !== undefined ? { queueOrder } : {}),
+    ...(role !== 'coordinator' && nodeId !== undefined ? { nodeId } : {}),
+    ...(cores !== undefined ? { cores } : {}),
+    ...(str('cache-dir') !== undefined ? { cacheDir: str('cache-dir')! } : {}),
+    ...(usageIntervalMs !== undefined || usageWindowMs !== undefined
+      ? {
+          resourceUsage: {
+            ...(usageIntervalMs !== undefined ? { intervalMs: usageIntervalMs } : {}),
+            ...(usageWindowMs !== undefined ? { windowMs: usageWindowMs } : {}),
+          },
+        }
+      : {}),
   };
   return {
     queryPriorityFile: str('query-priority'),
@@ -129,5 +297,50 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     port,
     runtime,
     logLevel,
+    role,
+    clusterFile: str('cluster'),
+    debugRoutes: values['debug-routes'] === true,
+    coordinator: role === 'coordinator' ? coordinatorOptions(str, nodeId) : undefined,
+  };
+}
+
+function coordinatorOptions(
+  str: (k: string) => string | undefined,
+  nodeId: string | undefined,
+): CoordinatorServeOptions {
+  const list = str('data-nodes');
+  if (list === undefined && str('cluster') === undefined) {
+    throw new InvalidArgumentError(
+      '--role coordinator',
+      'needs --cluster FILE or --data-nodes host:port,...',
+      undefined,
+    );
+  }
+  if (list !== undefined && str('cluster') !== undefined) {
+    throw new InvalidArgumentError(
+      '--data-nodes',
+      'cannot be combined with --cluster (the file lists the data nodes)',
+      list,
+    );
+  }
+  const admissionMode = str('admission-mode') ?? 'enforced';
+  if (!ADMISSION_MODES.includes(admissionMode)) {
+    throw new InvalidArgumentError(
+      '--admission-mode',
+      `must be one of ${ADMISSION_MODES.join(', ')}`,
+      admissionMode,
+    );
+  }
+  return {
+    nodeId: nodeId ?? 'coordinator',
+    dataNodes: list === undefined ? undefined : parseDataNodeList(list),
+    admissionMode: admissionMode as AdmissionMode,
+    admissionCpu: ratioFlag('admission-cpu', str('admission-cpu')),
+    admissionHeap: ratioFlag('admission-heap', str('admission-heap')),
+    duressCpu: ratioFlag('duress-cpu', str('duress-cpu')),
+    duressHeap: ratioFlag('duress-heap', str('duress-heap')),
+    statsTtlMs: intFlag('stats-ttl-ms', str('stats-ttl-ms'), 1, 600_000),
+    statsRefreshMs: intFlag('stats-refresh-ms', str('stats-refresh-ms'), 0, 600_000),
+    shardTimeoutMs: intFlag('shard-timeout-ms', str('shard-timeout-ms'), 100, 600_000),
   };
 }

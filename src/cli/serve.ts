@@ -1,14 +1,25 @@
-/** `query-sandbox serve`: a runtime behind the HTTP API until SIGINT/SIGTERM. */
+/**
+ * `query-sandbox serve`: a runtime behind the HTTP API until SIGINT/SIGTERM (`--role single`, the
+ * default, and `--role data`, which adds the internal routes a coordinator calls), or a cluster
+ * coordinator (`--role coordinator`: no runtime, it discovers the data nodes and routes to them).
+ * A node started by `query-sandbox cluster` (with an IPC channel to it) also stops when that parent
+ * goes away, so a killed launcher leaves no orphans.
+ */
 import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import pino from 'pino';
+import { readClusterFile } from '../cluster/cluster-spec.js';
+import { Coordinator } from '../cluster/coordinator.js';
+import { type DataNodePlacement, placeDataNode } from '../cluster/data-node-placement.js';
 import { InvalidArgumentError } from '../errors.js';
 import { createRuntime } from '../runtime.js';
 import { FileSandboxStore } from '../sandbox/file-sandbox-store.js';
 import { describeJsonError } from '../sandbox/json-error-position.js';
 import { FileQueryPriorityStore } from '../scheduler/query-priority-store.js';
 import { parseQueryPriority } from '../scheduler/query-priority.js';
+import { buildCoordinatorServer } from '../server/coordinator-server.js';
+import { registerDataNodeRoutes } from '../server/data-node-routes.js';
 import { buildHttpServer } from '../server/http-server.js';
 import { resolveAdminToken } from './admin-token.js';
 import type { ServeOptions } from './serve-options.js';
@@ -65,10 +76,87 @@ async function readQueryPriorityFile(file: string): Promise<unknown> {
   return document;
 }
 
+/** Calls `stop` on SIGINT, SIGTERM, and when the parent that started this process with an IPC channel goes. */
+function stopOnSignals(stop: (signal: string) => Promise<void>): void {
+  process.once('SIGINT', () => void stop('SIGINT'));
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  if (process.send !== undefined) {
+    process.once('disconnect', () => void stop('parent exited'));
+    // The channel must not keep the process alive on its own; the server does.
+    process.channel?.unref();
+  }
+}
+
+async function serveCoordinator(options: ServeOptions, log: pino.Logger): Promise<void> {
+  const c = options.coordinator!;
+  const dataNodes = c.dataNodes ?? (await readClusterFile(options.clusterFile!)).dataNodes;
+  const started = performance.now();
+  log.info({ dataNodes: dataNodes.map((n) => n.url) }, 'starting coordinator: discovering the data nodes');
+  const coordinator = await Coordinator.start({
+    nodeId: c.nodeId,
+    dataNodes,
+    admission: {
+      mode: c.admissionMode,
+      limits: {
+        search: {
+          ...(c.admissionCpu !== undefined ? { cpu: c.admissionCpu } : {}),
+          ...(c.admissionHeap !== undefined ? { heap: c.admissionHeap } : {}),
+        },
+      },
+    },
+    ranking: {
+      ...(c.duressCpu !== undefined ? { cpuDuressThreshold: c.duressCpu } : {}),
+      ...(c.duressHeap !== undefined ? { heapDuressThreshold: c.duressHeap } : {}),
+    },
+    statsCollector: {
+      ...(c.statsTtlMs !== undefined ? { ttlMs: c.statsTtlMs } : {}),
+      ...(c.statsRefreshMs !== undefined ? { minRefreshMs: c.statsRefreshMs } : {}),
+    },
+    ...(c.shardTimeoutMs !== undefined ? { shardTimeoutMs: c.shardTimeoutMs } : {}),
+    logger: log,
+  });
+  const app = buildCoordinatorServer(coordinator, { logger: log });
+  await app.listen({ host: options.host, port: options.port });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : options.port;
+  log.info(
+    {
+      url: `http://${options.host}:${port}`,
+      startMs: Math.round(performance.now() - started),
+      dataNodes: coordinator.routingTable.nodeIds,
+      indices: coordinator.routingTable.indices,
+      admission: c.admissionMode,
+    },
+    'query-sandbox coordinator listening',
+  );
+  let stopping = false;
+  stopOnSignals(async (signal) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'stopping');
+    await app.close();
+    process.exit(0);
+  });
+}
+
 export async function serve(options: ServeOptions): Promise<void> {
   await checkListenable(options.host, options.port);
   const log = pino({ level: options.logLevel });
+  if (options.role === 'coordinator') return serveCoordinator(options, log);
   const started = performance.now();
+  let placement: DataNodePlacement | undefined;
+  if (options.role === 'data') {
+    const cluster = options.clusterFile === undefined ? undefined : await readClusterFile(options.clusterFile);
+    if (cluster !== undefined && options.runtime.nodeId === undefined) {
+      throw new InvalidArgumentError('--node-id', 'is required with --cluster (the data node to be)', undefined);
+    }
+    placement = placeDataNode({
+      nodeId: options.runtime.nodeId ?? `node-${process.pid}`,
+      cluster,
+      engineOptions: options.runtime.engineOptions ?? {},
+      builtInEngine: options.runtime.engine === undefined,
+    });
+  }
   log.info(
     'starting: preparing the engine (first start builds the index cache) and loading it in each worker',
   );
@@ -77,6 +165,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     options.queryPriorityFile === undefined ? undefined : await readQueryPriorityFile(options.queryPriorityFile);
   const runtime = await createRuntime({
     ...options.runtime,
+    ...(placement !== undefined ? { engineOptions: placement.engineOptions } : {}),
     ...(queryPriority !== undefined ? { queryPriority } : {}),
     // Changes made through PUT /_query_priority survive restarts; the file seeds an empty store only.
     queryPriorityStore: new FileQueryPriorityStore(path.join(dataDir, 'query-priority.json')),
@@ -87,6 +176,13 @@ export async function serve(options: ServeOptions): Promise<void> {
   // Only once the runtime has started: a start that fails leaves the token file of a running server alone.
   const admin = await resolveAdminToken(process.env, dataDir);
   const app = buildHttpServer(runtime, { logger: log, adminToken: admin.token });
+  if (placement !== undefined) {
+    registerDataNodeRoutes(app, runtime, {
+      shardsPerIndex: placement.shardsPerIndex,
+      copies: placement.copiesFor(runtime.nodeStats().engineIndices ?? []),
+      debugRoutes: options.debugRoutes,
+    });
+  }
   await app.listen({ host: options.host, port: options.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : options.port;
@@ -98,6 +194,8 @@ export async function serve(options: ServeOptions): Promise<void> {
       workerStartupMs: node.workerStartupMs.map((ms) => Math.round(ms)),
       indices: node.engineIndices,
       sandboxes: runtime.sandboxes().map((s) => s.id),
+      role: options.role,
+      nodeId: node.nodeId,
     },
     'query-sandbox listening',
   );
@@ -116,6 +214,5 @@ export async function serve(options: ServeOptions): Promise<void> {
     await runtime.close();
     process.exit(0);
   };
-  process.once('SIGINT', () => void stop('SIGINT'));
-  process.once('SIGTERM', () => void stop('SIGTERM'));
+  stopOnSignals(stop);
 }

@@ -13,12 +13,18 @@ export interface MinisearchEngineOptions {
   readonly maxDocumentsPerIndex: number;
   /** The indices (corpus groups) to serve, in corpus order (default: all five). */
   readonly indices: readonly CorpusGroup[];
+  /**
+   * The shard copies this node holds, index name to ascending shard numbers; `undefined` (the
+   * default) holds every shard of every served index. A data node of a cluster holds only the copies
+   * assigned to it and loads only those; an index served but absent here holds no shard. Frozen.
+   */
+  readonly heldShards: Readonly<Record<string, readonly number[]>> | undefined;
 }
 
 /** Default shards per index. */
 export const DEFAULT_SHARDS_PER_INDEX = 2;
 
-const KNOWN_KEYS = ['shardsPerIndex', 'maxDocumentsPerIndex', 'indices'];
+const KNOWN_KEYS = ['shardsPerIndex', 'maxDocumentsPerIndex', 'indices', 'heldShards'];
 
 /**
  * Validate raw `engineOptions`.
@@ -68,9 +74,51 @@ export function parseEngineOptions(raw: unknown): MinisearchEngineOptions {
       );
     }
   }
+  const served = CORPUS_GROUPS.filter((g) => indices.includes(g));
   return {
     shardsPerIndex: shards as number,
     maxDocumentsPerIndex: max as number,
-    indices: CORPUS_GROUPS.filter((g) => indices.includes(g)),
+    indices: served,
+    heldShards: parseHeldShards(options['heldShards'], served, shards as number),
   };
+}
+
+/**
+ * `engineOptions.heldShards`: `{ "<index>": [shard, ...] }` with served index names and distinct
+ * shard numbers in 0..shardsPerIndex-1; returned sorted and frozen.
+ */
+function parseHeldShards(
+  raw: unknown,
+  served: readonly string[],
+  shardsPerIndex: number,
+): Readonly<Record<string, readonly number[]>> | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new InvalidArgumentError(
+      'engineOptions.heldShards',
+      'must be an object of index name to shard numbers',
+      raw,
+    );
+  }
+  const held: Record<string, readonly number[]> = {};
+  for (const [index, list] of Object.entries(raw as Record<string, unknown>)) {
+    const path = `engineOptions.heldShards.${index}`;
+    if (!served.includes(index)) {
+      throw new InvalidArgumentError(path, `must name a served index (${served.join(', ')})`, list);
+    }
+    if (!Array.isArray(list)) throw new InvalidArgumentError(path, 'must be an array of shard numbers', list);
+    for (const [i, shard] of list.entries()) {
+      if (!Number.isInteger(shard) || shard < 0 || shard >= shardsPerIndex) {
+        throw new InvalidArgumentError(
+          `${path}[${i}]`,
+          `must be an integer in 0..${shardsPerIndex - 1}`,
+          shard,
+        );
+      }
+      if (list.indexOf(shard) !== i)
+        throw new InvalidArgumentError(`${path}[${i}]`, 'must not repeat a shard', shard);
+    }
+    held[index] = Object.freeze([...(list as number[])].sort((a, b) => a - b));
+  }
+  return Object.freeze(held);
 }

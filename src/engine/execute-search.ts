@@ -5,7 +5,7 @@
  */
 
 import MiniSearch, { type SearchOptions, type SearchResult } from 'minisearch';
-import { IndexNotFoundError } from '../errors.js';
+import { EngineRequestError, IndexNotFoundError } from '../errors.js';
 import type { LoadedIndices } from './index-cache.js';
 import {
   type BoolQueryPlan,
@@ -61,8 +61,11 @@ export interface SearchResponse {
  * @param checkpoint called before each shard is searched, before each clause of a bool query on a
  *   shard, and once at the end (records memory; throws to abort the search).
  * @param nowMs what `now` means in date math (epoch ms); default the current time.
+ * @param shards index name to the shard numbers to search; an index absent from it (or no `shards`)
+ *   searches every shard held (loaded) of it.
  * @returns hits sorted by score desc, then index name, then `_id`; paged by from/size.
- * @throws IndexNotFoundError for a name that is not loaded; whatever `checkpoint` throws.
+ * @throws IndexNotFoundError for a name that is not loaded; EngineRequestError
+ *   `shard_not_found_exception` (404) for a requested shard that is not held; whatever `checkpoint` throws.
  */
 export function executeSearch(
   loaded: LoadedIndices,
@@ -70,13 +73,16 @@ export function executeSearch(
   plan: SearchPlan,
   checkpoint: () => void,
   nowMs: number = Date.now(),
+  shards?: Readonly<Record<string, readonly number[]>>,
 ): SearchResponse {
   const started = performance.now();
   const names = [...new Set(indexNames)];
   const targets = names.map((name) => {
-    const shards = loaded.get(name);
-    if (!shards) throw new IndexNotFoundError(name);
-    return { name, shards };
+    const held = loaded.get(name);
+    if (!held) throw new IndexNotFoundError(name);
+    const wanted = shards?.[name];
+    if (wanted === undefined) return { name, shards: held.filter((s) => s !== undefined) };
+    return { name, shards: wanted.map((n) => heldShard(held, name, n)) };
   });
   const run: QueryRun = { nowMs, checkpoint };
   const hits: SearchHit[] = [];
@@ -104,6 +110,24 @@ export function executeSearch(
       hits: hits.slice(plan.from, plan.from + plan.size),
     },
   };
+}
+
+/** Shard `n` of an index, when this node holds it. @throws EngineRequestError 404 otherwise. */
+function heldShard(held: readonly (MiniSearch | undefined)[], index: string, n: number): MiniSearch {
+  const shard = held[n];
+  if (shard === undefined) {
+    throw new EngineRequestError(
+      'shard_not_found_exception',
+      `no such shard [${index}][${n}] on this node (it holds ${describeHeld(held)})`,
+      404,
+    );
+  }
+  return shard;
+}
+
+function describeHeld(held: readonly (MiniSearch | undefined)[]): string {
+  const numbers = held.flatMap((s, i) => (s === undefined ? [] : [i]));
+  return numbers.length === 0 ? 'no shard of it' : `shards [${numbers.join(', ')}]`;
 }
 
 /** The query types MiniSearch runs itself (one `search` call each). */

@@ -29,7 +29,7 @@ import { corpusVersion, type MailDocument, readCorpus } from './spam-assassin-co
  * Version of what goes into an index (mail parsing, term processing, shard hash, layout). Bump it
  * whenever any of them changes.
  */
-export const INDEX_FORMAT_VERSION = 1;
+export const INDEX_FORMAT_VERSION = 2; // 2: shards by the Elasticsearch routing hash (1: FNV-1a)
 
 /** `manifest.json`: what the cache holds. */
 export interface CacheManifest {
@@ -42,8 +42,11 @@ export interface CacheManifest {
   readonly buildMs: number;
 }
 
-/** An index loaded in memory: one MiniSearch per shard, in shard order. */
-export type LoadedIndices = ReadonlyMap<string, readonly MiniSearch<MailDocument>[]>;
+/**
+ * Indices loaded in memory: per index, one entry per shard number (`shardsPerIndex` entries, in shard
+ * order), the shard's MiniSearch, or `undefined` for a shard this node does not hold.
+ */
+export type LoadedIndices = ReadonlyMap<string, readonly (MiniSearch<MailDocument> | undefined)[]>;
 
 let minisearchVersionText: string | undefined;
 
@@ -142,17 +145,28 @@ export function ensureIndexCache(
 }
 
 /**
- * Load every shard of a cache written by `ensureIndexCache`.
+ * Load the shards of a cache written by `ensureIndexCache`: every shard, or only the held ones.
  *
- * @returns index name to its shards.
+ * @param heldShards index name to the shard numbers to load; `undefined` loads every shard. An index
+ *   of the cache absent from it loads none (it is still listed, with only `undefined` entries).
+ * @returns index name to its shards (see `LoadedIndices`).
  * @throws Error when a shard file is missing or unreadable.
  */
-export function loadIndexCache(dir: string, manifest: CacheManifest): LoadedIndices {
-  const loaded = new Map<string, MiniSearch<MailDocument>[]>();
+export function loadIndexCache(
+  dir: string,
+  manifest: CacheManifest,
+  heldShards?: Readonly<Record<string, readonly number[]>>,
+): LoadedIndices {
+  const loaded = new Map<string, (MiniSearch<MailDocument> | undefined)[]>();
   for (const name of Object.keys(manifest.indices)) {
-    const shards: MiniSearch<MailDocument>[] = [];
+    const held = heldShards === undefined ? undefined : (heldShards[name] ?? []);
+    const shards: (MiniSearch<MailDocument> | undefined)[] = [];
     for (let i = 0; i < manifest.shardsPerIndex; i++) {
-      shards.push(decodeShard(readFileSync(join(dir, `${name}.${i}.json`), 'utf8'), MAIL_INDEX_OPTIONS));
+      shards.push(
+        held === undefined || held.includes(i)
+          ? decodeShard(readFileSync(join(dir, `${name}.${i}.json`), 'utf8'), MAIL_INDEX_OPTIONS)
+          : undefined,
+      );
     }
     loaded.set(name, shards);
   }

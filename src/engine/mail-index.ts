@@ -47,7 +47,8 @@ export const MAIL_INDEX_OPTIONS: Options<MailDocument> = {
  * Build the shards of one index.
  *
  * @param docs the index's documents (ids unique within the index).
- * @param shards the number of shards, >= 1; a document goes to `shardOf(id, shards)`.
+ * @param shards the number of shards, 1..1024; a document goes to `shardOf(id, shards)` (the
+ *   Elasticsearch routing of its `_id`).
  * @returns one MiniSearch per shard, in shard order (a shard may be empty).
  */
 export function buildShards(docs: readonly MailDocument[], shards: number): MiniSearch<MailDocument>[] {

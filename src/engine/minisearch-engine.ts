@@ -4,13 +4,16 @@
  * the mail id. Implements `EngineModule` (src/pool/engine-module.ts) with named exports.
  *
  * Life cycle: `prepare` (main thread, once) builds the shards and writes them to the cache, or reuses
- * the cache; `init` (each worker) loads every shard from the cache (about 0.7 s and 130 MB of heap
+ * the cache; `init` (each worker) loads every held shard from the cache (about 0.7 s and 130 MB of heap
  * per worker for the full corpus, see shard-codec.ts); `validate` (main thread) checks a request
  * cheaply; `queryAttributes` (main thread) reports the query text and the time range it reads to the
  * scheduler's priority rules; `handle` (worker) runs it.
  *
  * engineOptions (see engine-options.ts): `shardsPerIndex` (1..64, default 2),
- * `maxDocumentsPerIndex` (default all), `indices` (subset of the group names, default all).
+ * `maxDocumentsPerIndex` (default all), `indices` (subset of the group names, default all),
+ * `heldShards` (the shard copies this node holds and loads, default all). Documents go to shards by
+ * the Elasticsearch routing of their `_id` (`shard-of.ts`). A request may name the shards to search
+ * (`EngineRequest.shards`); a shard this node does not hold answers 404 `shard_not_found_exception`.
  */
 
 import { EngineRequestError, IndexNotFoundError } from '../errors.js';
@@ -51,14 +54,15 @@ export function prepare(context: EnginePrepareContext): EngineDescription {
 }
 
 /**
- * Each worker, once: load every shard from the cache written by `prepare` (builds it when missing).
+ * Each worker, once: load the held shards (every shard without `heldShards`) from the cache written
+ * by `prepare` (builds it when missing).
  *
  * @throws InvalidArgumentError for bad engineOptions; Error when a cache file is unreadable.
  */
 export function init(context: EngineInitContext): void {
   const options = parseEngineOptions(context.options);
   const { dir, manifest } = ensureIndexCache(context.cacheDir, options);
-  loaded = loadIndexCache(dir, manifest);
+  loaded = loadIndexCache(dir, manifest, options.heldShards);
   knownIndices = new Set(loaded.keys());
 }
 
@@ -66,7 +70,9 @@ export function init(context: EngineInitContext): void {
  * Main thread, per request, cheap (no index access): check the body and the index names.
  *
  * @throws EngineRequestError `parsing_exception` (400) for a bad body (see search-request.ts);
- *   IndexNotFoundError (404) for an index this engine does not serve.
+ *   IndexNotFoundError (404) for an index this engine does not serve. Requested shards are checked by
+ *   `handle`, in the worker that holds them (the main thread's module is shared by every runtime of the
+ *   process, so it keeps no per-node shard state).
  */
 export function validate(request: EngineRequest): void {
   parseSearchBody(request.body);
@@ -101,16 +107,18 @@ export function queryAttributes(request: EngineRequest, nowMs: number): QueryAtt
 
 /**
  * Worker, per task: run the search over each requested index (none when `request.indices` is empty)
- * and each of its shards, calling `context.checkpoint()` before every shard, before every clause of
- * a bool query on a shard, and once at the end; `now` in date math is the worker's clock.
+ * and each of its held shards (or the shards `request.shards` names), calling `context.checkpoint()`
+ * before every shard, before every clause of a bool query on a shard, and once at the end; `now` in
+ * date math is the worker's clock.
  *
  * @returns an OpenSearch-shaped response (`took` in ms; hits sorted by score desc, index, `_id`).
- * @throws EngineRequestError / IndexNotFoundError as `validate`; whatever `checkpoint` throws when the
- *   task is cancelled; Error when `init` has not run in this thread.
+ * @throws EngineRequestError / IndexNotFoundError as `validate`, and `shard_not_found_exception`
+ *   (404) for a requested shard this worker does not hold; whatever `checkpoint` throws when the task
+ *   is cancelled; Error when `init` has not run in this thread.
  */
 export function handle(request: EngineRequest, context: TaskContext): SearchResponse {
   const plan = parseSearchBody(request.body);
   if (!loaded)
     throw new Error('the MiniSearch engine is not initialised in this thread (init was not called)');
-  return executeSearch(loaded, request.indices, plan, () => context.checkpoint());
+  return executeSearch(loaded, request.indices, plan, () => context.checkpoint(), Date.now(), request.shards);
 }

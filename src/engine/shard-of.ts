@@ -1,27 +1,29 @@
 /**
- * Stable assignment of a document id to a shard: FNV-1a (32 bit) over the id's UTF-16 code units,
- * modulo the shard count. A placeholder until the routing module's Murmur3 (Elasticsearch's formula)
- * is used here too; the index cache key includes the engine's format version, so changing the hash
- * only needs a version bump.
+ * The shard of a document id, routed as Elasticsearch routes it, so that shard numbers match a real
+ * cluster's: `shardId(resolveShardRouting({ numberOfShards }), id)` from `src/routing/` (Murmur3
+ * x86_32 over the id's UTF-16 code units, the default `routing_num_shards` for that shard count,
+ * routing factor; no custom routing, no partitioning). The index cache key includes the engine's
+ * format version (`INDEX_FORMAT_VERSION`), which changes whenever this assignment changes.
  */
+import { resolveShardRouting, type ShardRouting, shardId } from '../routing/shard-routing.js';
 
-/** FNV-1a 32-bit hash of the string's UTF-16 code units; an unsigned 32-bit integer. */
-export function fnv1a32(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return hash >>> 0;
-}
+/** Resolved routing per shard count (at most 64 entries: the engine's shard range). */
+const routings = new Map<number, ShardRouting>();
 
 /**
  * The shard of a document id.
  *
  * @param id the document's `_id`.
- * @param shards the number of shards, an integer >= 1.
- * @returns an integer in 0..shards-1.
+ * @param shards the number of shards (`index.number_of_shards`), an integer in 1..1024.
+ * @returns an integer in 0..shards-1, equal to Elasticsearch's primary shard for that `_id` in an
+ *   index with `shards` shards and the default `number_of_routing_shards`.
+ * @throws InvalidArgumentError (path `numberOfShards`) for a shard count outside 1..1024.
  */
 export function shardOf(id: string, shards: number): number {
-  return fnv1a32(id) % shards;
+  let routing = routings.get(shards);
+  if (routing === undefined) {
+    routing = resolveShardRouting({ numberOfShards: shards });
+    routings.set(shards, routing);
+  }
+  return shardId(routing, id);
 }

@@ -68,8 +68,11 @@ export interface GovernorStats {
   readonly rateLimited: number;
   /** Tokens left in the time bucket and the completion bucket. */
   readonly tokens: { readonly time: number; readonly completions: number };
-  /** Ticks so far and their cost (sample, decide, publish, act), µs. */
+  /** Ticks so far. */
   readonly ticks: number;
+  /** Ticks whose cost the figures below describe: all of them, or those since the last reset. */
+  readonly tickCostSamples: number;
+  /** Cost of a tick (sample, decide, publish, act), µs. */
   readonly tickMedianUs: number;
   readonly tickP99Us: number;
 }
@@ -123,6 +126,7 @@ export class Governor {
   /** Tasks held back by the rate limit and not yet settled (so each is counted once). */
   readonly #heldBack = new Set<number>();
   readonly #tickNs = createHistogram();
+  #ticks = 0;
 
   constructor(options: GovernorOptions, deps: GovernorDeps) {
     this.#deps = deps;
@@ -198,16 +202,23 @@ export class Governor {
     this.#completionBucket.refill(1);
   }
 
-  stats(): GovernorStats {
-    return {
+  /**
+   * The counters and the tick cost. `resetTickCost`: start the tick-cost figures afresh after this
+   * reading (a benchmark measures a steady state that way).
+   */
+  stats(options?: { readonly resetTickCost?: boolean }): GovernorStats {
+    const stats: GovernorStats = {
       softCancellations: this.#softCancellations,
       hardCancellations: this.#hardCancellations,
       rateLimited: this.#rateLimited,
       tokens: { time: this.#timeBucket.tokens, completions: this.#completionBucket.tokens },
-      ticks: this.#tickNs.count,
+      ticks: this.#ticks,
+      tickCostSamples: this.#tickNs.count,
       tickMedianUs: this.#tickNs.count === 0 ? 0 : this.#tickNs.percentile(50) / 1000,
       tickP99Us: this.#tickNs.count === 0 ? 0 : this.#tickNs.percentile(99) / 1000,
     };
+    if (options?.resetTickCost === true) this.#tickNs.reset();
+    return stats;
   }
 
   /** The decaying boosts of sandboxes cut back recently; forgets ones that have decayed away. */
@@ -228,6 +239,7 @@ export class Governor {
       this.#tick();
     } finally {
       this.#tickNs.record(Math.max(1, Number(process.hrtime.bigint() - started)));
+      this.#ticks++;
     }
   }
 

@@ -40,6 +40,14 @@ export interface EngineRequest<Body = unknown> {
   readonly indices: readonly string[];
   /** The request body as received (parsed JSON). */
   readonly body: Body;
+  /**
+   * The shards to search, index name to shard numbers (0-based, as `src/routing` numbers them); an
+   * index of `indices` absent here, or the whole field absent, means every shard this node holds of
+   * it. Set by a cluster coordinator that picked this node's copies of those shards; every key is one
+   * of `indices` and every list is non-empty, without repeats (the runtime checks that). An engine
+   * without shards may ignore it; one with shards refuses a shard it does not hold (a 4xx).
+   */
+  readonly shards?: Readonly<Record<string, readonly number[]>>;
 }
 
 /** Given to `handle` for one task. */

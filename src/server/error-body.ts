@@ -3,11 +3,13 @@
  * `{"error": {"type", "reason", ...}, "status": N}`. The one place where errors become HTTP.
  */
 import {
+  AdmissionRejectedError,
   clientErrorStatusOf,
   httpStatusOf,
   isQuerySandboxError,
   RejectedError,
   CancelledError,
+  ShardsFailedError,
 } from '../errors.js';
 
 export interface ErrorBody {
@@ -25,6 +27,17 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
       extra['resource'] = error.resource;
     }
     if (error instanceof CancelledError) extra['hard'] = error.hard;
+    if (error instanceof AdmissionRejectedError) {
+      extra['node_id'] = error.nodeId;
+      extra['resource'] = error.resource;
+      extra['index'] = error.index;
+      extra['shard'] = error.shard;
+    }
+    if (error instanceof ShardsFailedError) {
+      extra['phase'] = 'query';
+      extra['grouped'] = true;
+      extra['failed_shards'] = error.failures;
+    }
     return { status, body: { error: { type: error.type, reason: error.message, ...extra }, status } };
   }
   const e = error as { message?: unknown; code?: unknown };

@@ -33,12 +33,14 @@ export interface HttpServerOptions {
   readonly logger?: FastifyBaseLogger;
 }
 
-function headerValue(request: FastifyRequest, name: string): string | undefined {
+/** The first value of a request header (lower-case `name`), or `undefined`. */
+export function headerValue(request: FastifyRequest, name: string): string | undefined {
   const v = request.headers[name];
   return Array.isArray(v) ? v[0] : v;
 }
 
-function sendError(reply: FastifyReply, error: unknown): FastifyReply {
+/** Answers `error` with its OpenSearch-shaped body and status (`toErrorResponse`). */
+export function sendError(reply: FastifyReply, error: unknown): FastifyReply {
   const { status, body } = toErrorResponse(error);
   return reply.code(status).send(body);
 }
@@ -196,7 +198,18 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
   });
   const admin = (request: FastifyRequest) =>
     checkAdminToken(headerValue(request, 'authorization'), options.adminToken);
-  app.put('/_sandbox', async (request, reply) => {
+  // Admin routes check the token before the body is read: a caller without it learns nothing from
+  // a 400 about its body, and an unauthorised megabyte is not parsed.
+  const adminOnly = {
+    onRequest: async (request: FastifyRequest, reply: FastifyReply) => {
+      try {
+        admin(request);
+      } catch (error) {
+        return sendError(reply, error);
+      }
+    },
+  };
+  app.put('/_sandbox', adminOnly, async (request, reply) => {
     try {
       admin(request);
       const sandbox = await runtime.sandboxRegistry.create(request.body);
@@ -205,7 +218,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
       return sendError(reply, error);
     }
   });
-  app.put<{ Params: { id: string } }>('/_sandbox/:id', async (request, reply) => {
+  app.put<{ Params: { id: string } }>('/_sandbox/:id', adminOnly, async (request, reply) => {
     try {
       admin(request);
       const expected = ifMatchVersion(headerValue(request, 'if-match'));
@@ -215,7 +228,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
       return sendError(reply, error);
     }
   });
-  app.delete<{ Params: { id: string } }>('/_sandbox/:id', async (request, reply) => {
+  app.delete<{ Params: { id: string } }>('/_sandbox/:id', adminOnly, async (request, reply) => {
     try {
       admin(request);
       const expected = ifMatchVersion(headerValue(request, 'if-match'));
@@ -226,7 +239,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
     }
   });
   app.get('/_query_priority', async () => runtime.queryPriority());
-  app.put('/_query_priority', async (request, reply) => {
+  app.put('/_query_priority', adminOnly, async (request, reply) => {
     try {
       admin(request);
       return reply.send(await runtime.setQueryPriority(request.body));

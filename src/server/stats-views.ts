@@ -111,9 +111,30 @@ export function nodeStatsView(runtime: Runtime): Record<string, unknown> {
           };
         })(),
         scheduler: schedulerView(runtime),
+        resource_usage: resourceUsageView(runtime),
         indices: n.engineIndices ?? null,
       },
     },
+  };
+}
+
+/**
+ * The `resource_usage` section of `GET /_nodes/stats`: what this node sends a coordinator in the
+ * `Resource_Usage_Stats` header (moving averages, ratios 0..1; `io` null without an IO source).
+ */
+function resourceUsageView(runtime: Runtime) {
+  const u = runtime.resourceUsage();
+  const w = runtime.options.resourceUsage;
+  return {
+    cpu: u.cpu,
+    heap: u.heap,
+    io: u.ioSource === 'none' ? null : u.io,
+    io_source: u.ioSource,
+    ready: u.ready,
+    samples: { cpu: u.cpuSamples, heap: u.heapSamples, io: u.ioSamples },
+    interval_ms: w.intervalMs,
+    window_ms: w.windowMs,
+    timestamp_ms: u.timestampMs,
   };
 }
 
@@ -122,6 +143,7 @@ function schedulerView(runtime: Runtime) {
   const s = runtime.schedulerStats();
   const round = (ms: number) => Math.round(ms * 100) / 100;
   return {
+    queue_order: s.queueOrder,
     queued: s.queued,
     running: s.running,
     capacity: s.capacity,

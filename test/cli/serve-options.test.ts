@@ -72,3 +72,164 @@ describe('demo options', () => {
     );
   });
 });
+
+describe('serve options: cluster roles', () => {
+  it('defaults to a single node holding every shard', () => {
+    const o = parseServeOptions([], {});
+    expect(o.role).toBe('single');
+    expect(o.coordinator).toBeUndefined();
+    expect(o.debugRoutes).toBe(false);
+  });
+
+  it('takes a data node with its id, cluster file, cores, cache and tracker settings', () => {
+    const o = parseServeOptions(
+      [
+        '--role',
+        'data',
+        '--node-id',
+        'data-2',
+        '--cluster',
+        'c.json',
+        '--cores',
+        '1.5',
+        '--cache-dir',
+        'cache',
+        '--usage-interval-ms',
+        '250',
+        '--usage-window-ms',
+        '5000',
+        '--debug-routes',
+        '--max-docs',
+        '9',
+      ],
+      {},
+    );
+    expect(o.role).toBe('data');
+    expect(o.clusterFile).toBe('c.json');
+    expect(o.debugRoutes).toBe(true);
+    expect(o.runtime).toMatchObject({
+      nodeId: 'data-2',
+      cores: 1.5,
+      cacheDir: 'cache',
+      resourceUsage: { intervalMs: 250, windowMs: 5000 },
+      engineOptions: { maxDocumentsPerIndex: 9 },
+    });
+    expect(parseServeOptions(['--shards-per-index', '4'], {}).runtime.engineOptions).toEqual({
+      shardsPerIndex: 4,
+    });
+  });
+
+  it('takes a coordinator with its data nodes and admission settings, with defaults', () => {
+    const o = parseServeOptions(
+      ['--role', 'coordinator', '--data-nodes', '127.0.0.1:9201,127.0.0.1:9202'],
+      {},
+    );
+    expect(o.coordinator).toEqual({
+      nodeId: 'coordinator',
+      dataNodes: [
+        { id: undefined, url: 'http://127.0.0.1:9201' },
+        { id: undefined, url: 'http://127.0.0.1:9202' },
+      ],
+      admissionMode: 'enforced',
+      admissionCpu: undefined,
+      admissionHeap: undefined,
+      duressCpu: undefined,
+      duressHeap: undefined,
+      statsTtlMs: undefined,
+      statsRefreshMs: undefined,
+      shardTimeoutMs: undefined,
+    });
+    const tuned = parseServeOptions(
+      [
+        '--role',
+        'coordinator',
+        '--cluster',
+        'c.json',
+        '--admission-mode',
+        'monitor_only',
+        '--admission-cpu',
+        '0.8',
+        '--admission-heap',
+        '.85',
+        '--duress-cpu',
+        '0.7',
+        '--duress-heap',
+        '1',
+        '--stats-ttl-ms',
+        '3000',
+        '--stats-refresh-ms',
+        '0',
+        '--shard-timeout-ms',
+        '5000',
+        '--node-id',
+        'coord-a',
+      ],
+      {},
+    ).coordinator;
+    expect(tuned).toMatchObject({
+      nodeId: 'coord-a',
+      admissionMode: 'monitor_only',
+      admissionCpu: 0.8,
+      admissionHeap: 0.85,
+      duressCpu: 0.7,
+      duressHeap: 1,
+      statsTtlMs: 3000,
+      statsRefreshMs: 0,
+      shardTimeoutMs: 5000,
+    });
+  });
+
+  it.each([
+    [['--role', 'master'], '--role must be one of single, data, coordinator; received "master"'],
+    [['--data-nodes', 'h:1'], '--data-nodes is only for --role coordinator; received "h:1"'],
+    [
+      ['--role', 'data', '--admission-cpu', '0.5'],
+      '--admission-cpu is only for --role coordinator; received "0.5"',
+    ],
+    [
+      ['--role', 'coordinator', '--cluster', 'c', '--threads', '2'],
+      '--threads is only for a node that runs searches',
+    ],
+    [['--role', 'coordinator'], '--role coordinator needs --cluster FILE or --data-nodes host:port,...'],
+    [
+      ['--role', 'coordinator', '--cluster', 'c', '--data-nodes', 'h:1'],
+      '--data-nodes cannot be combined with --cluster',
+    ],
+    [
+      ['--role', 'coordinator', '--data-nodes', 'h'],
+      '--data-nodes must be http://host:port or host:port (with a port, no path); received "h"',
+    ],
+    [
+      ['--role', 'coordinator', '--cluster', 'c', '--admission-mode', 'on'],
+      '--admission-mode must be one of enforced, monitor_only, disabled; received "on"',
+    ],
+    [
+      ['--role', 'coordinator', '--cluster', 'c', '--admission-cpu', '1.2'],
+      '--admission-cpu must be a ratio in (0, 1]; received "1.2"',
+    ],
+    [
+      ['--role', 'coordinator', '--cluster', 'c', '--duress-heap', '0'],
+      '--duress-heap must be a ratio in (0, 1]; received "0"',
+    ],
+    [
+      ['--role', 'coordinator', '--cluster', 'c', '--shard-timeout-ms', '10'],
+      '--shard-timeout-ms must be an integer in 100..600000; received "10"',
+    ],
+    [['--cluster', 'c'], '--cluster is only for --role data or coordinator; received "c"'],
+    [
+      ['--role', 'data', '--cluster', 'c', '--shards-per-index', '2'],
+      '--shards-per-index cannot be combined with --cluster',
+    ],
+    [['--debug-routes'], '--debug-routes is only for --role data; received true'],
+    [['--node-id', 'a b'], '--node-id must be 1..64 characters of [A-Za-z0-9_.-]; received "a b"'],
+    [['--cores', '0'], '--cores must be a number in (0, 4096]; received "0"'],
+    [['--cores', 'two'], '--cores must be a number in (0, 4096]; received "two"'],
+    [['--shards-per-index', '65'], '--shards-per-index must be an integer in 1..64; received "65"'],
+    [
+      ['--usage-window-ms', '100'],
+      '--usage-window-ms must be at least the sampling interval (500 ms); received "100"',
+    ],
+  ])('refuses %j naming the flag and the value', (argv, message) => {
+    expect(() => parseServeOptions(argv, {})).toThrow(message);
+  });
+});

@@ -1,0 +1,550 @@
+/**
+ * The coordinator of a loopback cluster: takes a search, asks admission control first, picks one copy
+ * of every shard with adaptive replica selection, fans the search out to the chosen data nodes over
+ * HTTP, and merges their hits. It holds no data and runs no engine.
+ *
+ * One search:
+ * 1. Resolve the index expression against the indices the data nodes serve (404 for an unknown
+ *    name); check `from` and `size` (400, as the engine would).
+ * 2. Every shard of every index is a target; its copies come from the routing table (primary first).
+ * 3. Admission (`AdmissionController.decide('search', ...)`) over the copies' fresh piggy-backed stats:
+ *    when every copy of some shard is on a node over its limits, the search is refused with 429
+ *    `rejected_execution_exception` (`AdmissionRejectedError`, naming node, resource, index, shard)
+ *    before anything is sent. Nodes without fresh stats are unknown and never refused.
+ * 4. Per shard, the best copy by `ReplicaRanking.select` (Elasticsearch's C3 rank from this
+ *    coordinator's response and service times and the nodes' queue sizes, nodes in duress last,
+ *    stat-less nodes probed). Every shard sent counts as one request in flight to its node until its
+ *    node answers (`onSend`/`onDone`, as Elasticsearch counts pending shard requests); as in
+ *    Elasticsearch (`TransportSearchAction` reads the pending counts once per search), the shards of
+ *    one search are all ranked on the counts of the searches already in flight. Copies are rotated per
+ *    pick so that ties do not always go to the same node.
+ * 5. One HTTP request per chosen node (`POST /_internal/shard_search`) with all of that node's shards,
+ *    asking each for its best `from + size` hits from 0. A node that fails (no answer, 5xx, 429 from its
+ *    own governor, a shard it does not hold) has each of its shards retried once on another copy,
+ *    picked by the ranking among the copies not tried yet. A node that did not answer at all is ranked
+ *    after the others for `failedNodeBackoffMs`.
+ * 6. A 4xx other than those (a bad query, a forbidden sandbox) is the client's: the first such answer
+ *    is passed on as is (`RemoteClientError`). If every shard failed: `ShardsFailedError` (429 when
+ *    every failure was a 429, else 503). Otherwise the hits are merged (`search-merge.ts`) and failed
+ *    shards are listed in `_shards.failures`.
+ *
+ * Every answer from a data node feeds the stats collector with its `Resource_Usage_Stats` header
+ * (only the called node's own entry counts) and the ranking with its response time, service time and
+ * queue size. Headers from end clients are never read for stats.
+ */
+import pino from 'pino';
+import { AdmissionController, type AdmissionControllerOptions } from '../admission/admission-controller.js';
+import { ReplicaRanking, type ReplicaRankingOptions } from '../admission/replica-ranking.js';
+import { StatsCollector, type StatsCollectorOptions } from '../admission/stats-collector.js';
+import { resolveIndexExpression } from '../classify/index-expression.js';
+import {
+  AdmissionRejectedError,
+  InvalidArgumentError,
+  NotRunningError,
+  type ShardFailure,
+  ShardsFailedError,
+} from '../errors.js';
+import { isPlainObject } from '../sandbox/is-plain-object.js';
+import type { DataNodeAddress } from './cluster-spec.js';
+import type { CoordinatorStats, DataNodeStats } from './coordinator-stats.js';
+import { callShardSearch, type NodeCallOutcome } from './data-node-client.js';
+import { discoverDataNodes } from './discovery.js';
+import { RemoteClientError } from './remote-client-error.js';
+import { RoutingTable } from './routing-table.js';
+import { type MergeableHit, mergeHits, type NodeHits, readNodeHits } from './search-merge.js';
+import { pageOf } from './search-page.js';
+
+export type { CoordinatorStats, DataNodeStats } from './coordinator-stats.js';
+export { RemoteClientError } from './remote-client-error.js';
+
+export interface CoordinatorOptions {
+  /** This node's id, 1..64 characters of `[A-Za-z0-9_.-]`. @default 'coordinator' */
+  readonly nodeId?: string;
+  /** The data nodes to discover (ids checked when given), 1..64. */
+  readonly dataNodes: readonly DataNodeAddress[];
+  /**
+   * Admission control. @default `{ mode: 'enforced' }` with the controller's limits (search: CPU 0.95,
+   * heap 0.9). Unlike OpenSearch's default (`disabled`): the coordinator exists to use these stats,
+   * and the limits refuse only a node that is saturated.
+   */
+  readonly admission?: AdmissionControllerOptions;
+  /** Replica ranking (EWMA α, duress thresholds, probing); see `admission/replica-ranking.ts`. */
+  readonly ranking?: ReplicaRankingOptions;
+  /** Stats collector (TTL 5 s, refresh at most once a second); see `admission/stats-collector.ts`. */
+  readonly statsCollector?: StatsCollectorOptions;
+  /** Time a data node has to answer one shard search, ms, integer 100..600000. @default 30000 */
+  readonly shardTimeoutMs?: number;
+  /** How long `start` waits for every data node to answer discovery, ms, 100..3600000. @default 300000 */
+  readonly discoveryTimeoutMs?: number;
+  /** How long a node that did not answer is ranked after the others, ms, 0..600000. @default 1000 */
+  readonly failedNodeBackoffMs?: number;
+  /** A pino logger. @default silent */
+  readonly logger?: pino.Logger;
+}
+
+/** One search as the coordinator takes it. */
+export interface CoordinatorSearchRequest {
+  /** Index expression: a name, a comma list, wildcards, `_all`. */
+  readonly index: string;
+  /** The search body (parsed JSON); `undefined` means `{}`. */
+  readonly body: unknown;
+  /** The end user, passed on to the data nodes (`x-user`). */
+  readonly user?: string | undefined;
+  /** An explicit sandbox choice, passed on to the data nodes (`x-sandbox-id`). */
+  readonly sandboxId?: string | undefined;
+}
+
+/** The merged answer, OpenSearch-shaped. */
+export interface CoordinatorSearchResponse {
+  readonly took: number;
+  readonly timed_out: false;
+  readonly _shards: {
+    readonly total: number;
+    readonly successful: number;
+    readonly skipped: 0;
+    readonly failed: number;
+    readonly failures?: readonly ShardFailure[];
+  };
+  readonly hits: {
+    readonly total: { readonly value: number; readonly relation: 'eq' };
+    readonly max_score: number | null;
+    readonly hits: readonly MergeableHit[];
+  };
+}
+
+interface Target {
+  readonly index: string;
+  readonly shard: number;
+  readonly copies: readonly string[];
+  readonly tried: string[];
+  failure: ShardFailure | undefined;
+  hitsFrom: number; // -1 until a node answered for it
+}
+
+interface NodeState {
+  readonly nodeId: string;
+  readonly url: string;
+  requests: number;
+  shardRequests: number;
+  failures: number;
+  retriedAway: number;
+  downUntilMs: number;
+}
+
+const NODE_ID = /^[A-Za-z0-9_.-]{1,64}$/;
+
+function integer(name: string, value: unknown, min: number, max: number, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new InvalidArgumentError(`options.${name}`, `must be an integer in ${min}..${max}`, value);
+  }
+  return value;
+}
+
+/** A data node's 4xx that the client caused (not a refusal, not a routing mismatch). */
+function isClientError(outcome: NodeCallOutcome & { ok: false }): boolean {
+  return (
+    outcome.status >= 400 &&
+    outcome.status < 500 &&
+    outcome.status !== 429 &&
+    outcome.status !== 408 &&
+    outcome.reason.type !== 'shard_not_found_exception'
+  );
+}
+
+/** Discovers the data nodes, then routes searches over them (see module doc). */
+export class Coordinator {
+  readonly nodeId: string;
+  readonly #table: RoutingTable;
+  readonly #nodes: ReadonlyMap<string, NodeState>;
+  readonly #admission: AdmissionController;
+  readonly #ranking: ReplicaRanking;
+  readonly #collector: StatsCollector;
+  readonly #shardTimeoutMs: number;
+  readonly #backoffMs: number;
+  readonly #log: pino.Logger;
+  readonly #closing = new AbortController();
+  #rotation = 0;
+  #searches = 0;
+  #rejected = 0;
+  #failed = 0;
+  #partial = 0;
+
+  private constructor(
+    nodeId: string,
+    table: RoutingTable,
+    urls: ReadonlyMap<string, string>,
+    parts: {
+      admission: AdmissionController;
+      ranking: ReplicaRanking;
+      collector: StatsCollector;
+      shardTimeoutMs: number;
+      backoffMs: number;
+      log: pino.Logger;
+    },
+  ) {
+    this.nodeId = nodeId;
+    this.#table = table;
+    const nodes = new Map<string, NodeState>();
+    for (const id of table.nodeIds) {
+      nodes.set(id, {
+        nodeId: id,
+        url: urls.get(id)!,
+        requests: 0,
+        shardRequests: 0,
+        failures: 0,
+        retriedAway: 0,
+        downUntilMs: 0,
+      });
+    }
+    this.#nodes = nodes;
+    this.#admission = parts.admission;
+    this.#ranking = parts.ranking;
+    this.#collector = parts.collector;
+    this.#shardTimeoutMs = parts.shardTimeoutMs;
+    this.#backoffMs = parts.backoffMs;
+    this.#log = parts.log;
+  }
+
+  /**
+   * Checks the options, then asks every data node for its shard copies (retrying every 250 ms until
+   * `discoveryTimeoutMs`), and builds the routing table.
+   * @throws InvalidArgumentError for a bad option; Error when a node does not answer in time, answers
+   *   with another id than the one listed, or nodes disagree on an index's shard count.
+   */
+  static async start(options: CoordinatorOptions): Promise<Coordinator> {
+    const nodeId = options.nodeId ?? 'coordinator';
+    if (typeof nodeId !== 'string' || !NODE_ID.test(nodeId)) {
+      throw new InvalidArgumentError('options.nodeId', 'must be 1..64 characters of [A-Za-z0-9_.-]', nodeId);
+    }
+    if (
+      !Array.isArray(options.dataNodes) ||
+      options.dataNodes.length === 0 ||
+      options.dataNodes.length > 64
+    ) {
+      throw new InvalidArgumentError('options.dataNodes', 'must list 1..64 data nodes', options.dataNodes);
+    }
+    const shardTimeoutMs = integer('shardTimeoutMs', options.shardTimeoutMs, 100, 600_000, 30_000);
+    const discoveryTimeoutMs = integer(
+      'discoveryTimeoutMs',
+      options.discoveryTimeoutMs,
+      100,
+      3_600_000,
+      300_000,
+    );
+    const backoffMs = integer('failedNodeBackoffMs', options.failedNodeBackoffMs, 0, 600_000, 1000);
+    const admission = new AdmissionController({ mode: 'enforced', ...options.admission });
+    const ranking = new ReplicaRanking(options.ranking);
+    const collector = new StatsCollector(options.statsCollector);
+    const log = options.logger ?? pino({ level: 'silent' });
+    const infos = await discoverDataNodes(
+      options.dataNodes,
+      discoveryTimeoutMs,
+      (nodeId, header) => {
+        collector.ingest(nodeId, header);
+      },
+      log,
+    );
+    const table = RoutingTable.fromNodeInfos(infos);
+    const urls = new Map(infos.map((info, i) => [info.node_id, options.dataNodes[i]!.url]));
+    return new Coordinator(nodeId, table, urls, {
+      admission,
+      ranking,
+      collector,
+      shardTimeoutMs,
+      backoffMs,
+      log,
+    });
+  }
+
+  /** The routing table learnt at start. */
+  get routingTable(): RoutingTable {
+    return this.#table;
+  }
+
+  /** The stats collector (read side for tests and stats). */
+  get statsCollector(): StatsCollector {
+    return this.#collector;
+  }
+
+  /**
+   * Runs one search over the cluster (see module doc).
+   * @throws InvalidArgumentError / IndexNotFoundError / EngineRequestError (400/404) for a bad request;
+   *   AdmissionRejectedError (429) before fan-out; RemoteClientError for a data node's 4xx;
+   *   ShardsFailedError (429/503) when every shard failed; NotRunningError once closed.
+   */
+  async search(request: CoordinatorSearchRequest): Promise<CoordinatorSearchResponse> {
+    if (this.#closing.signal.aborted) throw new NotRunningError('the coordinator is closed');
+    const started = performance.now();
+    if (typeof request.index !== 'string')
+      throw new InvalidArgumentError('index', 'must be a string', request.index);
+    const indices = resolveIndexExpression(request.index, this.#table.indices);
+    const body = request.body ?? {};
+    if (!isPlainObject(body)) throw new InvalidArgumentError('body', 'must be a JSON object', body);
+    const { from, size } = pageOf(body);
+    this.#searches++;
+    const targets: Target[] = [];
+    for (const index of indices) {
+      for (let shard = 0; shard < this.#table.shardsOf(index); shard++) {
+        targets.push({
+          index,
+          shard,
+          copies: this.#table.copiesOf(index, shard),
+          tried: [],
+          failure: undefined,
+          hitsFrom: -1,
+        });
+      }
+    }
+    const decision = this.#admission.decide(
+      'search',
+      targets.map((t) => t.copies),
+      this.#collector,
+    );
+    if (!decision.admitted) {
+      this.#rejected++;
+      const { refusal } = decision;
+      const target = targets[refusal.shardIndex]!;
+      throw new AdmissionRejectedError(
+        refusal.nodeId,
+        refusal.resource,
+        target.index,
+        target.shard,
+        `rejected search before fan-out: every copy of shard [${target.index}][${target.shard}] is on a node ` +
+          `over its admission limit (${refusal.nodeIds.join(', ')}); node [${refusal.nodeId}] ${refusal.resource} ` +
+          `usage ${refusal.usage.toFixed(3)} >= limit ${refusal.limit}`,
+      );
+    }
+    if (decision.wouldReject !== undefined) {
+      this.#log.debug({ reason: decision.wouldReject.reason }, 'admission monitor_only: would reject');
+    }
+    const shardBody = { ...body, from: 0, size: from + size };
+    const forwarded = { user: request.user, sandboxId: request.sandboxId };
+    const parts: NodeHits[] = [];
+    let clientError: RemoteClientError | undefined;
+
+    let pending = targets.filter((t) => {
+      if (t.copies.length > 0) return true;
+      t.failure = {
+        index: t.index,
+        shard: t.shard,
+        node: null,
+        status: 503,
+        reason: {
+          type: 'no_shard_available_action_exception',
+          reason: `no copy of [${t.index}][${t.shard}] is on a known data node`,
+        },
+      };
+      return false;
+    });
+    for (let round = 0; round < 2 && pending.length > 0 && clientError === undefined; round++) {
+      const byNode = this.#assign(pending);
+      const retry: Target[] = [];
+      await Promise.all(
+        [...byNode].map(async ([nodeId, shards]) => {
+          const outcome = await this.#call(nodeId, shards, shardBody, forwarded);
+          if (outcome.ok) {
+            const hits = readNodeHits(outcome.body.response);
+            if (hits !== undefined) {
+              parts.push(hits);
+              for (const t of shards) {
+                t.failure = undefined;
+                t.hitsFrom = parts.length - 1;
+              }
+              return;
+            }
+            this.#failShards(
+              nodeId,
+              shards,
+              502,
+              {
+                type: 'exception',
+                reason: 'the data node answered with a response that is not a search result',
+              },
+              retry,
+            );
+            return;
+          }
+          if (isClientError(outcome)) {
+            clientError ??= new RemoteClientError(
+              nodeId,
+              outcome.status,
+              outcome.errorBody,
+              outcome.reason.reason,
+            );
+            return;
+          }
+          this.#failShards(nodeId, shards, outcome.status, outcome.reason, retry);
+        }),
+      );
+      pending = retry;
+    }
+    if (clientError !== undefined) throw clientError;
+    const failures = targets.flatMap((t) => (t.failure === undefined ? [] : [t.failure]));
+    if (failures.length === targets.length && targets.length > 0) {
+      this.#failed++;
+      throw new ShardsFailedError(failures);
+    }
+    if (failures.length > 0) this.#partial++;
+    const merged = mergeHits(parts, from, size);
+    return {
+      took: Math.round(performance.now() - started),
+      timed_out: false,
+      _shards: {
+        total: targets.length,
+        successful: targets.length - failures.length,
+        skipped: 0,
+        failed: failures.length,
+        ...(failures.length > 0 ? { failures } : {}),
+      },
+      hits: {
+        total: { value: merged.total, relation: 'eq' },
+        max_score: merged.maxScore,
+        hits: merged.hits,
+      },
+    };
+  }
+
+  /** Picks a copy for every target among those not tried yet; groups them by node. */
+  #assign(targets: readonly Target[]): Map<string, Target[]> {
+    const byNode = new Map<string, Target[]>();
+    const nowMs = Date.now();
+    for (const t of targets) {
+      const untried = t.copies.filter((id) => !t.tried.includes(id));
+      const r = this.#rotation++ % untried.length;
+      const rotated = r === 0 ? untried : [...untried.slice(r), ...untried.slice(0, r)];
+      let order = this.#ranking.select(rotated, this.#collector);
+      if (order.length > 1) {
+        const up = order.filter((id) => this.#nodes.get(id)!.downUntilMs <= nowMs);
+        if (up.length > 0 && up.length < order.length) {
+          order = [...up, ...order.filter((id) => !up.includes(id))];
+        }
+      }
+      const nodeId = order[0]!;
+      t.tried.push(nodeId);
+      const list = byNode.get(nodeId);
+      if (list === undefined) byNode.set(nodeId, [t]);
+      else list.push(t);
+    }
+    return byNode;
+  }
+
+  /** One request to one node for its shards; feeds stats and ranking; never throws. */
+  async #call(
+    nodeId: string,
+    shards: readonly Target[],
+    body: Readonly<Record<string, unknown>>,
+    forwarded: { user: string | undefined; sandboxId: string | undefined },
+  ): Promise<NodeCallOutcome> {
+    const node = this.#nodes.get(nodeId)!;
+    const wanted: Record<string, number[]> = {};
+    for (const t of shards) {
+      const list = wanted[t.index];
+      if (list === undefined) wanted[t.index] = [t.shard];
+      else list.push(t.shard);
+    }
+    node.requests++;
+    node.shardRequests += shards.length;
+    for (let i = 0; i < shards.length; i++) this.#ranking.onSend(nodeId);
+    let outcome: NodeCallOutcome;
+    try {
+      outcome = await callShardSearch(
+        node.url,
+        { index: Object.keys(wanted).join(','), shards: wanted, body },
+        forwarded,
+        this.#shardTimeoutMs,
+        this.#closing.signal,
+      );
+    } finally {
+      for (let i = 0; i < shards.length; i++) this.#ranking.onDone(nodeId);
+    }
+    this.#collector.ingest(nodeId, outcome.statsHeader);
+    if (outcome.ok) {
+      this.#ranking.recordResponse(nodeId, {
+        responseTimeNs: outcome.responseTimeNs,
+        serviceTimeNs: Math.min(outcome.body.service_time_ns, outcome.responseTimeNs),
+        queueSize: outcome.body.queue_size,
+      });
+      node.downUntilMs = 0;
+    } else {
+      node.failures++;
+      if (outcome.status === 0) node.downUntilMs = Date.now() + this.#backoffMs;
+      this.#log.warn(
+        { node: nodeId, status: outcome.status, reason: outcome.reason.reason },
+        'shard search failed on a data node',
+      );
+    }
+    return outcome;
+  }
+
+  #failShards(
+    nodeId: string,
+    shards: readonly Target[],
+    status: number,
+    reason: { type: string; reason: string },
+    retry: Target[],
+  ): void {
+    const node = this.#nodes.get(nodeId)!;
+    for (const t of shards) {
+      t.failure = { index: t.index, shard: t.shard, node: nodeId, status, reason };
+      if (t.copies.some((id) => !t.tried.includes(id))) {
+        node.retriedAway++;
+        retry.push(t);
+      }
+    }
+  }
+
+  /** The coordinator's counters and every data node's latest stats (a plain snapshot). */
+  nodesStats(): CoordinatorStats {
+    const nowMs = Date.now();
+    const dataNodes: DataNodeStats[] = [];
+    for (const node of this.#nodes.values()) {
+      const latest = this.#collector.latest(node.nodeId);
+      dataNodes.push({
+        nodeId: node.nodeId,
+        url: node.url,
+        usage:
+          latest === undefined
+            ? { state: 'unknown' }
+            : {
+                state: latest.fresh ? 'fresh' : 'stale',
+                stats: latest.stats,
+                ageMs: nowMs - latest.stats.timestampMs,
+                duress: latest.fresh && this.#ranking.isInDuress(latest.stats),
+              },
+        requests: node.requests,
+        shardRequests: node.shardRequests,
+        failures: node.failures,
+        retriedAway: node.retriedAway,
+        outstandingShards: this.#ranking.outstanding(node.nodeId),
+        ranking: this.#ranking.nodeStats(node.nodeId),
+      });
+    }
+    return {
+      nodeId: this.nodeId,
+      indices: this.#table.indices,
+      searches: {
+        total: this.#searches,
+        rejected: this.#rejected,
+        failed: this.#failed,
+        partial: this.#partial,
+      },
+      admission: {
+        ...this.#admission.counters(),
+        limits: { search: { ...this.#admission.limits('search') } },
+      },
+      statsCollector: {
+        ...this.#collector.counters(),
+        ttlMs: this.#collector.ttlMs,
+        minRefreshMs: this.#collector.minRefreshMs,
+      },
+      duressThresholds: this.#ranking.duressThresholds,
+      dataNodes,
+    };
+  }
+
+  /** Stops taking searches and aborts the calls in flight. Idempotent. */
+  close(): void {
+    this.#closing.abort();
+  }
+}

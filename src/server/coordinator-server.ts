@@ -1,0 +1,231 @@
+/**
+ * The HTTP face of a cluster coordinator (`serve --role coordinator`), fastify. Thin: the decisions are
+ * the `Coordinator`'s.
+ *
+ * Routes: `POST|GET /{index}/_search` and `/_search` (as a single node's), `GET /_nodes/stats` (the
+ * coordinator and every data node with its latest piggy-backed stats and their age), `GET /`.
+ * Bodies are JSON whatever the content type says; the only URL parameter is `pretty`.
+ *
+ * The `Resource_Usage_Stats` header never crosses this edge: one sent by an end client is removed
+ * before anything reads the request (stats are believed only from the data nodes the coordinator
+ * called), and none is ever sent back (removed from every answer as a last guard).
+ */
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
+import { stripStatsHeader } from '../admission/stats-header.js';
+import { type Coordinator, type CoordinatorStats, RemoteClientError } from '../cluster/coordinator.js';
+import { InvalidArgumentError } from '../errors.js';
+import { toErrorResponse } from './error-body.js';
+import { headerValue, sendError } from './http-server.js';
+
+export interface CoordinatorServerOptions {
+  /** Header carrying the end user, passed on to the data nodes. @default 'x-user' */
+  readonly userHeader?: string;
+  /** Header carrying an explicit sandbox choice, passed on. @default 'x-sandbox-id' */
+  readonly sandboxHeader?: string;
+  /** Largest request body, bytes. @default 1 MiB */
+  readonly bodyLimitBytes?: number;
+  /** Logger for errors. @default none */
+  readonly logger?: FastifyBaseLogger;
+}
+
+function sendCoordinatorError(reply: FastifyReply, error: unknown): FastifyReply {
+  if (error instanceof RemoteClientError) return reply.code(error.status).send(error.body);
+  return sendError(reply, error);
+}
+
+const round = (value: number, digits: number) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+/**
+ * `GET /_nodes/stats` of a coordinator: `{"_nodes", "cluster_name", "nodes": {"<id>": {...}}}` with
+ * the coordinator (roles `["coordinator"]`: searches, admission, stats collector) and every data node
+ * (roles `["data"]`): `resource_usage_stats` (`state` fresh | stale | unknown; when known, the ratios
+ * `cpu`, `heap`, `io` (null: none measured), the node's `timestamp_ms` and their `age_ms` at the
+ * coordinator, and whether the ranking counts the node in `duress`), `requests` sent, `shard_requests`,
+ * `failures`, `retried_away`, and the ranking's EWMAs (ms) with the shards in flight.
+ */
+export function coordinatorStatsView(stats: CoordinatorStats): Record<string, unknown> {
+  const nodes: Record<string, unknown> = {
+    [stats.nodeId]: {
+      name: stats.nodeId,
+      roles: ['coordinator'],
+      indices: stats.indices,
+      searches: stats.searches,
+      admission: {
+        mode: stats.admission.mode,
+        search: {
+          evaluated: stats.admission.search.evaluated,
+          rejected: stats.admission.search.rejected,
+          would_reject: stats.admission.search.wouldReject,
+          limits: stats.admission.limits.search,
+        },
+      },
+      ranking: { duress_thresholds: stats.duressThresholds },
+      stats_collector: {
+        ttl_ms: stats.statsCollector.ttlMs,
+        min_refresh_ms: stats.statsCollector.minRefreshMs,
+        accepted: stats.statsCollector.accepted,
+        foreign: stats.statsCollector.foreign,
+        throttled: stats.statsCollector.throttled,
+        malformed: stats.statsCollector.malformed,
+        stale: stats.statsCollector.stale,
+        delayed: stats.statsCollector.delayed,
+        dropped: stats.statsCollector.dropped,
+        unknown_version: stats.statsCollector.unknownVersion,
+      },
+    },
+  };
+  for (const n of stats.dataNodes) {
+    const usage =
+      n.usage.state === 'unknown'
+        ? { state: 'unknown' }
+        : {
+            state: n.usage.state,
+            cpu: n.usage.stats.cpu,
+            heap: n.usage.stats.heap,
+            io: n.usage.stats.io ?? null,
+            timestamp_ms: n.usage.stats.timestampMs,
+            age_ms: n.usage.ageMs,
+            duress: n.usage.duress,
+          };
+    nodes[n.nodeId] = {
+      name: n.nodeId,
+      roles: ['data'],
+      url: n.url,
+      resource_usage_stats: usage,
+      requests: n.requests,
+      shard_requests: n.shardRequests,
+      failures: n.failures,
+      retried_away: n.retriedAway,
+      ranking: {
+        outstanding_shards: n.outstandingShards,
+        ...(n.ranking === undefined
+          ? { observations: 0 }
+          : {
+              observations: n.ranking.observations,
+              queue_size: n.ranking.queueSize,
+              response_time_ms: round(n.ranking.responseTimeNs / 1e6, 3),
+              service_time_ms: round(n.ranking.serviceTimeNs / 1e6, 3),
+            }),
+      },
+    };
+  }
+  const total = stats.dataNodes.length + 1;
+  return { _nodes: { total, successful: total, failed: 0 }, cluster_name: 'query-sandbox', nodes };
+}
+
+/** Builds (does not listen) the fastify instance for `coordinator`. */
+export function buildCoordinatorServer(
+  coordinator: Coordinator,
+  options: CoordinatorServerOptions = {},
+): FastifyInstance {
+  const userHeader = (options.userHeader ?? 'x-user').toLowerCase();
+  const sandboxHeader = (options.sandboxHeader ?? 'x-sandbox-id').toLowerCase();
+  const log = options.logger;
+  const app = Fastify({
+    bodyLimit: options.bodyLimitBytes ?? 1024 * 1024,
+    logger: false,
+    routerOptions: { maxParamLength: 4096 },
+    frameworkErrors: (error, _request, reply) => {
+      sendError(
+        reply as unknown as FastifyReply,
+        new InvalidArgumentError('url', 'is not a valid request path', error.message),
+      );
+    },
+  });
+
+  // As the single node's server: JSON whatever the content type, JSON.parse's own message on errors.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
+    const text = String(body);
+    if (text.trim().length === 0) return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch (error) {
+      done(Object.assign(error as Error, { statusCode: 400 }), undefined);
+    }
+  });
+  app.addHook('onRequest', async (request) => {
+    stripStatsHeader(request.headers);
+  });
+  app.addHook('preHandler', async (request, reply) => {
+    const query = (request.query as Record<string, unknown> | undefined) ?? {};
+    for (const name of Object.keys(query)) {
+      if (name !== 'pretty') {
+        return sendError(
+          reply,
+          new InvalidArgumentError(
+            `url parameter [${name}]`,
+            'is not supported (only pretty; put size, from and the query in the body)',
+            query[name],
+          ),
+        );
+      }
+    }
+  });
+  app.addHook('onSend', async (request, reply, payload) => {
+    stripStatsHeader(reply);
+    const pretty = (request.query as Record<string, unknown> | undefined)?.['pretty'];
+    if (pretty === undefined || pretty === 'false' || typeof payload !== 'string') return payload;
+    if (!String(reply.getHeader('content-type') ?? '').includes('json')) return payload;
+    try {
+      return `${JSON.stringify(JSON.parse(payload), null, 2)}\n`;
+    } catch {
+      return payload;
+    }
+  });
+  app.setErrorHandler((error, request, reply) => {
+    const { status } = toErrorResponse(error);
+    if (status >= 500) log?.error({ err: error, url: request.url }, 'request failed');
+    return sendError(reply, error);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({
+      error: {
+        type: 'no_handler_found_exception',
+        reason: `no handler for ${request.method} ${request.url}`,
+      },
+      status: 404,
+    }),
+  );
+
+  const search = async (request: FastifyRequest, reply: FastifyReply, index: string) => {
+    const body = request.body;
+    if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) {
+      return sendError(reply, new InvalidArgumentError('body', 'must be a JSON object', body));
+    }
+    try {
+      const result = await coordinator.search({
+        index,
+        body: body ?? {},
+        user: headerValue(request, userHeader),
+        sandboxId: headerValue(request, sandboxHeader),
+      });
+      return reply.send(result);
+    } catch (error) {
+      return sendCoordinatorError(reply, error);
+    }
+  };
+  for (const method of ['GET', 'POST'] as const) {
+    app.route<{ Params: { index: string } }>({
+      method,
+      url: '/:index/_search',
+      handler: (request, reply) => search(request, reply, request.params.index),
+    });
+    app.route({ method, url: '/_search', handler: (request, reply) => search(request, reply, '_all') });
+  }
+  app.get('/_nodes/stats', async () => coordinatorStatsView(coordinator.nodesStats()));
+  app.get('/', async () => ({
+    name: coordinator.nodeId,
+    roles: ['coordinator'],
+    tagline: 'query-sandbox: governed search execution',
+    indices: coordinator.routingTable.indices,
+    data_nodes: coordinator.routingTable.nodeIds,
+  }));
+  app.addHook('onClose', async () => coordinator.close());
+  return app;
+}

@@ -1,0 +1,133 @@
+/**
+ * The internal routes of a data node (`serve --role data`), added to the app `buildHttpServer` made:
+ * the node-to-node protocol of `cluster/internal-protocol.ts`.
+ *
+ * - `GET /_internal/node_info`: the node's id, indices, shards per index and the copies it holds.
+ * - `POST /_internal/shard_search` `{index, shards, body}`: one search over the given shards, run
+ *   through this node's runtime like any search (classification by the forwarded `x-user` and
+ *   `x-sandbox-id`, the governor's verdicts, the queue), answered as
+ *   `{node_id, service_time_ns, queue_size, response}`; errors in the usual shape and status.
+ * - With `debugRoutes`: `POST /_internal/debug/cpu_hog {"threads", "duration_ms"}` and `DELETE` (see
+ *   `cluster/cpu-hog.ts`).
+ *
+ * Every answer on an `/_internal/` route carries this node's own `Resource_Usage_Stats` entry (from
+ * `runtime.resourceUsage()`, re-encoded only when the tracker published a new sample); no other answer
+ * does, and a stats header in a request is removed unread.
+ */
+import type { FastifyInstance } from 'fastify';
+import {
+  encodeStatsHeader,
+  STATS_HEADER_NAME,
+  statsEntryOf,
+  stripStatsHeader,
+} from '../admission/stats-header.js';
+import type { NodeUsageSnapshot } from '../admission/node-usage-tracker.js';
+import { CpuHog, parseCpuHogRequest } from '../cluster/cpu-hog.js';
+import {
+  CPU_HOG_PATH,
+  INTERNAL_PATH_PREFIX,
+  NODE_INFO_PATH,
+  type NodeInfo,
+  type NodeInfoCopy,
+  parseShardSearchRequest,
+  SHARD_SEARCH_PATH,
+  type ShardSearchResponse,
+} from '../cluster/internal-protocol.js';
+import type { Runtime } from '../runtime.js';
+import { headerValue, sendError } from './http-server.js';
+
+export interface DataNodeRoutesOptions {
+  /** Shards per index of this node's engine (1 for an engine without shards). */
+  readonly shardsPerIndex: number;
+  /** The shard copies this node holds. */
+  readonly copies: readonly NodeInfoCopy[];
+  /** Serve the CPU hog route. @default false */
+  readonly debugRoutes?: boolean;
+  /** Header carrying the end user. @default 'x-user' */
+  readonly userHeader?: string;
+  /** Header carrying an explicit sandbox choice. @default 'x-sandbox-id' */
+  readonly sandboxHeader?: string;
+}
+
+/** Adds the data node's internal routes and stats-header hooks to `app` (before it listens). */
+export function registerDataNodeRoutes(
+  app: FastifyInstance,
+  runtime: Runtime,
+  options: DataNodeRoutesOptions,
+): void {
+  const nodeId = runtime.options.nodeId;
+  const userHeader = (options.userHeader ?? 'x-user').toLowerCase();
+  const sandboxHeader = (options.sandboxHeader ?? 'x-sandbox-id').toLowerCase();
+  let encodedFor: NodeUsageSnapshot | undefined;
+  let encoded: string | undefined;
+  const statsHeaderValue = (): string | undefined => {
+    const snapshot = runtime.resourceUsage();
+    if (snapshot !== encodedFor) {
+      encodedFor = snapshot;
+      // No figure before the tracker's first sample (its timestamp is 0 until then).
+      encoded =
+        snapshot.timestampMs > 0 ? encodeStatsHeader([statsEntryOf(nodeId, snapshot)]).value : undefined;
+    }
+    return encoded;
+  };
+
+  app.addHook('onRequest', async (request) => {
+    stripStatsHeader(request.headers);
+  });
+  app.addHook('onSend', async (request, reply, payload) => {
+    const value = request.url.startsWith(INTERNAL_PATH_PREFIX) ? statsHeaderValue() : undefined;
+    if (value === undefined) stripStatsHeader(reply);
+    else reply.header(STATS_HEADER_NAME, value);
+    return payload;
+  });
+
+  const info: NodeInfo = Object.freeze({
+    node_id: nodeId,
+    roles: ['data'] as const,
+    indices: runtime.nodeStats().engineIndices ?? [],
+    shards_per_index: options.shardsPerIndex,
+    copies: options.copies,
+  });
+  app.get(NODE_INFO_PATH, async () => info);
+
+  app.post(SHARD_SEARCH_PATH, async (request, reply) => {
+    const arrived = performance.now();
+    try {
+      const { index, shards, body } = parseShardSearchRequest(request.body);
+      const response = await runtime.search({
+        index,
+        body,
+        shards,
+        user: headerValue(request, userHeader),
+        sandboxId: headerValue(request, sandboxHeader),
+      });
+      const answer: ShardSearchResponse = {
+        node_id: nodeId,
+        service_time_ns: Math.round((performance.now() - arrived) * 1e6),
+        queue_size: runtime.nodeStats().queued,
+        response,
+      };
+      return reply.send(answer);
+    } catch (error) {
+      return sendError(reply, error);
+    }
+  });
+
+  if (options.debugRoutes === true) {
+    const hog = new CpuHog();
+    app.addHook('onClose', async () => hog.stop());
+    app.post(CPU_HOG_PATH, async (request, reply) => {
+      try {
+        const wanted = parseCpuHogRequest(request.body);
+        const untilMs = await hog.start(wanted);
+        return reply.send({ node_id: nodeId, threads: wanted.threads, until_ms: untilMs });
+      } catch (error) {
+        return sendError(reply, error);
+      }
+    });
+    app.delete(CPU_HOG_PATH, async () => {
+      await hog.stop();
+      return { node_id: nodeId, threads: 0 };
+    });
+  }
+}

@@ -1,0 +1,312 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Coordinator, type CoordinatorOptions } from '../../src/cluster/coordinator.js';
+import { assignShardCopies, copiesHeldBy } from '../../src/cluster/shard-layout.js';
+import { buildCoordinatorServer } from '../../src/server/coordinator-server.js';
+import {
+  FAKE_INDICES,
+  FAKE_SHARDS,
+  type FakeDataNode,
+  fakeHits,
+  sortHits,
+  startFakeDataNode,
+} from './fake-data-node.js';
+
+const IDS = ['n1', 'n2', 'n3'];
+const layout = assignShardCopies({
+  indices: FAKE_INDICES,
+  shardsPerIndex: FAKE_SHARDS,
+  nodeIds: IDS,
+  replicas: 1,
+});
+let nodes: FakeDataNode[];
+const started: Array<{ coordinator: Coordinator; app: FastifyInstance }> = [];
+
+beforeAll(async () => {
+  nodes = await Promise.all(IDS.map((id) => startFakeDataNode(id, copiesHeldBy(layout, id))));
+});
+afterAll(async () => {
+  await Promise.all(nodes.map((n) => n.app.close()));
+});
+afterEach(async () => {
+  for (const n of nodes) {
+    n.usage = undefined;
+    n.failWith = undefined;
+    n.delayMs = 0;
+  }
+  for (const s of started.splice(0)) await s.app.close();
+});
+
+/** A coordinator over the fake nodes, behind its HTTP server (stats accepted at every response). */
+async function coordinatorWith(options: Partial<CoordinatorOptions> = {}) {
+  const coordinator = await Coordinator.start({
+    dataNodes: nodes.map((n) => ({ id: n.id, url: n.url })),
+    statsCollector: { minRefreshMs: 0 },
+    discoveryTimeoutMs: 2000,
+    ...options,
+  });
+  const app = buildCoordinatorServer(coordinator);
+  started.push({ coordinator, app });
+  const search = (body: unknown, headers: Record<string, string> = {}, index = '_all') =>
+    app.inject({ method: 'POST', url: `/${index}/_search`, payload: JSON.stringify(body), headers });
+  return { coordinator, app, search };
+}
+
+const allHits = () => sortHits(FAKE_INDICES.flatMap((index) => fakeHits(index, undefined)));
+const searchesOf = () => nodes.map((n) => n.searches);
+
+describe('coordinator: fan-out and merge', () => {
+  it('asks one copy of every shard and merges by score, index and _id, honouring from and size', async () => {
+    const { search } = await coordinatorWith();
+    const all = allHits();
+    for (const [from, size] of [
+      [0, 10],
+      [5, 7],
+      [75, 10],
+      [0, 0],
+      [0, 200],
+    ] as const) {
+      const asked = nodes.map((n) => n.asked.length);
+      const r = await search({ from, size });
+      expect(r.statusCode).toBe(200);
+      const body = r.json();
+      expect(body.hits.hits).toEqual(all.slice(from, from + size));
+      expect(body.hits.total).toEqual({ value: all.length, relation: 'eq' });
+      expect(body._shards).toEqual({ total: 6, successful: 6, skipped: 0, failed: 0 });
+      // Every shard was asked exactly once, of a node that holds it.
+      const seen: string[] = [];
+      nodes.forEach((n, i) => {
+        for (const shards of n.asked.slice(asked[i])) {
+          for (const [index, list] of Object.entries(shards)) {
+            for (const shard of list) {
+              const copies = layout.get(index)![shard]!;
+              expect([copies.primary, ...copies.replicas]).toContain(n.id);
+              seen.push(`${index}/${shard}`);
+            }
+          }
+        }
+      });
+      expect(seen.sort()).toEqual(FAKE_INDICES.flatMap((i) => [0, 1, 2].map((s) => `${i}/${s}`)).sort());
+    }
+  });
+
+  it('passes the end user and the sandbox choice on to the data nodes', async () => {
+    const { search } = await coordinatorWith();
+    await search({ size: 1 }, { 'x-user': 'dash_ops', 'x-sandbox-id': 'dashboards' }, 'alpha');
+    const asked = nodes.filter((n) => n.lastHeaders['x-user'] === 'dash_ops');
+    expect(asked.length).toBeGreaterThan(0);
+    for (const n of asked) expect(n.lastHeaders['x-sandbox-id']).toBe('dashboards');
+  });
+
+  it('refuses a bad page, an unknown index and an unknown URL parameter before asking any node', async () => {
+    const { search, app } = await coordinatorWith();
+    const before = searchesOf();
+    const size = await search({ size: -1 });
+    expect(size.statusCode).toBe(400);
+    expect(size.json().error.reason).toBe('[size] must be an integer in 0..10000; received -1');
+    const window = await search({ from: 9995, size: 10 });
+    expect(window.json().error.type).toBe('illegal_argument_exception');
+    const missing = await search({}, {}, 'gamma');
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json().error.type).toBe('index_not_found_exception');
+    const param = await app.inject({ method: 'GET', url: '/_search?size=3' });
+    expect(param.statusCode).toBe(400);
+    expect(param.json().error.reason).toMatch(/url parameter \[size\] is not supported/);
+    const broken = await app.inject({ method: 'POST', url: '/_search', payload: '{"size": ' });
+    expect(broken.statusCode).toBe(400);
+    expect(broken.json().error).toMatchObject({ type: 'parsing_exception', code: 'QS_INVALID_ARGUMENT' });
+    expect(broken.json().error.reason).toMatch(/^request body is not valid JSON/);
+    expect((await app.inject({ method: 'GET', url: '/_sandbox' })).statusCode).toBe(404);
+    const array = await search([1]);
+    expect(array.json().error.reason).toBe('body must be a JSON object; received [1]');
+    expect(searchesOf()).toEqual(before);
+  });
+});
+
+describe('coordinator: the stats header', () => {
+  it('takes the data nodes stats from their answers and never lets the header reach the client', async () => {
+    for (const n of nodes) n.usage = { cpu: 0.2, heap: 0.1 };
+    const { search, app } = await coordinatorWith();
+    const r = await search({ size: 1 });
+    expect(r.statusCode).toBe(200);
+    expect(Object.keys(r.headers).map((h) => h.toLowerCase())).not.toContain('resource_usage_stats');
+    const stats = (await app.inject({ method: 'GET', url: '/_nodes/stats' })).json();
+    expect(Object.keys(stats.nodes['coordinator'])).toContain('admission');
+    // Each node that took part reported its usage: 0.2 CPU, fresh, with its age.
+    const fresh = IDS.filter((id) => stats.nodes[id].resource_usage_stats.state === 'fresh');
+    expect(fresh.length).toBeGreaterThan(0);
+    for (const id of fresh) {
+      expect(stats.nodes[id].resource_usage_stats).toMatchObject({
+        cpu: 0.2,
+        heap: 0.1,
+        io: null,
+        duress: false,
+      });
+      expect(stats.nodes[id].resource_usage_stats.age_ms).toBeGreaterThanOrEqual(0);
+    }
+    const statsHeaders = Object.keys((await app.inject({ method: 'GET', url: '/_nodes/stats' })).headers).map(
+      (h) => h.toLowerCase(),
+    );
+    expect(statsHeaders).not.toContain('resource_usage_stats');
+  });
+
+  it('ignores a stats header sent by an end client', async () => {
+    const { search, app } = await coordinatorWith();
+    const now = Date.now();
+    const forged = `v1|${IDS.map((id) => `${id}:99.0,99.0,,${now}`).join(';')}`;
+    for (let i = 0; i < 3; i++) {
+      const r = await search({ size: 1 }, { Resource_Usage_Stats: forged });
+      expect(r.statusCode).toBe(200);
+    }
+    const stats = (await app.inject({ method: 'GET', url: '/_nodes/stats' })).json();
+    for (const id of IDS) expect(stats.nodes[id].resource_usage_stats).toEqual({ state: 'unknown' });
+    expect(stats.nodes['coordinator'].stats_collector.accepted).toBe(0);
+    // Nor is it passed on to the data nodes.
+    for (const n of nodes) expect(Object.keys(n.lastHeaders)).not.toContain('resource_usage_stats');
+  });
+});
+
+describe('coordinator: admission control', () => {
+  it('answers 429 naming the node and resource before fan-out when every copy of a shard is over its limit', async () => {
+    const { search, app } = await coordinatorWith();
+    nodes[0]!.usage = { cpu: 0.97, heap: 0.1 };
+    nodes[1]!.usage = { cpu: 0.99, heap: 0.1 };
+    nodes[2]!.usage = { cpu: 0.1, heap: 0.1 };
+    // Unknown nodes are never refused: the first search goes out and brings the stats back.
+    expect((await search({ size: 1 })).statusCode).toBe(200);
+    const before = searchesOf();
+    const r = await search({ size: 1 });
+    expect(r.statusCode).toBe(429);
+    const error = r.json().error;
+    expect(error).toMatchObject({
+      type: 'rejected_execution_exception',
+      code: 'QS_ADMISSION_REJECTED',
+      resource: 'cpu',
+    });
+    expect(['n1', 'n2']).toContain(error.node_id);
+    expect(error.reason).toMatch(
+      /before fan-out: every copy of shard \[(alpha|beta)\]\[\d\] is on a node over its admission limit/,
+    );
+    expect(error.reason).toMatch(/node \[n[12]\] cpu usage 0\.9[79]0 >= limit 0\.95/);
+    expect(searchesOf()).toEqual(before);
+    const stats = (await app.inject({ method: 'GET', url: '/_nodes/stats' })).json();
+    expect(stats.nodes['coordinator'].admission.search.rejected).toEqual({ cpu: 1, heap: 0 });
+    expect(stats.nodes['n2'].resource_usage_stats).toMatchObject({ state: 'fresh', cpu: 0.99, duress: true });
+  });
+
+  it('in monitor_only mode counts what it would refuse and serves', async () => {
+    for (const n of nodes) n.usage = { cpu: 0.1, heap: 0.95 };
+    const { search, app } = await coordinatorWith({ admission: { mode: 'monitor_only' } });
+    await search({ size: 1 });
+    const r = await search({ size: 1 });
+    expect(r.statusCode).toBe(200);
+    const stats = (await app.inject({ method: 'GET', url: '/_nodes/stats' })).json();
+    expect(stats.nodes['coordinator'].admission.search.would_reject.heap).toBeGreaterThanOrEqual(1);
+    expect(stats.nodes['coordinator'].admission.search.rejected).toEqual({ cpu: 0, heap: 0 });
+  });
+});
+
+describe('coordinator: replica ranking', () => {
+  it('sends no shard to a node in duress while its shards have a copy elsewhere', async () => {
+    nodes[0]!.usage = { cpu: 0.92, heap: 0.1 }; // duress (>= 0.9), under the admission limit (0.95)
+    nodes[1]!.usage = { cpu: 0.3, heap: 0.1 };
+    nodes[2]!.usage = { cpu: 0.3, heap: 0.1 };
+    const { search } = await coordinatorWith();
+    await search({ size: 1 });
+    const before = searchesOf();
+    for (let i = 0; i < 6; i++) expect((await search({ size: 1 })).statusCode).toBe(200);
+    const after = searchesOf();
+    expect(after[0]! - before[0]!).toBe(0);
+    expect(after[1]! - before[1]!).toBe(6);
+    expect(after[2]! - before[2]!).toBe(6);
+  });
+
+  it('sends fewer shards to a node that answers slowly', async () => {
+    nodes[0]!.delayMs = 60;
+    const { search, coordinator } = await coordinatorWith({ ranking: { warmupSamples: 0 } });
+    for (let i = 0; i < 12; i++) expect((await search({ size: 1 })).statusCode).toBe(200);
+    const shards = coordinator.nodesStats().dataNodes.map((n) => n.shardRequests);
+    expect(shards.reduce((a, b) => a + b, 0)).toBe(12 * 6);
+    expect(shards[0]).toBeLessThan(Math.min(shards[1]!, shards[2]!) / 2);
+  });
+});
+
+describe('coordinator: failures', () => {
+  it('retries the shards of a failing node once on their other copy', async () => {
+    for (const failWith of [
+      { status: 500, type: 'exception' },
+      { status: 429, type: 'rejected_execution_exception' },
+      { status: 0, type: 'reset' },
+    ]) {
+      nodes[0]!.failWith = failWith;
+      const { search, coordinator } = await coordinatorWith();
+      for (let i = 0; i < 3; i++) {
+        const r = await search({ size: 200 });
+        expect(r.statusCode).toBe(200);
+        expect(r.json()._shards).toEqual({ total: 6, successful: 6, skipped: 0, failed: 0 });
+        expect(r.json().hits.hits).toEqual(allHits());
+      }
+      const n1 = coordinator.nodesStats().dataNodes[0]!;
+      expect(n1.failures).toBeGreaterThan(0);
+      expect(n1.retriedAway).toBeGreaterThan(0);
+    }
+  });
+
+  it('reports the shards whose copies all failed, and 503 or 429 when every shard failed', async () => {
+    nodes[0]!.failWith = { status: 500, type: 'exception' };
+    nodes[1]!.failWith = { status: 500, type: 'exception' };
+    const { search } = await coordinatorWith();
+    const partial = await search({ size: 200 });
+    expect(partial.statusCode).toBe(200);
+    const body = partial.json();
+    expect(body._shards.failed).toBeGreaterThan(0);
+    expect(body._shards.successful + body._shards.failed).toBe(6);
+    expect(body._shards.failures[0]).toMatchObject({ status: 500, reason: { type: 'exception' } });
+    nodes[2]!.failWith = { status: 500, type: 'exception' };
+    const none = await search({ size: 1 });
+    expect(none.statusCode).toBe(503);
+    expect(none.json().error).toMatchObject({
+      type: 'search_phase_execution_exception',
+      code: 'QS_SHARDS_FAILED',
+    });
+    expect(none.json().error.failed_shards).toHaveLength(6);
+    for (const n of nodes) n.failWith = { status: 429, type: 'rejected_execution_exception' };
+    expect((await search({ size: 1 })).statusCode).toBe(429);
+  });
+
+  it('passes a data node client error on as it is', async () => {
+    for (const n of nodes) n.failWith = { status: 400, type: 'parsing_exception' };
+    const { search } = await coordinatorWith();
+    const r = await search({ query: { nope: {} } });
+    expect(r.statusCode).toBe(400);
+    expect(r.json()).toMatchObject({
+      error: { type: 'parsing_exception', reason: expect.stringMatching(/says no/) },
+      status: 400,
+    });
+  });
+});
+
+describe('coordinator: discovery', () => {
+  it('learns the routing table from the data nodes', async () => {
+    const { coordinator, app } = await coordinatorWith();
+    expect(coordinator.routingTable.indices).toEqual(['alpha', 'beta']);
+    expect(coordinator.routingTable.copiesOf('alpha', 0)).toEqual(['n1', 'n2']);
+    expect(coordinator.routingTable.copiesOf('beta', 2)).toEqual(['n3', 'n1']);
+    expect((await app.inject({ method: 'GET', url: '/' })).json().data_nodes).toEqual(IDS);
+  });
+
+  it('refuses to start when a node answers with another id, or not at all in time', async () => {
+    await expect(
+      Coordinator.start({ dataNodes: [{ id: 'other', url: nodes[0]!.url }], discoveryTimeoutMs: 1000 }),
+    ).rejects.toThrow(/answers as \[n1\], but the cluster lists it as \[other\]/);
+    await expect(
+      Coordinator.start({
+        dataNodes: [{ id: undefined, url: 'http://127.0.0.1:1' }],
+        discoveryTimeoutMs: 300,
+      }),
+    ).rejects.toThrow(/did not answer discovery within 300 ms/);
+    await expect(Coordinator.start({ dataNodes: [], discoveryTimeoutMs: 300 })).rejects.toThrow(
+      'options.dataNodes must list 1..64 data nodes; received []',
+    );
+  });
+});

@@ -1,0 +1,45 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { resolveRuntimeOptions } from '../src/runtime-options.js';
+
+describe('runtime options for cluster nodes', () => {
+  it('defaults the cache under the data dir, the tracker to OpenSearch values, and threads to the cores', () => {
+    const o = resolveRuntimeOptions({ dataDir: '/tmp/qs-a', cores: 3 });
+    expect(o.cacheDir).toBe(path.join('/tmp/qs-a', 'cache'));
+    expect(o.resourceUsage).toEqual({
+      intervalMs: 500,
+      windowMs: 30_000,
+      ioIntervalMs: 5000,
+      ioWindowMs: 120_000,
+    });
+    expect(o.cores).toBe(3);
+    expect(o.threads).toBe(3);
+    expect(resolveRuntimeOptions({ cores: 0.5 }).threads).toBe(1);
+  });
+
+  it('takes a shared cache dir and tracker windows', () => {
+    const o = resolveRuntimeOptions({
+      cacheDir: 'shared/cache',
+      resourceUsage: { intervalMs: 200, windowMs: 2000 },
+    });
+    expect(o.cacheDir).toBe(path.resolve('shared/cache'));
+    expect(o.resourceUsage).toMatchObject({ intervalMs: 200, windowMs: 2000 });
+  });
+
+  it.each([
+    [{ cores: 0 }, 'options.cores must be a number in (0, 4096]; received 0'],
+    [{ cores: '2' }, 'options.cores must be a number in (0, 4096]; received "2"'],
+    [{ cacheDir: '' }, 'options.cacheDir must be a directory path; received ""'],
+    [{ resourceUsage: 5 }, 'options.resourceUsage must be an object; received 5'],
+    [
+      { resourceUsage: { intervalMs: 0 } },
+      'options.resourceUsage.intervalMs must be an integer in 1..60000; received 0',
+    ],
+    [
+      { resourceUsage: { intervalMs: 1000, windowMs: 500 } },
+      'options.resourceUsage.windowMs must be an integer in 1000..3600000; received 500',
+    ],
+  ])('refuses %j naming the option and the value', (options, message) => {
+    expect(() => resolveRuntimeOptions(options as never)).toThrow(message);
+  });
+});

@@ -1,0 +1,163 @@
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseStatsHeader } from '../../src/admission/stats-header.js';
+import { createRuntime, type Runtime } from '../../src/runtime.js';
+import { registerDataNodeRoutes } from '../../src/server/data-node-routes.js';
+import { buildHttpServer } from '../../src/server/http-server.js';
+
+const echoEngine = fileURLToPath(new URL('../fixtures/echo-engine.mjs', import.meta.url));
+
+describe('data node routes', () => {
+  let runtime: Runtime;
+  let app: FastifyInstance;
+  beforeAll(async () => {
+    runtime = await createRuntime({
+      engine: echoEngine,
+      threads: 1,
+      spareWorkers: 0,
+      nodeId: 'data-7',
+      resourceUsage: { intervalMs: 20, windowMs: 200 },
+    });
+    app = buildHttpServer(runtime);
+    registerDataNodeRoutes(app, runtime, {
+      shardsPerIndex: 2,
+      copies: [{ index: 'alpha', shard: 1, primary: true }],
+      debugRoutes: true,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 60));
+  });
+  afterAll(async () => {
+    await app.close();
+    await runtime.close();
+  });
+
+  const shardSearch = (payload: unknown, headers: Record<string, string> = {}) =>
+    app.inject({ method: 'POST', url: '/_internal/shard_search', payload: JSON.stringify(payload), headers });
+
+  it('tells who it is and which copies it holds', async () => {
+    const r = await app.inject({ method: 'GET', url: '/_internal/node_info' });
+    expect(r.json()).toEqual({
+      node_id: 'data-7',
+      roles: ['data'],
+      indices: ['alpha', 'beta', 'gamma'],
+      shards_per_index: 2,
+      copies: [{ index: 'alpha', shard: 1, primary: true }],
+    });
+  });
+
+  it('runs a shard search through the runtime and answers with service time and queue size', async () => {
+    const r = await shardSearch(
+      { index: 'alpha', shards: { alpha: [1] }, body: { echo: 'hi' } },
+      { 'x-user': 'u' },
+    );
+    expect(r.statusCode).toBe(200);
+    const body = r.json();
+    expect(body).toMatchObject({
+      node_id: 'data-7',
+      queue_size: 0,
+      response: { echo: 'hi', indices: ['alpha'] },
+    });
+    expect(body.service_time_ns).toBeGreaterThan(0);
+  });
+
+  it('puts its own stats entry on every internal answer, errors included, and on no other', async () => {
+    for (const r of [
+      await app.inject({ method: 'GET', url: '/_internal/node_info' }),
+      await shardSearch({ index: 'alpha', shards: {}, body: {} }),
+      await shardSearch({ index: 'nope', shards: {}, body: {} }),
+    ]) {
+      const parsed = parseStatsHeader(r.headers['resource_usage_stats']);
+      expect(parsed.entries).toHaveLength(1);
+      expect(parsed.entries[0]).toMatchObject({ nodeId: 'data-7' });
+      expect(Math.abs(parsed.entries[0]!.timestampMs - Date.now())).toBeLessThan(5000);
+    }
+    const plain = await app.inject({ method: 'POST', url: '/alpha/_search', payload: '{}' });
+    expect(plain.headers['resource_usage_stats']).toBeUndefined();
+    // A stats header in a request is dropped before anything reads it.
+    const forged = await app.inject({
+      method: 'POST',
+      url: '/alpha/_search',
+      payload: '{}',
+      headers: { Resource_Usage_Stats: 'v1|data-7:99.0,99.0,,1' },
+    });
+    expect(forged.statusCode).toBe(200);
+    expect(forged.headers['resource_usage_stats']).toBeUndefined();
+  });
+
+  it.each([
+    [[1], 400, 'body must be a JSON object; received [1]'],
+    [{ shards: {} }, 400, 'index must be a non-empty comma list of index names; received undefined'],
+    [
+      { index: 'alpha', shards: [0] },
+      400,
+      'shards must be an object of index name to shard numbers; received [0]',
+    ],
+    [{ index: 'alpha', shards: {}, body: 'x' }, 400, 'body must be a JSON object; received "x"'],
+    [
+      { index: 'alpha', shards: {}, extra: 1 },
+      400,
+      'extra is not a field of a shard search (index, shards, body); received 1',
+    ],
+    [
+      { index: 'alpha', shards: { beta: [0] } },
+      400,
+      'shards.beta must name an index the request resolves to; received [0]',
+    ],
+    [
+      { index: 'alpha', shards: { alpha: [] } },
+      400,
+      'shards.alpha must be a non-empty array of shard numbers; received []',
+    ],
+    [
+      { index: 'alpha', shards: { alpha: [0, -1] } },
+      400,
+      'shards.alpha[1] must be an integer in 0..1023; received -1',
+    ],
+    [
+      { index: 'alpha', shards: { alpha: [3, 3] } },
+      400,
+      'shards.alpha[1] must not repeat a shard; received 3',
+    ],
+    [{ index: 'delta', shards: {} }, 404, 'no such index [delta]'],
+  ])(
+    'refuses the shard search %j with %i naming the field and the value',
+    async (payload, status, reason) => {
+      const r = await shardSearch(payload);
+      expect(r.statusCode).toBe(status);
+      expect(r.json().error.reason).toBe(reason);
+    },
+  );
+
+  it('starts and stops a CPU hog when debug routes are on, refusing bad values', async () => {
+    const bad = await app.inject({
+      method: 'POST',
+      url: '/_internal/debug/cpu_hog',
+      payload: '{"threads": 0, "duration_ms": 10}',
+    });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.reason).toBe('threads must be an integer in 1..64; received 0');
+    const noDuration = await app.inject({ method: 'POST', url: '/_internal/debug/cpu_hog', payload: '{}' });
+    expect(noDuration.json().error.reason).toBe(
+      'duration_ms must be an integer in 1..600000; received undefined',
+    );
+    const started = await app.inject({
+      method: 'POST',
+      url: '/_internal/debug/cpu_hog',
+      payload: '{"threads": 1, "duration_ms": 5000}',
+    });
+    expect(started.statusCode).toBe(200);
+    expect(started.json()).toMatchObject({ node_id: 'data-7', threads: 1 });
+    const stopped = await app.inject({ method: 'DELETE', url: '/_internal/debug/cpu_hog' });
+    expect(stopped.json()).toEqual({ node_id: 'data-7', threads: 0 });
+  });
+
+  it('reports its resource usage in /_nodes/stats', async () => {
+    const stats = (await app.inject({ method: 'GET', url: '/_nodes/stats' })).json();
+    const usage = stats.nodes['data-7'].resource_usage;
+    expect(usage).toMatchObject({ interval_ms: 20, window_ms: 200 });
+    expect(usage.heap).toBeGreaterThan(0);
+    expect(usage.samples.cpu).toBeGreaterThan(0);
+    expect(runtime.resourceUsage().timestampMs).toBeGreaterThan(0);
+  });
+});
