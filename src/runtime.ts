@@ -185,7 +185,6 @@ interface RunningTask {
   readonly queued: QueuedTask;
   readonly dispatch: Dispatch<QueuedTask>;
   readonly tracked: TrackedTask;
-  readonly abort: AbortController;
 }
 
 /**
@@ -660,10 +659,10 @@ class GovernedRuntime implements Runtime {
       }
       this.#pool.slots.assign(slot, queued.taskId);
       const tracked = newTrackedTask(queued.taskId, queued.sandbox.id, slot, performance.now());
-      const running: RunningTask = { queued, dispatch, tracked, abort: new AbortController() };
+      const running: RunningTask = { queued, dispatch, tracked };
       this.#running.set(queued.taskId, running);
       this.#tracker.add(tracked);
-      this.#pool.run({ taskId: queued.taskId, slot, request: queued.request }, running.abort.signal).then(
+      this.#pool.run({ taskId: queued.taskId, slot, request: queued.request }).then(
         (outcome) => this.#settle(running, outcome, undefined),
         (error: unknown) => this.#settle(running, undefined, error),
       );
@@ -767,7 +766,8 @@ class GovernedRuntime implements Runtime {
   }
 
   #hardCancel(taskId: number, _resource: Resource): void {
-    this.#running.get(taskId)?.abort.abort();
+    const r = this.#running.get(taskId);
+    if (r !== undefined) this.#pool.terminateWorkerOf(r.tracked.slot, taskId);
   }
 
   sandboxes(): readonly Sandbox[] {

@@ -1,8 +1,10 @@
 /**
  * The piscina wrapper: the only module that imports piscina. Starts a fixed-size pool of workers
  * running `worker-harness`, waits until every worker has loaded its engine, and runs one task per
- * worker at a time. A task can be hard-cancelled through its AbortSignal: piscina terminates the
- * worker and starts a replacement (which loads the engine again; its start-up is reported).
+ * worker at a time. A task is hard-cancelled by terminating the worker that runs it
+ * (`terminateWorkerOf`): piscina rejects the task and starts a replacement (which loads the engine
+ * again; its start-up is reported). Tasks carry no AbortSignal: piscina's per-task signal handling
+ * cost about as much as a trivial task.
  */
 import { BroadcastChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
@@ -117,11 +119,30 @@ export class WorkerPool {
   }
 
   /**
-   * Runs one task. Resolves with the harness's outcome; rejects with piscina's `AbortError` when
-   * `signal` aborts (the worker is terminated and replaced).
+   * Runs one task. Resolves with the harness's outcome; rejects when its worker exits (terminated by
+   * `terminateWorkerOf`, out of memory, or crashed) with piscina's error.
    */
-  run(envelope: TaskEnvelope, signal: AbortSignal): Promise<TaskOutcome> {
-    return this.#piscina.run(envelope, { signal });
+  run(envelope: TaskEnvelope): Promise<TaskOutcome> {
+    return this.#piscina.run(envelope);
+  }
+
+  /**
+   * Hard cancellation: terminates the worker running task `taskId` in `slot`, if the task has begun
+   * there (its slot names the worker's thread). piscina then rejects the task and replaces the worker.
+   * Safe against a task that just ended: the main thread has not yet handled its result, so piscina
+   * has not handed that worker another task. @returns false when the task has not begun or has gone.
+   */
+  terminateWorkerOf(slot: number, taskId: number): boolean {
+    if (this.slots.taskId(slot) !== taskId) return false;
+    const threadId = this.slots.threadId(slot);
+    if (threadId === 0) return false;
+    for (const worker of this.#piscina.threads) {
+      if (worker.threadId === threadId) {
+        void worker.terminate();
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Start-up reports of the most recent workers (the first `threads` are the initial ones). */
