@@ -6,7 +6,7 @@ export {
   type SandboxStats,
   type NodeStats,
 } from './runtime.js';
-export type { RuntimeOptions, ResolvedRuntimeOptions } from './runtime-options.js';
+export type { RuntimeOptions, ResolvedRuntimeOptions, TaskEndEvent } from './runtime-options.js';
 export * from './errors.js';
 export type {
   EngineModule,

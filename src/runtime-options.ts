@@ -11,6 +11,23 @@ import { InvalidArgumentError } from './errors.js';
 import { EnforcementMode, SelectionStrategy } from './governor/decide.js';
 import type pino from 'pino';
 import type { SandboxStore } from './sandbox/sandbox-store.js';
+
+/** What `onTaskEnd` receives about one task that ran. */
+export interface TaskEndEvent {
+  readonly taskId: number;
+  /** The leaf sandbox it ran in. */
+  readonly sandboxId: string;
+  /** The priority the scheduler gave it. */
+  readonly priority: number;
+  /** `completed`, `cancelled` (soft, hard, memory or shutdown) or `failed` (engine error, worker lost). */
+  readonly outcome: 'completed' | 'cancelled' | 'failed';
+  /** CPU time of its worker thread while it ran (from the end of the worker's previous task), ns. */
+  readonly cpuTimeNs: number;
+  /** Time it waited in the queue, ms. */
+  readonly waitMs: number;
+  /** Time from dispatch to its end, ms. */
+  readonly runMs: number;
+}
 import type { QueryPriorityStore } from './scheduler/query-priority-store.js';
 import {
   DEFAULT_QUERY_PRIORITY,
@@ -44,6 +61,12 @@ export interface RuntimeOptions {
    * found there wins over `queryPriority`, which then only seeds an empty store.
    */
   queryPriorityStore?: QueryPriorityStore;
+  /**
+   * Called on the main thread once for every task that ran (not for ones refused before running),
+   * when it ends: its figures, for logs, billing or checks. It must be cheap; what it throws is logged
+   * and ignored.
+   */
+  onTaskEnd?: (event: TaskEndEvent) => void;
   /** Most sandboxes besides the root (creates beyond it answer 429), integer 0..10000. Default 100. */
   maxSandboxes?: number;
   /**
@@ -163,6 +186,7 @@ export interface ResolvedRuntimeOptions {
   readonly memoryBudgetBytes: number;
   readonly maxQueuedTasks: number;
   readonly queryPriority: QueryPriorityConfig;
+  readonly onTaskEnd: ((event: TaskEndEvent) => void) | undefined;
   readonly intervalMs: number;
   readonly graceIntervals: number;
   readonly enforcement: EnforcementMode;
@@ -338,6 +362,9 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
   ) {
     throw new InvalidArgumentError('options.cacheDir', 'must be a directory path', options.cacheDir);
   }
+  if (options.onTaskEnd !== undefined && typeof options.onTaskEnd !== 'function') {
+    throw new InvalidArgumentError('options.onTaskEnd', 'must be a function', options.onTaskEnd);
+  }
   const dataDir = path.resolve(options.dataDir ?? '.query-sandbox');
   const usage = objectOption('resourceUsage', options.resourceUsage);
   const tracker = resolveNodeUsageTrackerOptions({ ...usage, cores }, 'options.resourceUsage');
@@ -356,6 +383,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     memoryBudgetBytes,
     maxQueuedTasks: integer('maxQueuedTasks', options.maxQueuedTasks, 0, 1_000_000, 1000),
     queryPriority,
+    onTaskEnd: options.onTaskEnd,
     intervalMs: integer('intervalMs', options.intervalMs, 10, 60_000, 100),
     graceIntervals: integer('graceIntervals', options.graceIntervals, 1, 1000, 2),
     enforcement,

@@ -51,6 +51,7 @@ import {
   type ResolvedRuntimeOptions,
   type RuntimeOptions,
   resolveRuntimeOptions,
+  type TaskEndEvent,
 } from './runtime-options.js';
 import { createRootSandbox, ROOT_SANDBOX_ID, type Resource, type Sandbox } from './sandbox/sandbox.js';
 import { loadSandboxFile, parseSandboxDefinitions } from './sandbox/sandbox-file.js';
@@ -61,7 +62,7 @@ import { newTrackedTask, type TrackedTask } from './tracking/tracked-task.js';
 import { UsageTracker } from './tracking/usage-tracker.js';
 import { sampleHeap, WorkerHeapProbe } from '../native-shim/index.js';
 
-export type { RuntimeOptions } from './runtime-options.js';
+export type { RuntimeOptions, TaskEndEvent } from './runtime-options.js';
 
 /** One search request as the runtime takes it. */
 export interface SearchRequest {
@@ -680,6 +681,23 @@ class GovernedRuntime implements Runtime {
     this.#governor.forget(queued.taskId);
     const sandboxId = queued.sandbox.id;
     const counters = this.#counters.of(sandboxId);
+    if (this.options.onTaskEnd !== undefined) {
+      const cancelled =
+        (outcome !== undefined && !outcome.ok && outcome.cancelCode !== 0) ||
+        (outcome === undefined &&
+          (picked?.hard === true ||
+            this.#closed ||
+            (thrown as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY'));
+      this.#emitTaskEnd({
+        taskId: queued.taskId,
+        sandboxId,
+        priority: queued.priority,
+        outcome: outcome?.ok === true ? 'completed' : cancelled ? 'cancelled' : 'failed',
+        cpuTimeNs: tracked.cpuTimeNs,
+        waitMs: running.dispatch.waitMs,
+        runMs: performance.now() - tracked.dispatchedAtMs,
+      });
+    }
     try {
       if (outcome?.ok === true) {
         counters.completions++;
@@ -733,6 +751,14 @@ class GovernedRuntime implements Runtime {
       }
     } finally {
       this.#pump();
+    }
+  }
+
+  #emitTaskEnd(event: TaskEndEvent): void {
+    try {
+      this.options.onTaskEnd?.(event);
+    } catch (error) {
+      this.#log.warn({ error: String(error) }, 'onTaskEnd threw');
     }
   }
 

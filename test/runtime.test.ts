@@ -658,3 +658,27 @@ describe('runtime query priority', () => {
     }
   });
 });
+
+describe('runtime onTaskEnd', () => {
+  it('reports each task that ran once, with its outcome and its own CPU time', async () => {
+    const events: import('../src/runtime.js').TaskEndEvent[] = [];
+    const runtime = await createRuntime({ engine: echoEngine, threads: 2, onTaskEnd: (e) => events.push(e) });
+    try {
+      const burned = (await runtime.search({ index: 'alpha', body: { burnCpuMs: 60 } })) as { burnedCpuMs: number };
+      await runtime.search({ index: 'alpha', body: { fail: 'server' } }).catch(() => undefined);
+      await runtime.search({ index: 'alpha', body: { fail: 'client' } }).catch(() => undefined);
+      expect(events.map((e) => e.outcome)).toEqual(['completed', 'failed', 'failed']);
+      const cpuMs = events[0]!.cpuTimeNs / 1e6;
+      // The task's own clock, plus the worker's small per-task overhead.
+      expect(cpuMs).toBeGreaterThanOrEqual(burned.burnedCpuMs);
+      expect(cpuMs).toBeLessThan(burned.burnedCpuMs + 15);
+      expect(events[0]!.sandboxId).toBe('_root');
+      expect(events[0]!.runMs).toBeGreaterThan(0);
+      await expect(createRuntime({ engine: echoEngine, onTaskEnd: 5 as never })).rejects.toThrow(
+        'options.onTaskEnd must be a function; received 5',
+      );
+    } finally {
+      await runtime.close();
+    }
+  });
+});
