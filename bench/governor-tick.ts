@@ -25,7 +25,7 @@ async function measure(threads: number, ms: number): Promise<{ median: number; p
     engine: echoEngine,
     threads,
     spareWorkers: 0,
-    workerHeapMb: 32,
+    workerHeapMb: 64,
     maxQueuedTasks: threads,
     intervalMs: INTERVAL_MS,
     dataDir: '.query-sandbox/bench',
