@@ -1,0 +1,104 @@
+/**
+ * `npm run bench`: every headline experiment, one after another, each against its baseline measured
+ * in the same run, then one table of the ratios and their targets. Each experiment writes
+ * `bench/results/<name>.json` and `<name>.svg`.
+ *
+ * Usage: `npm run bench` (quick, under 3 minutes on 2 cores), `npm run bench -- --full` (longer runs,
+ * more repetitions), `npm run bench -- overhead isolation` (only those).
+ *
+ * The scheduler's own benchmarks (`npm run bench:priority`, `bench:priority-service`), the cluster's
+ * (`bench:cluster`) and the others listed in README.md run separately: they take minutes each.
+ */
+import { run as classification } from './classification.js';
+import { run as fidelity } from './fidelity.js';
+import { run as governorTick } from './governor-tick.js';
+import { machine, printTable } from './harness.js';
+import { run as isolation } from './isolation.js';
+import { run as memory } from './memory.js';
+import { run as overhead } from './overhead.js';
+
+type Result = Record<string, unknown>;
+const EXPERIMENTS: ReadonlyArray<readonly [string, (full: boolean) => Promise<Result>]> = [
+  ['overhead', overhead],
+  ['classification', classification],
+  ['governor-tick', governorTick],
+  ['fidelity', fidelity],
+  ['isolation', isolation],
+  ['memory', memory],
+];
+
+interface Line {
+  readonly experiment: string;
+  readonly figure: string;
+  readonly value: string;
+  readonly target: string;
+  readonly met: string;
+}
+
+const pct = (x: number) => `${(x * 100).toFixed(2)} %`;
+const x = (v: number) => `${v.toFixed(2)}x`;
+const verdict = (ok: boolean) => (ok ? 'yes' : 'NO');
+
+/** The summary lines of one experiment's result. */
+function summarise(name: string, r: Result): Line[] {
+  const lines: Line[] = [];
+  const add = (figure: string, value: string, target: string, ok?: boolean) =>
+    lines.push({ experiment: name, figure, value, target, met: ok === undefined ? '' : verdict(ok) });
+  if (name === 'overhead') {
+    for (const c of r['results'] as Array<{ case: string; timeRatio: number; latencyRatio: number; target: number }>) {
+      add(`${c.case}: time per task, governed / bare`, x(c.timeRatio), `<= ${c.target}`, c.timeRatio <= c.target);
+      add(`${c.case}: p50 latency, governed / bare`, x(c.latencyRatio), '', undefined);
+    }
+  } else if (name === 'classification') {
+    const rows = r['rows'] as Array<{ sandboxes: number; ratio: number }>;
+    const flat = r['flatness'] as { indexed: number; naive: number };
+    for (const row of rows) add(`${row.sandboxes} sandboxes: indexed / regex loop req/s`, x(row.ratio), '', undefined);
+    add('slow-down 10 -> 1,000 sandboxes, indexed', x(flat.indexed), 'flat (<= 2x)', flat.indexed <= 2);
+    add('slow-down 10 -> 1,000 sandboxes, regex loop', x(flat.naive), '', undefined);
+  } else if (name === 'governor-tick') {
+    for (const row of r['rows'] as Array<{ tasks: number; medianUs: number; p99Us: number; coreShare: number }>)
+      add(`${row.tasks} tasks: median / p99 µs, share of a core`, `${Math.round(row.medianUs)} / ${Math.round(row.p99Us)}, ${pct(row.coreShare)}`, '', undefined);
+  } else if (name === 'fidelity') {
+    for (const row of r['rows'] as Array<{ taskMs: number; medianError: number; p99Error: number }>)
+      add(`${row.taskMs} ms tasks: median |error| (p99)`, `${pct(row.medianError)} (${pct(row.p99Error)})`, '<= 2 %', row.medianError <= 0.02);
+  } else if (name === 'isolation') {
+    for (const s of r['summary'] as Array<{ load: number; cVsAloneP99: number; bVsCP99: number; cReservedVsAloneP99: number; bVsCReservedP99: number }>) {
+      add(`flood ${s.load}x: runtime p99 / alone p99`, x(s.cVsAloneP99), '<= 1.5', s.cVsAloneP99 <= 1.5);
+      add(`flood ${s.load}x: bare p99 / runtime p99`, x(s.bVsCP99), '>= 10', s.bVsCP99 >= 10);
+      add(`flood ${s.load}x, 1 reserved worker: runtime p99 / alone p99`, x(s.cReservedVsAloneP99), '<= 1.5', s.cReservedVsAloneP99 <= 1.5);
+      add(`flood ${s.load}x, 1 reserved worker: bare p99 / runtime p99`, x(s.bVsCReservedP99), '>= 10', s.bVsCReservedP99 >= 10);
+    }
+  } else if (name === 'memory') {
+    for (const row of r['rows'] as Array<{ figure: string; bare: number; runtime: number; ratio: number }>)
+      add(`${row.figure}: runtime / bare (KiB)`, `${x(row.ratio)} (${(row.runtime / 1024).toFixed(1)} / ${(row.bare / 1024).toFixed(1)})`, '', undefined);
+  }
+  return lines;
+}
+
+async function main(): Promise<void> {
+  const full = process.argv.includes('--full');
+  const only = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+  const unknown = only.filter((n) => !EXPERIMENTS.some(([name]) => name === n));
+  if (unknown.length > 0) {
+    console.error(`unknown experiment ${unknown.join(', ')}; expected some of ${EXPERIMENTS.map(([n]) => n).join(', ')}`);
+    process.exit(2);
+  }
+  const m = machine();
+  console.log(`query-sandbox benchmarks (${full ? 'full' : 'quick'}): ${m.cores} cores (${m.cpu}), ${m.memoryGiB} GiB, Node ${m.node}`);
+  const started = performance.now();
+  const lines: Line[] = [];
+  for (const [name, experiment] of EXPERIMENTS) {
+    if (only.length > 0 && !only.includes(name)) continue;
+    const t0 = performance.now();
+    const result = await experiment(full);
+    console.log(`(${name}: ${((performance.now() - t0) / 1000).toFixed(0)} s)`);
+    lines.push(...summarise(name, result));
+  }
+  console.log(`\nsummary (${((performance.now() - started) / 1000).toFixed(0)} s); results and charts in bench/results/`);
+  printTable(
+    ['experiment', 'figure', 'value', 'target', 'met'],
+    lines.map((l) => [l.experiment, l.figure, l.value, l.target, l.met]),
+  );
+}
+
+await main();
