@@ -48,6 +48,16 @@ export const ErrorCode = {
    * failing). HTTP 429 when every failure was a refusal (429), else 503.
    */
   SHARDS_FAILED: 'QS_SHARDS_FAILED',
+  /** `PUT /{index}` for a name that is taken (a writable index or a corpus index). HTTP 400. */
+  INDEX_EXISTS: 'QS_INDEX_EXISTS',
+  /** A change to a read-only index (the corpus indices): settings, delete. HTTP 403. */
+  INDEX_READ_ONLY: 'QS_INDEX_READ_ONLY',
+  /** No index template has that name. HTTP 404. */
+  TEMPLATE_NOT_FOUND: 'QS_TEMPLATE_NOT_FOUND',
+  /** A bulk body the format refuses as a whole (the parser's type and status: 400, or 413 when too large). */
+  INVALID_BULK: 'QS_INVALID_BULK',
+  /** A write refused for indexing pressure: too many bulk bytes in flight on the node. HTTP 429. */
+  WRITE_REJECTED: 'QS_WRITE_REJECTED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -275,6 +285,80 @@ export class ShardsFailedError extends QuerySandboxError {
   }
 }
 
+/** `PUT /{index}` for a name that is taken (Elasticsearch `ResourceAlreadyExistsException`). */
+export class IndexExistsError extends QuerySandboxError {
+  readonly index: string;
+  constructor(index: string, uuid?: string) {
+    super(
+      ErrorCode.INDEX_EXISTS,
+      'resource_already_exists_exception',
+      `index [${uuid === undefined ? index : `${index}/${uuid}`}] already exists`,
+    );
+    this.index = index;
+  }
+}
+
+/**
+ * A change to an index that only serves reads (the corpus indices): Elasticsearch answers writes to a
+ * write-blocked index with `cluster_block_exception` (403).
+ */
+export class IndexReadOnlyError extends QuerySandboxError {
+  readonly index: string;
+  constructor(index: string, what: string) {
+    super(
+      ErrorCode.INDEX_READ_ONLY,
+      'cluster_block_exception',
+      `index [${index}] blocked by: [FORBIDDEN/8/index write (api)]; it is a read-only corpus index: ${what}`,
+    );
+    this.index = index;
+  }
+}
+
+/** No index template has the name (Elasticsearch: `index_template_missing_exception`). */
+export class TemplateNotFoundError extends QuerySandboxError {
+  readonly template: string;
+  constructor(template: string) {
+    super(
+      ErrorCode.TEMPLATE_NOT_FOUND,
+      'resource_not_found_exception',
+      `index template matching [${template}] not found`,
+    );
+    this.template = template;
+  }
+}
+
+/**
+ * A bulk body refused as a whole (see `routing/bulk-request.ts`): `type` and `status` are the
+ * parser's (400, or 413 over the size limits); `line` is the bulk line at fault, when there is one.
+ */
+export class InvalidBulkError extends QuerySandboxError {
+  readonly status: number;
+  readonly line: number | undefined;
+  constructor(type: string, reason: string, status: number, line: number | undefined) {
+    super(ErrorCode.INVALID_BULK, type, reason);
+    this.status = status;
+    this.line = line;
+  }
+}
+
+/**
+ * A write refused before it ran because too many bulk bytes are in flight on the node (Elasticsearch
+ * `IndexingPressure`: `es_rejected_execution_exception`, 429).
+ */
+export class WriteRejectedError extends QuerySandboxError {
+  readonly inFlightBytes: number;
+  readonly limitBytes: number;
+  constructor(inFlightBytes: number, requestBytes: number, limitBytes: number, where: string) {
+    super(
+      ErrorCode.WRITE_REJECTED,
+      'es_rejected_execution_exception',
+      `rejected execution of ${where} operation [in_flight_bytes=${inFlightBytes}, operation_bytes=${requestBytes}, max_bytes=${limitBytes}]`,
+    );
+    this.inFlightBytes = inFlightBytes;
+    this.limitBytes = limitBytes;
+  }
+}
+
 /** The runtime is not accepting work. */
 export class NotRunningError extends QuerySandboxError {
   constructor(message = 'the runtime is closed') {
@@ -323,6 +407,16 @@ export function httpStatusOf(error: unknown): number {
       return 429;
     case ErrorCode.SHARDS_FAILED:
       return (error as ShardsFailedError).status;
+    case ErrorCode.INDEX_EXISTS:
+      return 400;
+    case ErrorCode.INDEX_READ_ONLY:
+      return 403;
+    case ErrorCode.TEMPLATE_NOT_FOUND:
+      return 404;
+    case ErrorCode.INVALID_BULK:
+      return (error as InvalidBulkError).status;
+    case ErrorCode.WRITE_REJECTED:
+      return 429;
     default:
       return 500;
   }

@@ -167,6 +167,27 @@ export interface RuntimeOptions {
   resourceUsage?: { intervalMs?: number; windowMs?: number; ioIntervalMs?: number; ioWindowMs?: number };
   /** How long start-up waits for every worker to load the engine, ms. Default 300000. */
   startTimeoutMs?: number;
+  /**
+   * What this node is for writable indices (engines that declare `writableIndices`, as the built-in
+   * one does): `single` (default) owns index metadata and templates and serves the index and bulk
+   * APIs; `data` is a cluster data node whose coordinator owns them and sends it shard bulks.
+   */
+  nodeRole?: 'single' | 'data';
+  /**
+   * Shard-log durability of writable indices (Elasticsearch `index.translog.durability`): `request`
+   * (default) fsyncs each bulk's records before it is acknowledged (concurrent bulks share an fsync);
+   * `async` acknowledges once written and fsyncs every `translogSyncIntervalMs`, so a machine crash may
+   * lose that window (a killed process loses nothing: the bytes are in the page cache).
+   */
+  translogDurability?: 'request' | 'async';
+  /** fsync period with `translogDurability: 'async'`, ms, integer 1..3600000. Default 5000. */
+  translogSyncIntervalMs?: number;
+  /**
+   * Indexing pressure: most bulk bytes in flight on this node before new bulks are refused with 429
+   * `es_rejected_execution_exception` (Elasticsearch `indexing_pressure.memory.limit`). Integer >= 1.
+   * Default: 10 % of the main thread's heap limit.
+   */
+  indexingPressureBytes?: number;
   /** A pino logger. Default: silent. */
   logger?: pino.Logger;
 }
@@ -204,6 +225,11 @@ export interface ResolvedRuntimeOptions {
   readonly nodeId: string;
   readonly startTimeoutMs: number;
   readonly cores: number;
+  readonly nodeRole: 'single' | 'data';
+  readonly translogDurability: 'request' | 'async';
+  readonly translogSyncIntervalMs: number;
+  /** `undefined`: 10 % of the heap limit. */
+  readonly indexingPressureBytes: number | undefined;
   /** The node usage tracker's intervals and windows, ms (defaults filled in). */
   readonly resourceUsage: {
     readonly intervalMs: number;
@@ -366,6 +392,18 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     throw new InvalidArgumentError('options.onTaskEnd', 'must be a function', options.onTaskEnd);
   }
   const dataDir = path.resolve(options.dataDir ?? '.query-sandbox');
+  const nodeRole = options.nodeRole ?? 'single';
+  if (nodeRole !== 'single' && nodeRole !== 'data') {
+    throw new InvalidArgumentError('options.nodeRole', 'must be one of single, data', nodeRole);
+  }
+  const translogDurability = options.translogDurability ?? 'request';
+  if (translogDurability !== 'request' && translogDurability !== 'async') {
+    throw new InvalidArgumentError(
+      'options.translogDurability',
+      'must be one of request, async',
+      translogDurability,
+    );
+  }
   const usage = objectOption('resourceUsage', options.resourceUsage);
   const tracker = resolveNodeUsageTrackerOptions({ ...usage, cores }, 'options.resourceUsage');
   return Object.freeze({
@@ -403,6 +441,19 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     nodeId,
     startTimeoutMs: integer('startTimeoutMs', options.startTimeoutMs, 1000, 3_600_000, 300_000),
     cores,
+    nodeRole,
+    translogDurability,
+    translogSyncIntervalMs: integer(
+      'translogSyncIntervalMs',
+      options.translogSyncIntervalMs,
+      1,
+      3_600_000,
+      5000,
+    ),
+    indexingPressureBytes:
+      options.indexingPressureBytes === undefined
+        ? undefined
+        : integer('indexingPressureBytes', options.indexingPressureBytes, 1, Number.MAX_SAFE_INTEGER, 1),
     resourceUsage: Object.freeze({
       intervalMs: tracker.intervalMs,
       windowMs: tracker.windowMs,

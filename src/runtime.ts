@@ -9,6 +9,7 @@
  * `CancelledError`, or an engine error.
  */
 import fs from 'node:fs/promises';
+import path from 'node:path';
 import v8 from 'node:v8';
 import pino from 'pino';
 import { NodeUsageTracker, type HeapUsage, type NodeUsageSnapshot } from './admission/node-usage-tracker.js';
@@ -29,7 +30,13 @@ import { DuressDetector } from './governor/duress-detector.js';
 import { Governor, type GovernorSnapshot, type GovernorStats } from './governor/governor.js';
 import { SandboxCounterTable, type SandboxCounters } from './governor/sandbox-counters.js';
 import { compiledModuleUrl } from './pool/compiled-module-url.js';
-import type { EngineDescription, EngineModule, EngineRequest } from './pool/engine-module.js';
+import {
+  type EngineDescription,
+  type EngineModule,
+  type EngineRequest,
+  WRITABLE_INDICES_OPTION,
+} from './pool/engine-module.js';
+import { WritableIndices } from './indices/writable-indices.js';
 import type { TaskOutcome } from './pool/task-envelope.js';
 import { CancelReason, SlotAllocator } from './pool/task-slots.js';
 import {
@@ -126,6 +133,12 @@ export interface Runtime {
    * already bound keep their sandbox.
    */
   readonly sandboxRegistry: SandboxRegistry;
+  /**
+   * The node's writable indices (index APIs, bulk, real-time GET; see `indices/writable-indices.ts`),
+   * when the engine declares `writableIndices` (the built-in one does); `undefined` otherwise. Searches
+   * resolve index expressions over the engine's indices and these.
+   */
+  readonly indices: WritableIndices | undefined;
   /** Per-sandbox stats keyed by sandbox id. */
   sandboxStats(): ReadonlyMap<string, SandboxStats>;
   nodeStats(): NodeStats;
@@ -302,6 +315,21 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
     })) ?? {};
   const prepareMs = performance.now() - prepareStarted;
   log.info({ prepareMs: Math.round(prepareMs), indices: description.indices }, 'engine prepared');
+  // Writable indices: recovered from their shard logs before any worker starts, so every worker's
+  // first look at the refresh board finds everything that was acknowledged.
+  const writable =
+    engine.writableIndices === true
+      ? await WritableIndices.open({
+          dir: path.join(resolved.dataDir, 'indices'),
+          nodeId: resolved.nodeId,
+          role: resolved.nodeRole,
+          readOnlyIndices: description.indices ?? [],
+          durability: resolved.translogDurability,
+          syncIntervalMs: resolved.translogSyncIntervalMs,
+          indexingPressureBytes: resolved.indexingPressureBytes,
+          log,
+        })
+      : undefined;
 
   if (resolved.singleThreadedGc) {
     // Process-wide and only for isolates made after it: workers refuse it in execArgv.
@@ -311,7 +339,10 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   const heapProbe = resolved.heapProbe ? new WorkerHeapProbe() : undefined;
   const pool = await WorkerPool.start({
     engineUrl,
-    engineOptions: resolved.engineOptions,
+    engineOptions:
+      writable === undefined
+        ? resolved.engineOptions
+        : { ...resolved.engineOptions, [WRITABLE_INDICES_OPTION]: { board: writable.board } },
     cacheDir,
     // Spare workers keep the capacity while a hard-cancelled worker's replacement loads the engine.
     threads: resolved.threads + resolved.spareWorkers,
@@ -319,12 +350,17 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
     // One slot per task handed to piscina; at most DISPATCH_DEPTH_PER_WORKER per worker.
     slotCount: (resolved.threads + resolved.spareWorkers) * DISPATCH_DEPTH_PER_WORKER,
     startTimeoutMs: resolved.startTimeoutMs,
+  }).catch(async (error: unknown) => {
+    heapProbe?.close();
+    await writable?.close();
+    throw error;
   });
   log.info({ startupMs: pool.startups.map((s) => Math.round(s.startupMs)) }, 'workers ready');
   try {
     await checkWorkerHeapLimit(pool, resolved.workerHeapMb);
   } catch (error) {
     heapProbe?.close();
+    await writable?.close();
     throw error;
   }
   return new GovernedRuntime(
@@ -336,6 +372,7 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
     log,
     heapProbe,
     priorityStore,
+    writable,
   );
 }
 
@@ -366,6 +403,7 @@ class GovernedRuntime implements Runtime {
   readonly #engine: EngineModule;
   readonly #indices: readonly string[] | undefined;
   readonly sandboxRegistry: SandboxRegistry;
+  readonly indices: WritableIndices | undefined;
   // Swapped whole on every accepted sandbox change (see #applySandboxes); never mutated in place.
   #sandboxes: readonly Sandbox[];
   #byId: ReadonlyMap<string, Sandbox>;
@@ -399,7 +437,9 @@ class GovernedRuntime implements Runtime {
     log: pino.Logger,
     heapProbe: WorkerHeapProbe | undefined,
     priorityStore: QueryPriorityStore,
+    writable: WritableIndices | undefined,
   ) {
+    this.indices = writable;
     this.#heapProbe = heapProbe;
     this.#priorityStore = priorityStore;
     this.options = options;
@@ -524,12 +564,12 @@ class GovernedRuntime implements Runtime {
     if (this.#closed) throw new NotRunningError();
     if (typeof request.index !== 'string')
       throw new InvalidArgumentError('index', 'must be a string', request.index);
-    const indices = resolveIndexExpression(request.index, this.#indices);
+    const indices = resolveIndexExpression(request.index, this.#searchableIndices());
     const engineRequest: EngineRequest =
       request.shards === undefined
         ? { indices, body: request.body }
         : { indices, body: request.body, shards: checkShards(request.shards, indices) };
-    this.#validate(engineRequest);
+    this.#validate(this.#engineOwned(engineRequest));
     const attributes = { user: request.user, indices };
     const sandbox =
       request.sandboxId !== undefined
@@ -551,6 +591,20 @@ class GovernedRuntime implements Runtime {
     this.#rejectEvicted(offered.evicted);
     this.#pump();
     return settled;
+  }
+
+  /** The engine's indices followed by the writable ones (`undefined`: the engine lists none). */
+  #searchableIndices(): readonly string[] | undefined {
+    const writable = this.indices?.names();
+    if (writable === undefined || writable.length === 0) return this.#indices;
+    return [...(this.#indices ?? []), ...writable];
+  }
+
+  /** The request as the engine's `validate` checks it: only the engine's own index names. */
+  #engineOwned(request: EngineRequest): EngineRequest {
+    const writable = this.indices;
+    if (writable === undefined || !request.indices.some((name) => writable.has(name))) return request;
+    return { ...request, indices: request.indices.filter((name) => !writable.has(name)) };
   }
 
   /** The task's priority: the first matching query-priority rule, else its sandbox's (see query-priority.ts). */
@@ -907,5 +961,6 @@ class GovernedRuntime implements Runtime {
     await this.#pool.close();
     this.#tracker.close();
     this.#heapProbe?.close();
+    await this.indices?.close();
   }
 }

@@ -166,6 +166,13 @@ export interface RunningCluster {
   readonly unexpectedExit: Promise<{ id: string; code: number | null; signal: string | null }>;
   /** Stops every node (SIGTERM, SIGKILL after 10 s) and waits for them to exit. Idempotent. */
   stop(): Promise<void>;
+  /**
+   * Starts a node again with the same arguments after it exited (crash tests: SIGKILL a data node by
+   * its `pid`, then restart it); resolves once it answers HTTP. Its exit does not count as unexpected.
+   * @throws Error when the node is still running 5 s after the call, or does not answer within
+   *   `startTimeoutMs`.
+   */
+  restartNode(id: string): Promise<ClusterNode>;
 }
 
 /** The compiled `query-sandbox` command that the children run. */
@@ -274,7 +281,9 @@ export async function startCluster(
       reportExit = resolve;
     },
   );
+  const launched = new Map<string, { role: 'coordinator' | 'data'; port: number; args: readonly string[] }>();
   const launch = (id: string, role: 'coordinator' | 'data', port: number, args: readonly string[]) => {
+    launched.set(id, { role, port, args });
     const common = ['serve', '--role', role, '--node-id', id, '--host', host, '--port', String(port)];
     const child = spawn(process.execPath, [script, ...common, '--log-level', options.logLevel, ...args], {
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
@@ -290,7 +299,7 @@ export async function startCluster(
     pipeLines(child.stderr, `[${id}] `, errSink, entry.tail);
     child.on('exit', (code, signal) => {
       entry.exited = true;
-      if (!stopping) reportExit({ id, code, signal });
+      if (!stopping && !restarting.has(id)) reportExit({ id, code, signal });
     });
     child.on('error', () => {
       entry.exited = true;
@@ -317,6 +326,8 @@ export async function startCluster(
   launch('coordinator', 'coordinator', options.basePort, [
     '--cluster',
     clusterFile,
+    '--data-dir',
+    path.join(clusterDir, 'coordinator'),
     ...options.coordinatorArgs,
   ]);
 
@@ -337,6 +348,25 @@ export async function startCluster(
       ),
     );
   };
+  const restartNode = async (id: string): Promise<ClusterNode> => {
+    const index = children.findIndex((c) => c.node.id === id);
+    const old = children[index];
+    const how = launched.get(id);
+    if (old === undefined || how === undefined) throw new Error(`no node [${id}] in this cluster`);
+    // A node just killed may not have been reaped yet: give it a moment.
+    for (let waited = 0; !old.exited && waited < 5000; waited += 50) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    if (!old.exited) throw new Error(`node [${id}] is still running (pid ${old.node.pid})`);
+    children.splice(index, 1);
+    const child = launch(id, how.role, how.port, how.args);
+    // Keep the coordinator last, as the ready line and the result expect.
+    children.splice(children.indexOf(child), 1);
+    children.splice(how.role === 'coordinator' ? children.length : index, 0, child);
+    await waitUntilAnswering(child, performance.now() + (options.startTimeoutMs ?? 300_000));
+    return child.node;
+  };
+  const restarting = new Set<string>();
   const deadline = performance.now() + (options.startTimeoutMs ?? 300_000);
   try {
     await Promise.all(children.map((c) => waitUntilAnswering(c, deadline)));
@@ -351,6 +381,14 @@ export async function startCluster(
     clusterFile,
     unexpectedExit,
     stop,
+    restartNode: async (id: string) => {
+      restarting.add(id);
+      try {
+        return await restartNode(id);
+      } finally {
+        restarting.delete(id);
+      }
+    },
   };
 }
 

@@ -33,6 +33,8 @@ export interface CoordinatorServeOptions {
   readonly statsRefreshMs: number | undefined;
   /** `--shard-timeout-ms` (30000). */
   readonly shardTimeoutMs: number | undefined;
+  /** `--indexing-pressure-bytes`: bulk bytes in flight at the coordinator; `undefined`: 10 % of the heap. */
+  readonly indexingPressureBytes: number | undefined;
 }
 
 export interface ServeOptions {
@@ -72,6 +74,9 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --shards-per-index N   shards of every index, 1..64 (default 2; with --cluster: the file's)
   --usage-interval-ms N  node usage sampling for the stats sent to a coordinator (default 500)
   --usage-window-ms N    node usage averaging window (default 30000)
+  --translog-durability D  writable indices: request (fsync before acknowledging, default) | async
+  --translog-sync-interval-ms N  fsync period with async durability (default 5000)
+  --indexing-pressure-bytes N    bulk bytes in flight before 429 (default 10 % of the heap limit)
 
   cluster roles:
   --role ROLE            single | data | coordinator (default single: one node with every shard)
@@ -145,6 +150,8 @@ const RUNTIME_FLAGS = [
   'shards-per-index',
   'usage-interval-ms',
   'usage-window-ms',
+  'translog-durability',
+  'translog-sync-interval-ms',
 ];
 
 /** Parses `argv` (after the sub-command) and `env`. @throws InvalidArgumentError naming the flag. */
@@ -185,6 +192,9 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
         'stats-ttl-ms': { type: 'string' },
         'stats-refresh-ms': { type: 'string' },
         'shard-timeout-ms': { type: 'string' },
+        'translog-durability': { type: 'string' },
+        'translog-sync-interval-ms': { type: 'string' },
+        'indexing-pressure-bytes': { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -237,6 +247,17 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
       str('usage-window-ms'),
     );
   }
+  const translogDurability = str('translog-durability');
+  if (translogDurability !== undefined && translogDurability !== 'request' && translogDurability !== 'async') {
+    throw new InvalidArgumentError('--translog-durability', 'must be one of request, async', translogDurability);
+  }
+  const translogSyncIntervalMs = intFlag('translog-sync-interval-ms', str('translog-sync-interval-ms'), 1, 3_600_000);
+  const indexingPressureBytes = intFlag(
+    'indexing-pressure-bytes',
+    str('indexing-pressure-bytes'),
+    1,
+    Number.MAX_SAFE_INTEGER,
+  );
   const coresText = str('cores');
   const cores = coresText === undefined ? undefined : Number(coresText);
   if (coresText !== undefined && (!/^\d*\.?\d+$/.test(coresText) || !(cores! > 0 && cores! <= 4096))) {
@@ -281,6 +302,10 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     ...(queueOrder !== undefined ? { queueOrder } : {}),
     ...(role !== 'coordinator' && nodeId !== undefined ? { nodeId } : {}),
     ...(cores !== undefined ? { cores } : {}),
+    ...(role === 'data' ? { nodeRole: 'data' as const } : {}),
+    ...(translogDurability !== undefined ? { translogDurability: translogDurability as 'request' | 'async' } : {}),
+    ...(translogSyncIntervalMs !== undefined ? { translogSyncIntervalMs } : {}),
+    ...(indexingPressureBytes !== undefined && role !== 'coordinator' ? { indexingPressureBytes } : {}),
     ...(str('cache-dir') !== undefined ? { cacheDir: str('cache-dir')! } : {}),
     ...(usageIntervalMs !== undefined || usageWindowMs !== undefined
       ? {
@@ -300,14 +325,15 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     role,
     clusterFile: str('cluster'),
     debugRoutes: values['debug-routes'] === true,
-    coordinator: role === 'coordinator' ? coordinatorOptions(str, nodeId) : undefined,
+    coordinator:
+      role === 'coordinator' ? { ...coordinatorOptions(str, nodeId), indexingPressureBytes } : undefined,
   };
 }
 
 function coordinatorOptions(
   str: (k: string) => string | undefined,
   nodeId: string | undefined,
-): CoordinatorServeOptions {
+): Omit<CoordinatorServeOptions, 'indexingPressureBytes'> {
   const list = str('data-nodes');
   if (list === undefined && str('cluster') === undefined) {
     throw new InvalidArgumentError(

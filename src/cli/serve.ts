@@ -19,7 +19,7 @@ import { describeJsonError } from '../sandbox/json-error-position.js';
 import { FileQueryPriorityStore } from '../scheduler/query-priority-store.js';
 import { parseQueryPriority } from '../scheduler/query-priority.js';
 import { buildCoordinatorServer } from '../server/coordinator-server.js';
-import { registerDataNodeRoutes } from '../server/data-node-routes.js';
+import { type DataNodeRecovery, registerDataNodeRoutes } from '../server/data-node-routes.js';
 import { buildHttpServer } from '../server/http-server.js';
 import { resolveAdminToken } from './admin-token.js';
 import type { ServeOptions } from './serve-options.js';
@@ -113,6 +113,9 @@ async function serveCoordinator(options: ServeOptions, log: pino.Logger): Promis
       ...(c.statsRefreshMs !== undefined ? { minRefreshMs: c.statsRefreshMs } : {}),
     },
     ...(c.shardTimeoutMs !== undefined ? { shardTimeoutMs: c.shardTimeoutMs } : {}),
+    ...(c.indexingPressureBytes !== undefined ? { indexingPressureBytes: c.indexingPressureBytes } : {}),
+    // Writable indices' metadata and templates survive restarts.
+    dataDir: path.resolve(options.runtime.dataDir ?? '.query-sandbox'),
     logger: log,
   });
   const app = buildCoordinatorServer(coordinator, { logger: log });
@@ -176,14 +179,19 @@ export async function serve(options: ServeOptions): Promise<void> {
   // Only once the runtime has started: a start that fails leaves the token file of a running server alone.
   const admin = await resolveAdminToken(process.env, dataDir);
   const app = buildHttpServer(runtime, { logger: log, adminToken: admin.token });
+  let recovery: DataNodeRecovery | undefined;
   if (placement !== undefined) {
-    registerDataNodeRoutes(app, runtime, {
+    recovery = registerDataNodeRoutes(app, runtime, {
       shardsPerIndex: placement.shardsPerIndex,
       copies: placement.copiesFor(runtime.nodeStats().engineIndices ?? []),
       debugRoutes: options.debugRoutes,
+      logger: log,
     });
   }
   await app.listen({ host: options.host, port: options.port });
+  // Replicas reopened from their logs catch up with their primaries, and primaries resync their
+  // replicas (peer recovery), in the background.
+  void recovery?.recover();
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : options.port;
   const node = runtime.nodeStats();

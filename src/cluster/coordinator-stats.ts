@@ -1,4 +1,5 @@
 /** The plain snapshots `Coordinator.nodesStats()` returns (shown by `GET /_nodes/stats`). */
+import type { ClusterWriteStats } from './cluster-writes.js';
 import type { AdmissionCounters } from '../admission/admission-controller.js';
 import type { ComputedNodeStats } from '../admission/replica-ranking.js';
 import type { StatsCollectorCounters } from '../admission/stats-collector.js';
@@ -47,4 +48,6 @@ export interface CoordinatorStats {
   readonly statsCollector: StatsCollectorCounters & { readonly ttlMs: number; readonly minRefreshMs: number };
   readonly duressThresholds: { readonly cpu: number; readonly heap: number };
   readonly dataNodes: readonly DataNodeStats[];
+  /** The write side: bulks, rejections, shard bulks per node, shards chosen per primary node. */
+  readonly writes?: ClusterWriteStats;
 }

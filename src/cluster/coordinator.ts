@@ -32,6 +32,7 @@
  * (only the called node's own entry counts) and the ranking with its response time, service time and
  * queue size. Headers from end clients are never read for stats.
  */
+import path from 'node:path';
 import pino from 'pino';
 import { AdmissionController, type AdmissionControllerOptions } from '../admission/admission-controller.js';
 import { ReplicaRanking, type ReplicaRankingOptions } from '../admission/replica-ranking.js';
@@ -46,6 +47,7 @@ import {
 } from '../errors.js';
 import { isPlainObject } from '../sandbox/is-plain-object.js';
 import type { DataNodeAddress } from './cluster-spec.js';
+import { ClusterWrites } from './cluster-writes.js';
 import type { CoordinatorStats, DataNodeStats } from './coordinator-stats.js';
 import { callShardSearch, type NodeCallOutcome } from './data-node-client.js';
 import { discoverDataNodes } from './discovery.js';
@@ -80,6 +82,17 @@ export interface CoordinatorOptions {
   readonly failedNodeBackoffMs?: number;
   /** A pino logger. @default silent */
   readonly logger?: pino.Logger;
+  /**
+   * Where the coordinator keeps the writable indices' metadata (`<dataDir>/indices/metadata.json`).
+   * @default `./.query-sandbox/coordinator`
+   */
+  readonly dataDir?: string;
+  /** Indexing pressure of bulks at the coordinator, bytes in flight. @default 10 % of the heap limit */
+  readonly indexingPressureBytes?: number;
+  /** Single-shard bulks avoid a node whose write response time is above this × the median. @default 2 */
+  readonly slowNodeFactor?: number;
+  /** ...for this long after its last slow answer, ms. @default 5000 */
+  readonly slowNodeRetryMs?: number;
 }
 
 /** One search as the coordinator takes it. */
@@ -164,6 +177,7 @@ export class Coordinator {
   readonly #backoffMs: number;
   readonly #log: pino.Logger;
   readonly #closing = new AbortController();
+  #writes: ClusterWrites | undefined;
   #rotation = 0;
   #searches = 0;
   #rejected = 0;
@@ -247,7 +261,7 @@ export class Coordinator {
     );
     const table = RoutingTable.fromNodeInfos(infos);
     const urls = new Map(infos.map((info, i) => [info.node_id, options.dataNodes[i]!.url]));
-    return new Coordinator(nodeId, table, urls, {
+    const coordinator = new Coordinator(nodeId, table, urls, {
       admission,
       ranking,
       collector,
@@ -255,6 +269,40 @@ export class Coordinator {
       backoffMs,
       log,
     });
+    coordinator.#writes = await ClusterWrites.open({
+      nodes: urls,
+      readOnlyIndices: table.indices,
+      metadataPath: path.join(
+        path.resolve(options.dataDir ?? path.join('.query-sandbox', 'coordinator')),
+        'indices',
+        'metadata.json',
+      ),
+      collector,
+      ranking: new ReplicaRanking(options.ranking),
+      isDown: (id) => (coordinator.#nodes.get(id)?.downUntilMs ?? 0) > Date.now(),
+      markDown: (id) => {
+        const node = coordinator.#nodes.get(id);
+        if (node !== undefined) node.downUntilMs = Date.now() + backoffMs;
+      },
+      timeoutMs: shardTimeoutMs,
+      indexingPressureBytes: options.indexingPressureBytes,
+      slowNodeFactor: options.slowNodeFactor,
+      slowNodeRetryMs: options.slowNodeRetryMs,
+      signal: coordinator.#closing.signal,
+      log,
+    });
+    return coordinator;
+  }
+
+  /** The write side: writable indices, templates, bulks (see `cluster-writes.ts`). */
+  get writes(): ClusterWrites {
+    return this.#writes!;
+  }
+
+  /** The data nodes' indices followed by the writable ones. */
+  #searchableIndices(): readonly string[] {
+    const writable = this.#writes?.names() ?? [];
+    return writable.length === 0 ? this.#table.indices : [...this.#table.indices, ...writable];
   }
 
   /** The routing table learnt at start. */
@@ -278,18 +326,21 @@ export class Coordinator {
     const started = performance.now();
     if (typeof request.index !== 'string')
       throw new InvalidArgumentError('index', 'must be a string', request.index);
-    const indices = resolveIndexExpression(request.index, this.#table.indices);
+    const indices = resolveIndexExpression(request.index, this.#searchableIndices());
     const body = request.body ?? {};
     if (!isPlainObject(body)) throw new InvalidArgumentError('body', 'must be a JSON object', body);
     const { from, size } = pageOf(body);
     this.#searches++;
     const targets: Target[] = [];
     for (const index of indices) {
-      for (let shard = 0; shard < this.#table.shardsOf(index); shard++) {
+      const writable = this.#writes?.shardsOf(index);
+      const shards = writable ?? this.#table.shardsOf(index);
+      for (let shard = 0; shard < shards; shard++) {
         targets.push({
           index,
           shard,
-          copies: this.#table.copiesOf(index, shard),
+          copies:
+            writable === undefined ? this.#table.copiesOf(index, shard) : this.#writes!.copiesOf(index, shard),
           tried: [],
           failure: undefined,
           hitsFrom: -1,
@@ -540,6 +591,7 @@ export class Coordinator {
       },
       duressThresholds: this.#ranking.duressThresholds,
       dataNodes,
+      ...(this.#writes !== undefined ? { writes: this.#writes.stats() } : {}),
     };
   }
 

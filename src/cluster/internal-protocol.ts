@@ -9,7 +9,13 @@
  *   over the given shards through the data node's own runtime (its sandboxes, governor and queue
  *   apply; the end user and sandbox choice travel in the usual `x-user` / `x-sandbox-id` headers).
  *   Errors use the usual `{"error": {...}, "status": N}` body and status.
- * - `POST|DELETE /_internal/debug/cpu_hog` (only with `--debug-routes`): see `cpu-hog.ts`.
+ * - `POST|DELETE /_internal/debug/cpu_hog` (only with `--debug-routes`): see `cpu-hog.ts`; and
+ *   `POST|DELETE /_internal/debug/latency`: see `latency-injector.ts`.
+ * - Writable indices (see `cluster-writes.ts` and `data-node-routes.ts`): `PUT|DELETE
+ *   /_internal/indices/{index}` (metadata from the coordinator), `PUT /_internal/indices/{index}/_settings`,
+ *   `POST /_internal/bulk` (shard bulks on primaries), `POST /_internal/replicate` (primary to replica),
+ *   `POST /_internal/recover` (replica from primary), `POST /_internal/get`, `GET /_internal/cat_shards`,
+ *   `POST /_internal/refresh`.
  */
 import { InvalidArgumentError } from '../errors.js';
 import { isPlainObject } from '../sandbox/is-plain-object.js';
@@ -17,6 +23,22 @@ import { isPlainObject } from '../sandbox/is-plain-object.js';
 export const NODE_INFO_PATH = '/_internal/node_info';
 export const SHARD_SEARCH_PATH = '/_internal/shard_search';
 export const CPU_HOG_PATH = '/_internal/debug/cpu_hog';
+/** `POST|DELETE`: added latency on this node's internal routes (benchmarks: a sick node). */
+export const LATENCY_PATH = '/_internal/debug/latency';
+/** `PUT|DELETE /_internal/indices/{index}`, `PUT /_internal/indices/{index}/_settings`: writable-index metadata. */
+export const INDICES_PATH = '/_internal/indices';
+/** `POST`: shard bulks for the primaries this node holds. */
+export const SHARD_BULK_PATH = '/_internal/bulk';
+/** `POST`: a primary's operations for a replica this node holds. */
+export const REPLICATE_PATH = '/_internal/replicate';
+/** `POST`: a replica asks the primary for the operations it lacks. */
+export const RECOVER_PATH = '/_internal/recover';
+/** `POST`: a real-time GET on a copy this node holds. */
+export const GET_PATH = '/_internal/get';
+/** `GET`: the `_cat/shards` rows of this node's writable copies. */
+export const CAT_SHARDS_PATH = '/_internal/cat_shards';
+/** `POST`: refresh this node's copies of some writable indices. */
+export const REFRESH_PATH = '/_internal/refresh';
 /** Responses to paths under this prefix carry the stats header. */
 export const INTERNAL_PATH_PREFIX = '/_internal/';
 

@@ -25,12 +25,17 @@ export interface HitSource {
   readonly date: number | null;
 }
 
-/** One hit. `_score` is shard-local (as in OpenSearch's default query_then_fetch). */
+/**
+ * One hit. `_score` is shard-local (as in OpenSearch's default query_then_fetch). A corpus mail's
+ * `_source` holds its stored fields (`HitSource`); a writable index's document returns its whole
+ * `_source`, and `_routing` when it was stored with one.
+ */
 export interface SearchHit {
   readonly _index: string;
   readonly _id: string;
   readonly _score: number;
-  readonly _source: HitSource;
+  readonly _routing?: string;
+  readonly _source: HitSource | Readonly<Record<string, unknown>>;
 }
 
 /** The OpenSearch-shaped search response. `took` is in ms. */
@@ -290,6 +295,13 @@ function collect(results: readonly SearchResult[], score?: number): ShardMatches
 }
 
 function toHit(index: string, result: SearchResult, score: number): SearchHit {
+  const source = result['_source'];
+  if (typeof source === 'object' && source !== null) {
+    const routing = result['_routing'];
+    return typeof routing === 'string'
+      ? { _index: index, _id: String(result.id), _score: score, _routing: routing, _source: source }
+      : { _index: index, _id: String(result.id), _score: score, _source: source };
+  }
   return {
     _index: index,
     _id: String(result.id),

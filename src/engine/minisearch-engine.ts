@@ -14,8 +14,13 @@
  * `heldShards` (the shard copies this node holds and loads, default all). Documents go to shards by
  * the Elasticsearch routing of their `_id` (`shard-of.ts`). A request may name the shards to search
  * (`EngineRequest.shards`); a shard this node does not hold answers 404 `shard_not_found_exception`.
+ *
+ * Writable indices (`writableIndices`): when the runtime passes its refresh board at `init`, each
+ * worker also holds a MiniSearch per writable shard copy of its node and, at the start of every
+ * `handle`, applies the writes published by refreshes since its last task (`writable-shards.ts`).
  */
 
+import type MiniSearch from 'minisearch';
 import { EngineRequestError, IndexNotFoundError } from '../errors.js';
 import type {
   EngineDescription,
@@ -30,6 +35,7 @@ import { executeSearch, type SearchResponse } from './execute-search.js';
 import { ensureIndexCache, type LoadedIndices, loadIndexCache } from './index-cache.js';
 import { dateRangeRead, parseSearchBody, type SearchPlan } from './search-request.js';
 import { CORPUS_GROUPS } from './spam-assassin-corpus.js';
+import { WritableShards } from './writable-shards.js';
 
 export type { SearchHit, SearchResponse } from './execute-search.js';
 
@@ -37,6 +43,14 @@ export type { SearchHit, SearchResponse } from './execute-search.js';
 let knownIndices: ReadonlySet<string> = new Set(CORPUS_GROUPS);
 /** The shards this thread holds (after init). */
 let loaded: LoadedIndices | undefined;
+/** The writable shard copies of this node, when the runtime serves writable indices (after init). */
+let writable: WritableShards | undefined;
+/** `loaded` plus the writable copies, rebuilt when the writable catalog changes. */
+let searchable: LoadedIndices | undefined;
+let searchableFor: unknown;
+
+/** This engine searches writable indices (see `EngineModule.writableIndices`). */
+export const writableIndices = true;
 
 /**
  * Main thread, once: build the index cache under `context.cacheDir` (about 5.5 s for the full
@@ -64,6 +78,25 @@ export function init(context: EngineInitContext): void {
   const { dir, manifest } = ensureIndexCache(context.cacheDir, options);
   loaded = loadIndexCache(dir, manifest, options.heldShards);
   knownIndices = new Set(loaded.keys());
+  if (context.writableIndices !== undefined) {
+    writable = new WritableShards(context.writableIndices.board);
+    writable.sync();
+  }
+}
+
+/** The corpus shards plus the writable copies, after pulling refreshed writes from the board. */
+function searchableIndices(corpus: LoadedIndices): LoadedIndices {
+  if (writable === undefined) return corpus;
+  writable.sync();
+  const copies = writable.indices;
+  if (searchable === undefined || searchableFor !== copies) {
+    // Searches read only what every MiniSearch has (ids, scores, stored fields): the document type differs.
+    const combined = new Map<string, readonly (MiniSearch | undefined)[]>(corpus);
+    for (const [name, shards] of copies) combined.set(name, shards);
+    searchable = combined;
+    searchableFor = copies;
+  }
+  return searchable;
 }
 
 /**
@@ -120,5 +153,12 @@ export function handle(request: EngineRequest, context: TaskContext): SearchResp
   const plan = parseSearchBody(request.body);
   if (!loaded)
     throw new Error('the MiniSearch engine is not initialised in this thread (init was not called)');
-  return executeSearch(loaded, request.indices, plan, () => context.checkpoint(), Date.now(), request.shards);
+  return executeSearch(
+    searchableIndices(loaded),
+    request.indices,
+    plan,
+    () => context.checkpoint(),
+    Date.now(),
+    request.shards,
+  );
 }

@@ -445,3 +445,16 @@ export function indexSettingsToFlat(settings: IndexSettings): Record<string, str
   };
   return flat;
 }
+
+/**
+ * The explicitly set values in Elasticsearch's flat form (`{"index.number_of_shards": 3, ...}`), as
+ * `parseSettingValues` reads them back: how index metadata is stored on disk.
+ */
+export function explicitSettingsToFlat(values: IndexSettingValues): Record<string, string | number | boolean> {
+  const flat: Record<string, string | number | boolean> = {};
+  for (const [field, value] of Object.entries(values)) {
+    const definition = BY_FIELD.get(field as Field);
+    if (definition !== undefined && value !== undefined) flat[definition.key] = value as string | number | boolean;
+  }
+  return flat;
+}

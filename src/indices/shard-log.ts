@@ -93,6 +93,8 @@ export class ShardLogCorruptedError extends EngineFailureError {
 }
 
 const HEADER = Buffer.from('QSSLOG01', 'latin1');
+/** Bytes of the file header (`QSSLOG01`): the offset of the first record. */
+export const SHARD_LOG_HEADER_BYTES = 8;
 const RECORD_MAGIC = Buffer.from('QSRC', 'latin1');
 const RECORD_HEADER_BYTES = 12;
 const OP_TYPES = new Set<string>(['index', 'create', 'update', 'delete']);
@@ -160,6 +162,41 @@ function readRecord(data: Buffer, offset: number, maxRecordBytes: number): GoodR
     afterSync: parsed.afterSync,
     operations: operations as LoggedOperation[],
   };
+}
+
+/** What `decodeShardLogRecords` read. */
+export interface DecodedShardLogRecords {
+  /** The operations of every whole, good record from `offset` on, in order. */
+  readonly operations: LoggedOperation[];
+  /** The offset just after the last good record (= `offset` when none was read). */
+  readonly endOffset: number;
+}
+
+/**
+ * Reads the records of a shard-log byte range, as a reader that follows the log does (a worker that
+ * applies the operations published by a refresh). Stops at the end of `data` or at the first record
+ * that is incomplete or fails its checks; never throws for bad bytes.
+ *
+ * @param data bytes of the log file starting at file offset `baseOffset` (`data[0]` is that byte).
+ * @param baseOffset the file offset of `data[0]`; a record boundary (the header's end, or the end of
+ *   an earlier record).
+ * @param maxRecordBytes largest payload accepted. @default 268435456
+ * @returns the operations and the file offset after the last good record.
+ */
+export function decodeShardLogRecords(
+  data: Buffer,
+  baseOffset: number,
+  maxRecordBytes = 256 * 1024 * 1024,
+): DecodedShardLogRecords {
+  const operations: LoggedOperation[] = [];
+  let offset = 0;
+  while (offset < data.length) {
+    const record = readRecord(data, offset, maxRecordBytes);
+    if (record === undefined) break;
+    for (const op of record.operations) operations.push(op);
+    offset = record.end;
+  }
+  return { operations, endOffset: baseOffset + offset };
 }
 
 function checkOperations(operations: readonly ShardOperation[]): void {
@@ -343,12 +380,20 @@ export class ShardLog {
     return this.#nextSeqNo;
   }
 
+  /** The highest sequence number written to the file (fsynced or not); -1 when none. */
+  get writtenSeqNo(): number {
+    return this.#writtenSeqNo;
+  }
+
   /** The highest sequence number known to be fsynced; -1 when none. */
   get syncedSeqNo(): number {
     return this.#syncedSeqNo;
   }
 
-  /** Bytes written to the file so far (header included). */
+  /**
+   * Bytes written to the file so far (header included). Changes only when a whole write round has
+   * been written, together with `writtenSeqNo`, so it always ends on a record boundary.
+   */
   get sizeBytes(): number {
     return this.#sizeBytes;
   }

@@ -28,10 +28,29 @@ export interface EngineDescription {
   readonly indices?: readonly string[];
 }
 
+/**
+ * The runtime hands a worker its node's writable indices through this reserved key of the engine
+ * options it gives the pool (the pool passes engine options to every worker unchanged); the worker
+ * harness removes the key and passes its value as `EngineInitContext.writableIndices`, so an engine
+ * never sees it among its options.
+ */
+export const WRITABLE_INDICES_OPTION = '__querySandboxWritableIndices';
+
+/** What a worker needs to serve its node's writable indices (see `indices/index-board.ts`). */
+export interface WritableIndicesContext {
+  /** The node's refresh board: shard copies, log paths and published offsets. */
+  readonly board: SharedArrayBuffer;
+}
+
 /** Passed to `init` in each worker, once, before it takes tasks. */
 export interface EngineInitContext {
   readonly cacheDir: string;
   readonly options: Readonly<Record<string, unknown>>;
+  /**
+   * Present when the engine declares `writableIndices` and the runtime serves writable indices: the
+   * engine searches them too, pulling refreshed operations from the board at the start of each task.
+   */
+  readonly writableIndices?: WritableIndicesContext;
 }
 
 /** The request the runtime hands to an engine's `handle` and `validate`. */
@@ -84,6 +103,12 @@ export interface QueryAttributes {
 
 /** The shape of an engine module. */
 export interface EngineModule<Body = unknown, Result = unknown> {
+  /**
+   * True when the engine searches writable indices (created with `PUT /{index}`, written with `_bulk`):
+   * its `init` then gets `writableIndices`, and `validate` is called with the engine's own indices only
+   * (the runtime checks the names of writable ones). Without it the index and bulk APIs answer 400.
+   */
+  readonly writableIndices?: boolean;
   prepare?(
     context: EnginePrepareContext,
   ): EngineDescription | undefined | Promise<EngineDescription | undefined>;

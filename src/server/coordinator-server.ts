@@ -20,7 +20,8 @@ import { stripStatsHeader } from '../admission/stats-header.js';
 import { type Coordinator, type CoordinatorStats, RemoteClientError } from '../cluster/coordinator.js';
 import { InvalidArgumentError } from '../errors.js';
 import { toErrorResponse } from './error-body.js';
-import { headerValue, sendError } from './http-server.js';
+import { headerValue, parseBody, type RouteConfig, sendError } from './http-server.js';
+import { registerIndexRoutes } from './index-routes.js';
 
 export interface CoordinatorServerOptions {
   /** Header carrying the end user, passed on to the data nodes. @default 'x-user' */
@@ -31,6 +32,8 @@ export interface CoordinatorServerOptions {
   readonly bodyLimitBytes?: number;
   /** Logger for errors. @default none */
   readonly logger?: FastifyBaseLogger;
+  /** Largest bulk body, bytes. @default 100 MiB */
+  readonly bulkBodyLimitBytes?: number;
 }
 
 function sendCoordinatorError(reply: FastifyReply, error: unknown): FastifyReply {
@@ -114,6 +117,22 @@ export function coordinatorStatsView(stats: CoordinatorStats): Record<string, un
       },
     };
   }
+  if (stats.writes !== undefined) {
+    const w = stats.writes;
+    (nodes[stats.nodeId] as Record<string, unknown>)['writes'] = {
+      bulks: w.bulks,
+      rejected_bulks: w.rejectedBulks,
+      rejected_items: w.rejectedItems,
+      failed_items: w.failedItems,
+      shard_bulk_requests: w.shardBulkRequests,
+      chosen_shards_by_primary_node: w.chosenShards,
+      indexing_pressure: {
+        in_flight_bytes: w.pressure.inFlightBytes,
+        limit_bytes: w.pressure.limitBytes,
+        rejections: w.pressure.rejections,
+      },
+    };
+  }
   const total = stats.dataNodes.length + 1;
   return { _nodes: { total, successful: total, failed: 0 }, cluster_name: 'query-sandbox', nodes };
 }
@@ -138,29 +157,25 @@ export function buildCoordinatorServer(
     },
   });
 
-  // As the single node's server: JSON whatever the content type, JSON.parse's own message on errors.
+  // As the single node's server: JSON whatever the content type, JSON.parse's own message on errors;
+  // raw bytes for bulk.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
-    const text = String(body);
-    if (text.trim().length === 0) return done(null, undefined);
-    try {
-      done(null, JSON.parse(text));
-    } catch (error) {
-      done(Object.assign(error as Error, { statusCode: 400 }), undefined);
-    }
-  });
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, parseBody);
   app.addHook('onRequest', async (request) => {
     stripStatsHeader(request.headers);
   });
   app.addHook('preHandler', async (request, reply) => {
     const query = (request.query as Record<string, unknown> | undefined) ?? {};
+    const allowed = (request.routeOptions.config as RouteConfig | undefined)?.urlParameters;
     for (const name of Object.keys(query)) {
-      if (name !== 'pretty') {
+      if (allowed !== undefined ? !allowed.names.includes(name) : name !== 'pretty') {
         return sendError(
           reply,
           new InvalidArgumentError(
             `url parameter [${name}]`,
-            'is not supported (only pretty; put size, from and the query in the body)',
+            allowed !== undefined
+              ? `is not supported ${allowed.hint}`
+              : 'is not supported (only pretty; put size, from and the query in the body)',
             query[name],
           ),
         );
@@ -219,6 +234,7 @@ export function buildCoordinatorServer(
     app.route({ method, url: '/_search', handler: (request, reply) => search(request, reply, '_all') });
   }
   app.get('/_nodes/stats', async () => coordinatorStatsView(coordinator.nodesStats()));
+  registerIndexRoutes(app, coordinator.writes, { bulkBodyLimitBytes: options.bulkBodyLimitBytes });
   app.get('/', async () => ({
     name: coordinator.nodeId,
     roles: ['coordinator'],

@@ -15,6 +15,7 @@
  * does, and a stats header in a request is removed unread.
  */
 import type { FastifyInstance } from 'fastify';
+import pino from 'pino';
 import {
   encodeStatsHeader,
   STATS_HEADER_NAME,
@@ -23,9 +24,11 @@ import {
 } from '../admission/stats-header.js';
 import type { NodeUsageSnapshot } from '../admission/node-usage-tracker.js';
 import { CpuHog, parseCpuHogRequest } from '../cluster/cpu-hog.js';
+import { HttpReplicator, recoverReplicas } from '../cluster/http-replicator.js';
 import {
   CPU_HOG_PATH,
   INTERNAL_PATH_PREFIX,
+  LATENCY_PATH,
   NODE_INFO_PATH,
   type NodeInfo,
   type NodeInfoCopy,
@@ -33,8 +36,11 @@ import {
   SHARD_SEARCH_PATH,
   type ShardSearchResponse,
 } from '../cluster/internal-protocol.js';
+import { LatencyInjector, parseLatencyRequest } from '../cluster/latency-injector.js';
+import { EngineRequestError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { headerValue, sendError } from './http-server.js';
+import { registerWriteRoutes } from './data-node-write-routes.js';
 
 export interface DataNodeRoutesOptions {
   /** Shards per index of this node's engine (1 for an engine without shards). */
@@ -47,6 +53,20 @@ export interface DataNodeRoutesOptions {
   readonly userHeader?: string;
   /** Header carrying an explicit sandbox choice. @default 'x-sandbox-id' */
   readonly sandboxHeader?: string;
+  /** Logger of the write side (replication, recovery). @default silent */
+  readonly logger?: pino.Logger;
+  /** Time a replica has to answer a replication request, ms. @default 30000 */
+  readonly replicationTimeoutMs?: number;
+}
+
+/** What a data node does once it listens. */
+export interface DataNodeRecovery {
+  /**
+   * After a restart: replicas catch up from their primaries (peer recovery; `INITIALIZING` until then)
+   * and primaries send their replicas what they logged but had not replicated (resync). Runs until done
+   * or `timeoutMs` (default 300000); never rejects.
+   */
+  recover(options?: { readonly timeoutMs?: number }): Promise<void>;
 }
 
 /** Adds the data node's internal routes and stats-header hooks to `app` (before it listens). */
@@ -54,7 +74,7 @@ export function registerDataNodeRoutes(
   app: FastifyInstance,
   runtime: Runtime,
   options: DataNodeRoutesOptions,
-): void {
+): DataNodeRecovery {
   const nodeId = runtime.options.nodeId;
   const userHeader = (options.userHeader ?? 'x-user').toLowerCase();
   const sandboxHeader = (options.sandboxHeader ?? 'x-sandbox-id').toLowerCase();
@@ -71,8 +91,18 @@ export function registerDataNodeRoutes(
     return encoded;
   };
 
+  const latency = options.debugRoutes === true ? new LatencyInjector() : undefined;
   app.addHook('onRequest', async (request) => {
     stripStatsHeader(request.headers);
+    if (
+      latency !== undefined &&
+      request.url.startsWith(INTERNAL_PATH_PREFIX) &&
+      !request.url.startsWith('/_internal/debug/') &&
+      !request.url.startsWith(NODE_INFO_PATH)
+    ) {
+      const delayMs = latency.nextDelayMs();
+      if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
   });
   app.addHook('onSend', async (request, reply, payload) => {
     const value = request.url.startsWith(INTERNAL_PATH_PREFIX) ? statsHeaderValue() : undefined;
@@ -94,6 +124,19 @@ export function registerDataNodeRoutes(
     const arrived = performance.now();
     try {
       const { index, shards, body } = parseShardSearchRequest(request.body);
+      // A replica still recovering after a restart may lack acknowledged writes: let the coordinator
+      // take the shard's other copy.
+      for (const [name, list] of Object.entries(shards)) {
+        for (const shard of Array.isArray(list) ? list : []) {
+          if (runtime.indices?.shards.copy(name, shard)?.state === 'INITIALIZING') {
+            throw new EngineRequestError(
+              'no_shard_available_action_exception',
+              `[${name}][${shard}] on [${nodeId}] is recovering from its primary`,
+              503,
+            );
+          }
+        }
+      }
       const response = await runtime.search({
         index,
         body,
@@ -129,5 +172,47 @@ export function registerDataNodeRoutes(
       await hog.stop();
       return { node_id: nodeId, threads: 0 };
     });
+    app.post(LATENCY_PATH, async (request, reply) => {
+      try {
+        const wanted = parseLatencyRequest(request.body);
+        const untilMs = latency!.start(wanted);
+        return reply.send({
+          node_id: nodeId,
+          delay_ms: wanted.delayMs,
+          ratio: wanted.ratio,
+          until_ms: untilMs,
+        });
+      } catch (error) {
+        return sendError(reply, error);
+      }
+    });
+    app.delete(LATENCY_PATH, async () => {
+      latency!.stop();
+      return { node_id: nodeId, delay_ms: 0, delayed: latency!.delayed };
+    });
   }
+
+  const indices = runtime.indices;
+  if (indices === undefined) return { recover: async () => undefined };
+  const log = options.logger ?? pino({ level: 'silent' });
+  const replicator = new HttpReplicator({
+    indices,
+    log,
+    ...(options.replicationTimeoutMs !== undefined ? { timeoutMs: options.replicationTimeoutMs } : {}),
+  });
+  indices.setReplicator(replicator);
+  const closing = new AbortController();
+  app.addHook('onClose', async () => {
+    closing.abort();
+    replicator.close();
+  });
+  registerWriteRoutes(app, indices, nodeId);
+  return {
+    recover: async (recoverOptions = {}) => {
+      await Promise.all([
+        recoverReplicas(indices, log, { ...recoverOptions, signal: closing.signal }),
+        replicator.resync(),
+      ]);
+    },
+  };
 }

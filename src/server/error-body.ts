@@ -9,7 +9,9 @@ import {
   isQuerySandboxError,
   RejectedError,
   CancelledError,
+  InvalidBulkError,
   ShardsFailedError,
+  WriteRejectedError,
 } from '../errors.js';
 
 export interface ErrorBody {
@@ -32,6 +34,11 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
       extra['resource'] = error.resource;
       extra['index'] = error.index;
       extra['shard'] = error.shard;
+    }
+    if (error instanceof InvalidBulkError && error.line !== undefined) extra['line'] = error.line;
+    if (error instanceof WriteRejectedError) {
+      extra['in_flight_bytes'] = error.inFlightBytes;
+      extra['limit_bytes'] = error.limitBytes;
     }
     if (error instanceof ShardsFailedError) {
       extra['phase'] = 'query';

@@ -18,6 +18,7 @@ import { toSandboxDocument } from '../sandbox/sandbox-document.js';
 import { checkAdminToken } from './admin-auth.js';
 import type { Runtime } from '../runtime.js';
 import { toErrorResponse } from './error-body.js';
+import { registerIndexRoutes } from './index-routes.js';
 import { nodeStatsView, type StatsQuery, sandboxStatsView, sandboxesView } from './stats-views.js';
 
 export interface HttpServerOptions {
@@ -31,6 +32,8 @@ export interface HttpServerOptions {
   readonly adminToken?: string | undefined;
   /** Logger for requests and errors. Default: none. */
   readonly logger?: FastifyBaseLogger;
+  /** Largest bulk body, bytes (Elasticsearch `http.max_content_length`). Default 100 MiB. */
+  readonly bulkBodyLimitBytes?: number;
 }
 
 /** The first value of a request header (lower-case `name`), or `undefined`. */
@@ -79,6 +82,37 @@ function statsQuery(query: Record<string, unknown>): StatsQuery {
   return { breach: breach === 'true', from: int('from', 0, 100_000, 0), size: int('size', 1, 1000, 100) };
 }
 
+/** Route config this server reads: `rawBody` (hand the handler the raw bytes), `urlParameters` (allowed). */
+export interface RouteConfig {
+  readonly rawBody?: boolean;
+  readonly urlParameters?: { readonly names: readonly string[]; readonly hint: string };
+}
+
+/**
+ * The one body parser of both servers: JSON whatever the content type, `undefined` for an empty body,
+ * JSON.parse's own message (400) on a syntax error; the raw bytes for a route with `config.rawBody`.
+ */
+export function parseBody(
+  request: FastifyRequest,
+  body: Buffer | string,
+  done: (error: Error | null, body?: unknown) => void,
+): void {
+  if ((request.routeOptions.config as RouteConfig | undefined)?.rawBody === true) {
+    done(null, body);
+    return;
+  }
+  const text = typeof body === 'string' ? body : body.toString('utf8');
+  if (text.trim().length === 0) {
+    done(null, undefined);
+    return;
+  }
+  try {
+    done(null, JSON.parse(text));
+  } catch (error) {
+    done(Object.assign(error as Error, { statusCode: 400 }), undefined);
+  }
+}
+
 /** Builds (does not listen) the fastify instance for `runtime`. */
 export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {}): FastifyInstance {
   const userHeader = (options.userHeader ?? 'x-user').toLowerCase();
@@ -100,22 +134,18 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
   });
 
   // Bodies are JSON whatever the content type says (curl -d sends form-urlencoded by default), and a
-  // syntax error reports JSON.parse's own message, which says where the text went wrong.
+  // syntax error reports JSON.parse's own message, which says where the text went wrong. Routes with
+  // `config.rawBody` (bulk: NDJSON) get the raw bytes instead.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
-    const text = String(body);
-    if (text.trim().length === 0) return done(null, undefined);
-    try {
-      done(null, JSON.parse(text));
-    } catch (error) {
-      done(Object.assign(error as Error, { statusCode: 400 }), undefined);
-    }
-  });
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, parseBody);
 
   // OpenSearch refuses URL parameters it does not know: silently ignoring `?size=1` would mislead.
   app.addHook('preHandler', async (request, reply) => {
     const url = request.routeOptions.url ?? '';
-    const allowed = URL_PARAMETERS[url] ?? URL_PARAMETERS['*']!;
+    const allowed =
+      (request.routeOptions.config as RouteConfig | undefined)?.urlParameters ??
+      URL_PARAMETERS[url] ??
+      URL_PARAMETERS['*']!;
     const query = (request.query as Record<string, unknown> | undefined) ?? {};
     for (const name of Object.keys(query)) {
       if (!allowed.names.includes(name)) {
@@ -248,6 +278,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
     }
   });
   app.get('/_nodes/stats', async () => nodeStatsView(runtime));
+  registerIndexRoutes(app, runtime.indices, { bulkBodyLimitBytes: options.bulkBodyLimitBytes });
   app.get('/', async () => ({
     name: runtime.options.nodeId,
     tagline: 'query-sandbox: governed search execution',

@@ -74,6 +74,33 @@ describe('demo options', () => {
 });
 
 describe('serve options: cluster roles', () => {
+  it('takes the write-side flags: translog durability, fsync period, indexing pressure', () => {
+    const o = parseServeOptions(
+      ['--translog-durability', 'async', '--translog-sync-interval-ms', '250', '--indexing-pressure-bytes', '1048576'],
+      {},
+    );
+    expect(o.runtime).toMatchObject({
+      translogDurability: 'async',
+      translogSyncIntervalMs: 250,
+      indexingPressureBytes: 1048576,
+    });
+    expect(o.runtime.nodeRole).toBeUndefined();
+    const data = parseServeOptions(['--role', 'data', '--node-id', 'd1'], {});
+    expect(data.runtime.nodeRole).toBe('data');
+    const c = parseServeOptions(['--role', 'coordinator', '--data-nodes', 'h:1', '--indexing-pressure-bytes', '2048'], {});
+    expect(c.coordinator?.indexingPressureBytes).toBe(2048);
+    expect(c.runtime.indexingPressureBytes).toBeUndefined();
+    expect(() => parseServeOptions(['--translog-durability', 'never'], {})).toThrow(
+      '--translog-durability must be one of request, async; received "never"',
+    );
+    expect(() => parseServeOptions(['--indexing-pressure-bytes', '0'], {})).toThrow(
+      /--indexing-pressure-bytes must be an integer in 1\.\.\d+; received "0"/,
+    );
+    expect(() =>
+      parseServeOptions(['--role', 'coordinator', '--data-nodes', 'h:1', '--translog-durability', 'async'], {}),
+    ).toThrow('--translog-durability is only for a node that runs searches (--role single or data); received "async"');
+  });
+
   it('defaults to a single node holding every shard', () => {
     const o = parseServeOptions([], {});
     expect(o.role).toBe('single');

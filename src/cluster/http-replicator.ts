@@ -1,0 +1,260 @@
+/**
+ * Replication from a data node's primaries to the replicas on other data nodes, over
+ * `POST /_internal/replicate`, and peer recovery of this node's replicas after a restart, over
+ * `POST /_internal/recover` (Elasticsearch `ReplicationOperation` and `PeerRecoveryTargetService`, much
+ * simplified: one primary term, no in-sync set, recovery from the primary's log).
+ *
+ * Ordering: per (shard copy, replica node) one request is in flight at a time; operations of later
+ * bulks wait and go together in the next request (group replication), in sequence-number order, so a
+ * replica appends the primary's operations in the primary's order. A replica that is missing earlier
+ * operations (it was down, or a request failed) answers 409 with its next sequence number; the primary
+ * then sends everything from there, read from its own log, once.
+ *
+ * Failure: a replica that does not answer, or fails, is reported in the item's `_shards.failures`
+ * (`_shards.failed` 1) and the write is still acknowledged, as Elasticsearch acknowledges a write its
+ * primary made durable after failing the replica; the replica catches up on its next write (409, resend)
+ * or by recovery when it restarts.
+ */
+import type pino from 'pino';
+import type { RefreshPolicy } from '../indices/bulk-response.js';
+import type { LocalCopy } from '../indices/local-shards.js';
+import type { LoggedOperation } from '../indices/shard-log.js';
+import type { Replicator, ReplicaTiming, WritableIndices } from '../indices/writable-indices.js';
+import { callInternal } from './internal-call.js';
+import { RECOVER_PATH, REPLICATE_PATH } from './internal-protocol.js';
+
+/** What one replica made of a batch. */
+type ReplicaResult =
+  | { readonly ok: true; readonly timing: ReplicaTiming }
+  | { readonly ok: false; readonly failure: Record<string, unknown> };
+
+interface Waiter {
+  readonly operations: readonly LoggedOperation[];
+  readonly refresh: RefreshPolicy;
+  readonly resolve: (result: ReplicaResult) => void;
+}
+
+/** The operations waiting for one (copy, replica node), and the request in flight. */
+class ReplicaQueue {
+  #pending: Waiter[] = [];
+  #running = false;
+
+  constructor(
+    private readonly send: (
+      operations: readonly LoggedOperation[],
+      refresh: RefreshPolicy,
+    ) => Promise<ReplicaResult>,
+  ) {}
+
+  enqueue(operations: readonly LoggedOperation[], refresh: RefreshPolicy): Promise<ReplicaResult> {
+    return new Promise((resolve) => {
+      this.#pending.push({ operations, refresh, resolve });
+      if (!this.#running) void this.#run();
+    });
+  }
+
+  async #run(): Promise<void> {
+    this.#running = true;
+    try {
+      while (this.#pending.length > 0) {
+        const batch = this.#pending;
+        this.#pending = [];
+        const operations = batch.flatMap((w) => w.operations).sort((a, b) => a.seqNo - b.seqNo);
+        const refresh: RefreshPolicy = batch.some((w) => w.refresh === 'true')
+          ? 'true'
+          : batch.some((w) => w.refresh === 'wait_for')
+            ? 'wait_for'
+            : 'false';
+        const result = await this.send(operations, refresh);
+        for (const w of batch) w.resolve(result);
+      }
+    } finally {
+      this.#running = false;
+    }
+  }
+}
+
+/** Options of `HttpReplicator`. */
+export interface HttpReplicatorOptions {
+  /** This node's writable indices (for its log when a replica needs a resend). */
+  readonly indices: WritableIndices;
+  /** Time a replica has to answer, ms. @default 30000 */
+  readonly timeoutMs?: number;
+  readonly log: pino.Logger;
+}
+
+/** The data node's `Replicator` (see module doc). */
+export class HttpReplicator implements Replicator {
+  readonly #indices: WritableIndices;
+  readonly #timeoutMs: number;
+  readonly #log: pino.Logger;
+  readonly #queues = new Map<string, ReplicaQueue>();
+  readonly #closing = new AbortController();
+
+  constructor(options: HttpReplicatorOptions) {
+    this.#indices = options.indices;
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    this.#log = options.log;
+  }
+
+  async replicate(
+    copy: LocalCopy,
+    operations: readonly LoggedOperation[],
+    refresh: RefreshPolicy,
+  ): Promise<{ successful: number; failures: Record<string, unknown>[]; timings: ReplicaTiming[] }> {
+    const replicas = copy.meta.layout[copy.shard]?.replicas ?? [];
+    const results = await Promise.all(
+      replicas.map((node) => this.#queue(copy, node).enqueue(operations, refresh)),
+    );
+    const failures: Record<string, unknown>[] = [];
+    const timings: ReplicaTiming[] = [];
+    for (const r of results) {
+      if (r.ok) timings.push(r.timing);
+      else failures.push(r.failure);
+    }
+    return { successful: timings.length, failures, timings };
+  }
+
+  /**
+   * Primary-replica resync after this node restarted: every replica of every local primary is asked
+   * whether it is behind the primary's log (operations the primary logged but had not replicated when
+   * it went down), and is sent what it lacks. Resolves when every replica answered or failed.
+   */
+  async resync(): Promise<void> {
+    const primaries = this.#indices.shards.all().filter((c) => c.primary);
+    await Promise.all(
+      primaries.flatMap((copy) =>
+        (copy.meta.layout[copy.shard]?.replicas ?? []).map((node) =>
+          this.#send(copy, node, [], 'false', copy.copy.log.nextSeqNo),
+        ),
+      ),
+    );
+  }
+
+  /** Aborts replication calls in flight (the node is stopping). */
+  close(): void {
+    this.#closing.abort();
+  }
+
+  #queue(copy: LocalCopy, node: string): ReplicaQueue {
+    const key = `${copy.meta.uuid}/${copy.shard}/${node}`;
+    let queue = this.#queues.get(key);
+    if (queue === undefined) {
+      queue = new ReplicaQueue((operations, refresh) => this.#send(copy, node, operations, refresh));
+      this.#queues.set(key, queue);
+    }
+    return queue;
+  }
+
+  async #send(
+    copy: LocalCopy,
+    node: string,
+    operations: readonly LoggedOperation[],
+    refresh: RefreshPolicy,
+    primaryNextSeqNo?: number,
+  ): Promise<ReplicaResult> {
+    const { meta, shard } = copy;
+    const url = meta.nodes[node];
+    const fail = (status: number, reason: { type: string; reason: string }): ReplicaResult => {
+      this.#log.warn({ index: meta.name, shard, replica: node, status, reason: reason.reason }, 'replica write failed');
+      return {
+        ok: false,
+        failure: { _index: meta.name, _shard: shard, _node: node, reason, status, primary: false },
+      };
+    };
+    if (url === undefined) {
+      return fail(500, { type: 'exception', reason: `no address for replica node [${node}]` });
+    }
+    let batch = operations;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const outcome = await callInternal(
+        url,
+        REPLICATE_PATH,
+        'POST',
+        {
+          index: meta.name,
+          uuid: meta.uuid,
+          shard,
+          refresh,
+          operations: batch,
+          ...(primaryNextSeqNo !== undefined && attempt === 0 ? { primary_next_seq_no: primaryNextSeqNo } : {}),
+        },
+        this.#timeoutMs,
+        this.#closing.signal,
+        [200, 409],
+      );
+      if (!outcome.ok) return fail(outcome.status, outcome.reason);
+      if (outcome.status === 200) {
+        const serviceTimeNs = Number(outcome.body['service_time_ns'] ?? 0);
+        return {
+          ok: true,
+          timing: {
+            node,
+            responseTimeNs: outcome.responseTimeNs,
+            serviceTimeNs: Number.isFinite(serviceTimeNs) && serviceTimeNs >= 0 ? serviceTimeNs : 0,
+          },
+        };
+      }
+      // 409: the replica lacks earlier operations; send everything from its next sequence number.
+      const next = Number(outcome.body['next_seq_no']);
+      if (!Number.isSafeInteger(next) || next < 0) {
+        return fail(502, { type: 'exception', reason: 'the replica answered 409 without next_seq_no' });
+      }
+      const last = operations[operations.length - 1]?.seqNo ?? (primaryNextSeqNo ?? 0) - 1;
+      batch = (await this.#indices.operationsSince(meta.name, shard, next)).filter((op) => op.seqNo <= last);
+      this.#log.info({ index: meta.name, shard, replica: node, from: next, operations: batch.length }, 'resending to a replica that is behind');
+    }
+    return fail(500, { type: 'exception', reason: 'the replica stayed behind after a resend' });
+  }
+}
+
+/**
+ * Peer recovery at a data node's start: every replica reopened from its log (`INITIALIZING`) asks its
+ * primary for the operations from its next sequence number on, applies them and becomes `STARTED`.
+ * Retries every `retryMs` while the primary does not answer (it may be starting too), up to
+ * `timeoutMs`; then the replica stays `INITIALIZING` (it refuses searches) until a write catches it up.
+ * Runs in the background; resolves when every replica has recovered or given up.
+ */
+export async function recoverReplicas(
+  indices: WritableIndices,
+  log: pino.Logger,
+  options: { readonly retryMs?: number; readonly timeoutMs?: number; readonly signal?: AbortSignal } = {},
+): Promise<void> {
+  const retryMs = options.retryMs ?? 500;
+  const deadline = performance.now() + (options.timeoutMs ?? 300_000);
+  const replicas = indices.shards.all().filter((c) => !c.primary && c.state === 'INITIALIZING');
+  await Promise.all(
+    replicas.map(async (copy) => {
+      const { meta, shard } = copy;
+      const primary = meta.layout[shard]!.primary;
+      const url = meta.nodes[primary];
+      while (url !== undefined && performance.now() < deadline && options.signal?.aborted !== true) {
+        const from = copy.copy.log.nextSeqNo;
+        const outcome = await callInternal(
+          url,
+          RECOVER_PATH,
+          'POST',
+          { index: meta.name, uuid: meta.uuid, shard, from_seq_no: from },
+          30_000,
+          options.signal,
+        );
+        if (outcome.ok && Array.isArray(outcome.body['operations'])) {
+          const operations = outcome.body['operations'] as LoggedOperation[];
+          try {
+            const applied = await indices.applyReplica(meta.name, meta.uuid, shard, operations, 'true');
+            if (applied.ok) {
+              copy.state = 'STARTED';
+              log.info({ index: meta.name, shard, from, operations: operations.length }, 'replica recovered from its primary');
+              return;
+            }
+          } catch (error) {
+            log.warn({ index: meta.name, shard, error: String(error) }, 'replica recovery failed');
+            return;
+          }
+        }
+        await new Promise((resolve) => setTimeout(resolve, retryMs));
+      }
+      log.warn({ index: meta.name, shard, primary }, 'replica did not recover from its primary in time');
+    }),
+  );
+}

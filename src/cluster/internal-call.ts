@@ -1,0 +1,102 @@
+/**
+ * One JSON call from a node to another node's `/_internal/` route (global `fetch`: Node's undici,
+ * keep-alive per origin), for the write side of a cluster: index metadata, shard bulks, replication,
+ * recovery, GET, `_cat/shards`. Like `callShardSearch`, it never throws for what the other node answers
+ * or fails to answer: it returns an outcome to act on.
+ */
+import { STATS_HEADER_KEY } from '../admission/stats-header.js';
+import { isPlainObject } from '../sandbox/is-plain-object.js';
+
+/** What one internal call came to. */
+export type InternalCallOutcome =
+  | {
+      readonly ok: true;
+      readonly status: number;
+      readonly body: Record<string, unknown>;
+      readonly statsHeader: string | undefined;
+      /** From sending to the whole body read, ns. */
+      readonly responseTimeNs: number;
+    }
+  | {
+      readonly ok: false;
+      /** HTTP status; 0 when the node did not answer (refused, reset, timed out). */
+      readonly status: number;
+      readonly body: Record<string, unknown> | undefined;
+      readonly reason: { readonly type: string; readonly reason: string };
+      readonly statsHeader: string | undefined;
+      readonly responseTimeNs: number;
+    };
+
+/**
+ * Calls `method url+path` with a JSON body (none for GET/DELETE without one).
+ * @param okStatuses statuses that count as an answer to read (default 200 only; replication also
+ *   reads its 409).
+ * @param signal aborts the call (the caller closing); it also times out after `timeoutMs`.
+ */
+export async function callInternal(
+  url: string,
+  path: string,
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+  body: unknown,
+  timeoutMs: number,
+  signal?: AbortSignal,
+  okStatuses: readonly number[] = [200],
+): Promise<InternalCallOutcome> {
+  const started = performance.now();
+  const elapsedNs = () => Math.round((performance.now() - started) * 1e6);
+  const timeout = AbortSignal.timeout(timeoutMs);
+  let response: Response;
+  let text: string;
+  try {
+    response = await fetch(`${url}${path}`, {
+      method,
+      ...(body === undefined
+        ? {}
+        : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+      signal: signal === undefined ? timeout : AbortSignal.any([timeout, signal]),
+    });
+    text = await response.text();
+  } catch (error) {
+    const e = error as { name?: unknown; message?: unknown; cause?: { code?: unknown; message?: unknown } };
+    const reason =
+      e?.name === 'TimeoutError'
+        ? { type: 'receive_timeout_transport_exception', reason: `no answer within ${timeoutMs} ms` }
+        : e?.name === 'AbortError'
+          ? { type: 'node_closed_exception', reason: 'the node is closing' }
+          : {
+              type: 'connect_transport_exception',
+              reason:
+                typeof e?.cause?.code === 'string'
+                  ? e.cause.code
+                  : String(e?.cause?.message ?? e?.message ?? error),
+            };
+    return { ok: false, status: 0, body: undefined, reason, statsHeader: undefined, responseTimeNs: elapsedNs() };
+  }
+  const responseTimeNs = elapsedNs();
+  const statsHeader = response.headers.get(STATS_HEADER_KEY) ?? undefined;
+  let parsed: unknown;
+  try {
+    parsed = text.length === 0 ? {} : JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const answer = isPlainObject(parsed) ? parsed : undefined;
+  if (okStatuses.includes(response.status) && answer !== undefined) {
+    return { ok: true, status: response.status, body: answer, statsHeader, responseTimeNs };
+  }
+  const error = answer !== undefined && isPlainObject(answer['error']) ? answer['error'] : undefined;
+  return {
+    ok: false,
+    status: response.status === 200 ? 502 : response.status,
+    body: answer,
+    reason: {
+      type: typeof error?.['type'] === 'string' ? error['type'] : 'exception',
+      reason:
+        typeof error?.['reason'] === 'string'
+          ? error['reason']
+          : `HTTP ${response.status} ${response.statusText}`.trim(),
+    },
+    statsHeader,
+    responseTimeNs,
+  };
+}

@@ -1,0 +1,132 @@
+/**
+ * The pieces of a bulk response shared by a single node and a cluster coordinator: the `?refresh`
+ * policy, the shard-level write items made from the planner's items, and the per-item entries in
+ * Elasticsearch's shape (`BulkItemResponse.toXContent`):
+ *
+ * ```json
+ * {"took": 12, "errors": false, "items": [
+ *   {"index": {"_index": "logs", "_id": "AbC...", "_version": 1, "result": "created",
+ *              "_shards": {"total": 2, "successful": 2, "failed": 0}, "_seq_no": 0, "_primary_term": 1,
+ *              "status": 201}},
+ *   {"create": {"_index": "logs", "_id": "x", "status": 409,
+ *               "error": {"type": "version_conflict_engine_exception", "reason": "...", "index": "logs", "shard": "0"}}}]}
+ * ```
+ * `_routing` is printed when the document has one; `forced_refresh: true` with `?refresh=true`.
+ */
+import { InvalidArgumentError } from '../errors.js';
+import { type BulkItem, failedItemResponse } from '../routing/bulk-request.js';
+import type { FailedItem, PlannedItem } from '../routing/bulk-planner.js';
+import type { ShardItemResult, ShardWriteItem } from './shard-copy.js';
+
+/** `?refresh`: `false` (default), `true` (refresh the written shards before answering), `wait_for`. */
+export type RefreshPolicy = 'false' | 'true' | 'wait_for';
+
+/**
+ * Reads `?refresh=` as Elasticsearch's `WriteRequest.RefreshPolicy.parse`: `true` or the empty value
+ * (a bare `?refresh`) is `true`, `false`, `wait_for`.
+ * @throws InvalidArgumentError (path `refresh`) for anything else.
+ */
+export function parseRefreshPolicy(value: unknown): RefreshPolicy {
+  if (value === undefined || value === 'false') return 'false';
+  if (value === '' || value === 'true') return 'true';
+  if (value === 'wait_for') return 'wait_for';
+  throw new InvalidArgumentError('refresh', 'must be true, false or wait_for', value);
+}
+
+/** The outcome of one shard-level bulk on its primary. */
+export interface ShardBulkOutcome {
+  readonly results: readonly ShardItemResult[];
+  /** `_shards` of every successful item. */
+  readonly shards: {
+    readonly total: number;
+    readonly successful: number;
+    readonly failed: number;
+    readonly failures?: readonly Record<string, unknown>[];
+  };
+  readonly forcedRefresh: boolean;
+  /** How long the primary waited for its replicas, ns (cluster only). */
+  readonly replicationNs?: number;
+  /** How long each replica took, measured by the primary (cluster only). */
+  readonly replicaTimings?: readonly {
+    readonly node: string;
+    readonly responseTimeNs: number;
+    readonly serviceTimeNs: number;
+  }[];
+}
+
+/** The shard-level write of a planned item (what travels to the primary). */
+export function toShardWriteItem(planned: PlannedItem): ShardWriteItem {
+  const item = planned.item;
+  const base = { position: planned.position, id: planned.id, routing: planned.routing };
+  switch (item.action) {
+    case 'index':
+    case 'create':
+      return { ...base, action: item.action, source: item.source };
+    case 'delete':
+      return { ...base, action: 'delete' };
+    case 'update':
+      return {
+        ...base,
+        action: 'update',
+        doc: item.doc,
+        upsert: item.upsert,
+        docAsUpsert: item.docAsUpsert,
+        detectNoop: item.detectNoop,
+      };
+  }
+}
+
+/** A successful or failed item entry from its shard result. */
+export function shardItemResponse(
+  planned: PlannedItem,
+  shard: number,
+  result: ShardItemResult,
+  outcome: Pick<ShardBulkOutcome, 'shards' | 'forcedRefresh'>,
+): Record<string, unknown> {
+  const action = planned.item.action;
+  if (result.error !== undefined) {
+    return {
+      [action]: {
+        _index: planned.index,
+        _id: planned.id,
+        status: result.status,
+        error: { ...result.error, index: planned.index, shard: String(shard) },
+      },
+    };
+  }
+  const entry: Record<string, unknown> = {
+    _index: planned.index,
+    _id: planned.id,
+    _version: result.version,
+    result: result.result,
+  };
+  if (planned.routing !== undefined) entry['_routing'] = planned.routing;
+  if (outcome.forcedRefresh) entry['forced_refresh'] = true;
+  entry['_shards'] = outcome.shards;
+  entry['_seq_no'] = result.seqNo;
+  entry['_primary_term'] = 1;
+  entry['status'] = result.status;
+  return { [action]: entry };
+}
+
+/** The entry of an item that failed as a whole on its shard (the shard was unreachable, its log failed). */
+export function shardFailureResponse(
+  planned: PlannedItem,
+  status: number,
+  error: { readonly type: string; readonly reason: string },
+): Record<string, unknown> {
+  return {
+    [planned.item.action]: {
+      _index: planned.index,
+      _id: planned.id,
+      status,
+      error: { ...error, index: planned.index, shard: String(planned.shard) },
+    },
+  };
+}
+
+/** The entry of an item the parser or the planner failed. */
+export function failedPlanResponse(failed: FailedItem): Record<string, unknown> {
+  const item: BulkItem = { ...failed.item, error: failed.error, id: failed.id } as BulkItem;
+  return failedItemResponse(item);
+}

@@ -1,0 +1,815 @@
+/**
+ * The writable indices of one node: the index APIs (`PUT /{index}`, `DELETE /{index}`,
+ * `PUT|GET /{index}/_settings`, `PUT|GET|DELETE /_index_template/{name}`, `GET /{index}/_doc/{id}`,
+ * `GET /_cat/shards`, `POST /{index}/_refresh`), the bulk API of a single node, and the shard-level
+ * operations a cluster data node runs for its coordinator (primary writes, replica writes, recovery).
+ *
+ * Roles:
+ * - `single`: the node owns the metadata (templates included) and holds every shard as a primary;
+ *   replicas (`index.number_of_replicas`, default 1) stay unassigned, as on a one-node Elasticsearch.
+ *   Bulk requests are parsed, planned (`BulkPlanner`; a single-shard bulk picks its shard at random,
+ *   every shard being local) and executed here.
+ * - `data`: a cluster data node; the coordinator owns the metadata and sends each index's metadata
+ *   (`adoptIndex`); this node holds the copies its layout names and executes shard bulks as primary,
+ *   forwarding the operations to the replicas through the `Replicator` it is given.
+ *
+ * Write path of one shard bulk on its primary (`executePrimary`): decide every item in order and
+ * change the live documents (`ShardCopy.write`), append them as one log record and wait until it is
+ * durable (fsync, `request` durability), send them to the replicas and wait for their acknowledgement
+ * (a replica that fails is reported in `_shards.failed` and catches up later from the primary's log),
+ * then apply `?refresh`. Only then is the item acknowledged. Indices are created automatically by a
+ * bulk that names a missing one (Elasticsearch `action.auto_create_index`), templates applied. The
+ * corpus indices are read-only: an item writing to one fails alone with 403 `cluster_block_exception`.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type pino from 'pino';
+import {
+  EngineRequestError,
+  IndexNotFoundError,
+  IndexReadOnlyError,
+  InvalidArgumentError,
+  InvalidBulkError,
+  isQuerySandboxError,
+  httpStatusOf,
+} from '../errors.js';
+import { resolveIndexExpression } from '../classify/index-expression.js';
+import { BulkPlanner, type ChooseShard, type FailedItem, type PlannedItem } from '../routing/bulk-planner.js';
+import { type BulkItem, BulkRequestParser, type BulkRequestParserOptions } from '../routing/bulk-request.js';
+import { shardId } from '../routing/shard-routing.js';
+import {
+  failedPlanResponse,
+  parseRefreshPolicy,
+  type RefreshPolicy,
+  type ShardBulkOutcome,
+  shardFailureResponse,
+  shardItemResponse,
+  toShardWriteItem,
+} from './bulk-response.js';
+import { IndexingPressure } from './indexing-pressure.js';
+import {
+  type IndexMetadata,
+  IndexMetadataStore,
+  type PlaceIndex,
+  type ShardPlacement,
+} from './index-metadata-store.js';
+import {
+  type CreateIndexBody,
+  explicitSettingsToFlat,
+  type IndexSettings,
+  indexSettingsToFlat,
+  parseCreateIndexBody,
+  parseSettingsUpdateBody,
+} from './index-settings.js';
+import type { IndexTemplate } from './index-templates.js';
+import { type LocalCopy, LocalShards } from './local-shards.js';
+import type { ShardWriteItem } from './shard-copy.js';
+import { decodeShardLogRecords, type LoggedOperation, SHARD_LOG_HEADER_BYTES } from './shard-log.js';
+
+export type { RefreshPolicy } from './bulk-response.js';
+
+/** How a primary's operations reach its replicas (a cluster data node passes one; a single node none). */
+export interface Replicator {
+  /**
+   * Sends `operations` (with their sequence numbers) to every assigned replica of `copy`'s shard and
+   * resolves when each has acknowledged or failed. Never rejects.
+   */
+  replicate(
+    copy: LocalCopy,
+    operations: readonly LoggedOperation[],
+    refresh: RefreshPolicy,
+  ): Promise<{
+    readonly successful: number;
+    readonly failures: readonly Record<string, unknown>[];
+    readonly timings: readonly ReplicaTiming[];
+  }>;
+}
+
+/** How long one replica took to acknowledge, as its primary measured it (for the coordinator's ranking). */
+export interface ReplicaTiming {
+  readonly node: string;
+  /** From sending to the answer, at the primary, ns. */
+  readonly responseTimeNs: number;
+  /** The replica's own handling time, ns. */
+  readonly serviceTimeNs: number;
+}
+
+/** Options of `WritableIndices.open`. */
+export interface WritableIndicesOptions {
+  /** `<dataDir>/indices` holds `metadata.json` and the shard logs. */
+  readonly dir: string;
+  readonly nodeId: string;
+  readonly role: 'single' | 'data';
+  /** The corpus indices: read-only, and their names are taken. */
+  readonly readOnlyIndices: readonly string[];
+  /** Shard-log durability. @default 'request' (fsync before acknowledging) */
+  readonly durability?: 'request' | 'async' | undefined;
+  /** fsync period with `async`, ms. @default 5000 */
+  readonly syncIntervalMs?: number | undefined;
+  /** Indexing-pressure limit, bytes. @default 10 % of the heap limit */
+  readonly indexingPressureBytes?: number | undefined;
+  /** Bulk parser limits. */
+  readonly bulk?: BulkRequestParserOptions | undefined;
+  /** Chooses the shard of single-shard bulks. @default uniform random */
+  readonly chooseShard?: ChooseShard | undefined;
+  readonly log: pino.Logger;
+}
+
+/** `GET /_cat/shards?format=json` row, as Elasticsearch prints it (every value a string or null). */
+export interface CatShardRow {
+  readonly index: string;
+  readonly shard: string;
+  readonly prirep: 'p' | 'r';
+  readonly state: 'STARTED' | 'INITIALIZING' | 'UNASSIGNED';
+  readonly docs: string | null;
+  readonly node: string | null;
+}
+
+/** A bulk response (see `bulk-response.ts`). */
+export interface BulkResponse {
+  readonly took: number;
+  readonly errors: boolean;
+  readonly items: readonly Record<string, unknown>[];
+}
+
+/** Parameters of a bulk request from its URL. */
+export interface BulkParameters {
+  /** `{index}` of `POST /{index}/_bulk`. */
+  readonly index?: string | undefined;
+  /** `?routing=`. */
+  readonly routing?: string | undefined;
+  /** `?refresh=`, already parsed. @default 'false' */
+  readonly refresh?: RefreshPolicy | undefined;
+}
+
+/** A real-time GET answer (`GET /{index}/_doc/{id}`): `found` false answers 404. */
+export type GetResponse =
+  | {
+      readonly _index: string;
+      readonly _id: string;
+      readonly _version: number;
+      readonly _seq_no: number;
+      readonly _primary_term: 1;
+      readonly _routing?: string;
+      readonly found: true;
+      readonly _source: Readonly<Record<string, unknown>>;
+    }
+  | { readonly _index: string; readonly _id: string; readonly found: false };
+
+/** Nested `{"index": {...}}` settings from flat `index.*` keys, as `GET /{index}/_settings` prints them. */
+export function nestSettings(flat: Readonly<Record<string, string>>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(flat)) {
+    const parts = key.split('.');
+    let node = out;
+    for (const part of parts.slice(0, -1)) {
+      node[part] ??= {};
+      node = node[part] as Record<string, unknown>;
+    }
+    node[parts[parts.length - 1]!] = value;
+  }
+  return out;
+}
+
+/** `GET /{index}/_settings` entry of one index. */
+export function settingsView(meta: IndexMetadata): Record<string, unknown> {
+  return {
+    settings: nestSettings({
+      ...indexSettingsToFlat(meta.settings),
+      'index.uuid': meta.uuid,
+      'index.creation_date': String(meta.creationDateMs),
+      'index.provided_name': meta.name,
+    }),
+  };
+}
+
+/** The routing shard of a GET. @throws InvalidArgumentError (path `routing`) on a partitioned index without one. */
+export function getShard(settings: IndexSettings, index: string, id: string, routing: string | undefined): number {
+  if (settings.routingPartitionSize !== 1 && routing === undefined) {
+    throw new InvalidArgumentError(
+      'routing',
+      `is required for [${index}]/[${id}]: the index is partitioned (routing_partition_size ${settings.routingPartitionSize})`,
+      routing,
+    );
+  }
+  return shardId(settings.routing, id, routing);
+}
+
+/**
+ * The index and bulk APIs as the HTTP routes call them (`server/index-routes.ts`): a single node's
+ * `WritableIndices`, or a cluster coordinator's `ClusterWrites`.
+ */
+export interface IndexApi {
+  createIndex(name: string, body: unknown): Promise<Record<string, unknown>>;
+  deleteIndex(expression: string): Promise<Record<string, unknown>>;
+  updateSettings(expression: string, body: unknown): Promise<Record<string, unknown>>;
+  getSettings(expression: string): Record<string, unknown>;
+  putTemplate(name: string, body: unknown, create: boolean): Promise<Record<string, unknown>>;
+  deleteTemplate(name: string): Promise<Record<string, unknown>>;
+  getTemplates(name?: string): Record<string, unknown>;
+  getDocument(index: string, id: string, routing: string | undefined): GetResponse | Promise<GetResponse>;
+  catShards(expression?: string): CatShardRow[] | Promise<CatShardRow[]>;
+  refresh(expression?: string): Record<string, unknown> | Promise<Record<string, unknown>>;
+  bulk(body: string | Uint8Array, parameters?: BulkParameters): Promise<BulkResponse>;
+}
+
+/** The writable indices of one node (see module doc). */
+export class WritableIndices implements IndexApi {
+  readonly metadata: IndexMetadataStore;
+  readonly shards: LocalShards;
+  readonly pressure: IndexingPressure;
+  readonly #options: WritableIndicesOptions;
+  readonly #parser: BulkRequestParser;
+  readonly #planner: BulkPlanner;
+  #replicator: Replicator | undefined;
+  /** Indices being created (metadata saved, copies opening): a bulk naming one waits for it. */
+  readonly #creating = new Map<string, Promise<IndexMetadata>>();
+
+  private constructor(
+    options: WritableIndicesOptions,
+    metadata: IndexMetadataStore,
+    shards: LocalShards,
+  ) {
+    this.#options = options;
+    this.metadata = metadata;
+    this.shards = shards;
+    this.pressure = new IndexingPressure(options.indexingPressureBytes);
+    this.#parser = new BulkRequestParser(options.bulk);
+    this.#planner = new BulkPlanner({ chooseShard: options.chooseShard });
+  }
+
+  /**
+   * Loads the metadata and opens (recovers) every local shard copy: every document whose bulk was
+   * acknowledged is back in the live documents and published to searches.
+   * @throws the errors of `IndexMetadataStore.open` and `ShardCopy.open` (a corrupted log).
+   */
+  static async open(options: WritableIndicesOptions): Promise<WritableIndices> {
+    const metadata = await IndexMetadataStore.open({
+      path: path.join(options.dir, 'metadata.json'),
+      reservedNames: options.readOnlyIndices,
+    });
+    const shards = new LocalShards({
+      dir: options.dir,
+      nodeId: options.nodeId,
+      holdsEveryShard: options.role === 'single',
+      durability: options.durability ?? 'request',
+      syncIntervalMs: options.syncIntervalMs ?? 5000,
+      log: options.log,
+    });
+    const service = new WritableIndices(options, metadata, shards);
+    try {
+      for (const meta of metadata.list()) {
+        await shards.addIndex(meta, { replicasInitializing: options.role === 'data' });
+      }
+    } catch (error) {
+      await shards.close();
+      throw error;
+    }
+    return service;
+  }
+
+  /** The board buffer the pool workers read (see `index-board.ts`). */
+  get board(): SharedArrayBuffer {
+    return this.shards.board.buffer;
+  }
+
+  /** Writable index names, in creation order. */
+  names(): string[] {
+    return this.metadata.names();
+  }
+
+  has(name: string): boolean {
+    return this.metadata.get(name) !== undefined;
+  }
+
+  /** Sets how primaries reach their replicas (a data node, once its HTTP client exists). */
+  setReplicator(replicator: Replicator): void {
+    this.#replicator = replicator;
+  }
+
+  // ---- index APIs (single node) -------------------------------------------------------------------
+
+  /**
+   * `PUT /{index}`. @returns Elasticsearch's answer `{acknowledged, shards_acknowledged, index}`.
+   * @throws InvalidArgumentError naming the field and value; IndexExistsError.
+   */
+  async createIndex(name: string, body: unknown): Promise<Record<string, unknown>> {
+    this.#singleOnly('PUT /{index}');
+    const request = parseCreateIndexBody(body);
+    await this.#create(name, request);
+    return { acknowledged: true, shards_acknowledged: true, index: name };
+  }
+
+  /**
+   * `DELETE /{index}` (a name or a comma list of names: wildcards are refused, as
+   * `action.destructive_requires_name` does). Deletes the shard logs.
+   * @throws IndexNotFoundError; IndexReadOnlyError for a corpus index; InvalidArgumentError for a wildcard.
+   */
+  async deleteIndex(expression: string): Promise<Record<string, unknown>> {
+    this.#singleOnly('DELETE /{index}');
+    for (const name of this.#concreteNames(expression, 'delete')) {
+      const meta = await this.metadata.deleteIndex(name);
+      await this.shards.removeIndex(meta.name, true);
+      this.#options.log.info({ index: name, uuid: meta.uuid }, 'index deleted');
+    }
+    return { acknowledged: true };
+  }
+
+  /**
+   * `PUT /{index}/_settings` for each index of the expression (dynamic settings only).
+   * @throws InvalidArgumentError naming the setting and value; IndexNotFoundError; IndexReadOnlyError.
+   */
+  async updateSettings(expression: string, body: unknown): Promise<Record<string, unknown>> {
+    this.#singleOnly('PUT /{index}/_settings');
+    const update = parseSettingsUpdateBody(body);
+    for (const name of this.#resolve(expression, 'change the settings of')) {
+      const meta = await this.metadata.updateSettings(name, update);
+      this.shards.updateIndex(meta);
+    }
+    return { acknowledged: true };
+  }
+
+  /** `GET /{index}/_settings`: `{"<index>": {"settings": {"index": {...}}}}`. */
+  getSettings(expression: string): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const name of this.#resolve(expression, undefined)) out[name] = settingsView(this.metadata.get(name)!);
+    return out;
+  }
+
+  /** `PUT /_index_template/{name}` (`?create=true` refuses to replace). */
+  async putTemplate(name: string, body: unknown, create: boolean): Promise<Record<string, unknown>> {
+    this.#singleOnly('PUT /_index_template/{name}');
+    await this.metadata.putTemplate(name, body, create);
+    return { acknowledged: true };
+  }
+
+  /** `DELETE /_index_template/{name}`. @throws TemplateNotFoundError. */
+  async deleteTemplate(name: string): Promise<Record<string, unknown>> {
+    this.#singleOnly('DELETE /_index_template/{name}');
+    await this.metadata.deleteTemplate(name);
+    return { acknowledged: true };
+  }
+
+  /** `GET /_index_template[/{name}]`: `{"index_templates": [{"name", "index_template"}]}`. */
+  getTemplates(name?: string): Record<string, unknown> {
+    const list: IndexTemplate[] =
+      name === undefined ? this.metadata.templates() : [this.metadata.template(name)].flatMap((t) => t ?? []);
+    return { index_templates: list.map(templateView) };
+  }
+
+  /**
+   * `GET /{index}/_doc/{id}` (real-time, from the primary's live documents).
+   * @throws IndexNotFoundError; InvalidArgumentError (`routing`) on a partitioned index without routing.
+   */
+  getDocument(index: string, id: string, routing: string | undefined): GetResponse {
+    const meta = this.#meta(index);
+    const shard = getShard(meta.settings, index, id, routing);
+    const local = this.shards.copy(index, shard);
+    if (local === undefined) throw new IndexNotFoundError(index);
+    return documentView(index, id, local);
+  }
+
+  /** `GET /_cat/shards[/{index}]?format=json` rows: every copy, unassigned replicas included. */
+  catShards(expression = '_all'): CatShardRow[] {
+    const rows: CatShardRow[] = [];
+    for (const name of this.#resolve(expression, undefined)) {
+      const meta = this.metadata.get(name)!;
+      meta.layout.forEach((placement, shard) => {
+        const copy = this.shards.copy(name, shard);
+        rows.push({
+          index: name,
+          shard: String(shard),
+          prirep: 'p',
+          state: 'STARTED',
+          docs: copy === undefined ? null : String(copy.copy.docCount),
+          node: this.#options.role === 'single' ? this.#options.nodeId : placement.primary,
+        });
+        for (let r = 0; r < meta.settings.numberOfReplicas; r++) {
+          const node = placement.replicas[r];
+          const replica = node === this.#options.nodeId ? this.shards.copy(name, shard) : undefined;
+          rows.push({
+            index: name,
+            shard: String(shard),
+            prirep: 'r',
+            state: node === undefined ? 'UNASSIGNED' : 'STARTED',
+            docs: replica === undefined ? null : String(replica.copy.docCount),
+            node: node ?? null,
+          });
+        }
+      });
+    }
+    return rows;
+  }
+
+  /** `POST /{index}/_refresh` (or `/_refresh`): `{"_shards": {total, successful, failed}}`. */
+  refresh(expression = '_all'): Record<string, unknown> {
+    const names = this.#resolve(expression, undefined);
+    this.shards.refresh(names);
+    let total = 0;
+    for (const name of names) total += this.shards.copiesOf(name).length;
+    return { _shards: { total, successful: total, failed: 0 } };
+  }
+
+  // ---- bulk (single node) --------------------------------------------------------------------------
+
+  /**
+   * `POST /_bulk`, `POST /{index}/_bulk` on a single node.
+   * @param body the raw NDJSON body.
+   * @returns the Elasticsearch bulk response (items in request order).
+   * @throws InvalidBulkError for a body refused as a whole; WriteRejectedError for indexing pressure.
+   */
+  async bulk(body: string | Uint8Array, parameters: BulkParameters = {}): Promise<BulkResponse> {
+    this.#singleOnly('POST /_bulk');
+    const started = performance.now();
+    const bytes = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+    const release = this.pressure.acquire(bytes, 'coordinating');
+    try {
+      const parsed = this.#parser.parse(body, { index: parameters.index, routing: parameters.routing });
+      if (!parsed.ok) {
+        const e = parsed.error;
+        throw new InvalidBulkError(e.type, e.reason, e.status, e.line);
+      }
+      const refresh = parameters.refresh ?? 'false';
+      const { items, blocked } = await this.#prepareIndices(parsed.items);
+      const plan = this.#planner.plan(items, (name) => this.metadata.get(name)?.settings);
+      const responses: (Record<string, unknown> | undefined)[] = new Array(parsed.items.length);
+      for (const entry of blocked) responses[entry.position] = entry.response;
+      for (const failed of plan.failed) responses[failed.position] = failedPlanResponse(failed);
+      await Promise.all(
+        plan.batches.map(async (batch) => {
+          let outcome: ShardBulkOutcome;
+          try {
+            outcome = await this.executePrimary(
+              batch.index,
+              batch.shard,
+              batch.items.map(toShardWriteItem),
+              refresh,
+            );
+          } catch (error) {
+            const status = isQuerySandboxError(error) ? httpStatusOf(error) : 500;
+            const reason = error instanceof Error ? error.message : String(error);
+            const type = isQuerySandboxError(error) ? error.type : 'exception';
+            for (const planned of batch.items) {
+              responses[planned.position] = shardFailureResponse(planned, status, { type, reason });
+            }
+            return;
+          }
+          assignResults(batch.items, batch.shard, outcome, responses);
+        }),
+      );
+      let errors = false;
+      const out = responses.map((r) => {
+        const entry = r ?? { index: { status: 500, error: { type: 'exception', reason: 'item lost' } } };
+        const inner = Object.values(entry)[0] as { error?: unknown };
+        if (inner.error !== undefined) errors = true;
+        return entry;
+      });
+      return { took: Math.round(performance.now() - started), errors, items: out };
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * Auto-creates the missing indices the items name (templates applied) and splits off the items that
+   * write to a read-only corpus index.
+   */
+  async #prepareIndices(items: readonly BulkItem[]): Promise<{
+    items: BulkItem[];
+    blocked: { position: number; response: Record<string, unknown> }[];
+  }> {
+    const kept: BulkItem[] = [];
+    const blocked: { position: number; response: Record<string, unknown> }[] = [];
+    const creationErrors = new Map<string, { type: string; reason: string; status: number }>();
+    for (const item of items) {
+      if (item.error !== undefined) {
+        kept.push(item);
+        continue;
+      }
+      if (this.metadata.isReserved(item.index)) {
+        const error = new IndexReadOnlyError(item.index, 'bulk writes are refused');
+        blocked.push({
+          position: item.position,
+          response: {
+            [item.action]: {
+              _index: item.index,
+              _id: item.id ?? null,
+              status: 403,
+              error: { type: error.type, reason: error.message },
+            },
+          },
+        });
+        continue;
+      }
+      const pending = this.#creating.get(item.index);
+      if (pending !== undefined) await pending.catch(() => undefined);
+      if (!this.has(item.index) && !creationErrors.has(item.index)) {
+        try {
+          await this.#create(item.index, { settings: {}, mappings: undefined });
+        } catch (error) {
+          if (this.has(item.index)) {
+            // created meanwhile by a concurrent request
+          } else {
+            creationErrors.set(item.index, {
+              type: isQuerySandboxError(error) ? error.type : 'exception',
+              reason: error instanceof Error ? error.message : String(error),
+              status: isQuerySandboxError(error) ? httpStatusOf(error) : 500,
+            });
+          }
+        }
+      }
+      const failure = creationErrors.get(item.index);
+      kept.push(failure === undefined ? item : ({ ...item, error: failure } as BulkItem));
+    }
+    return { items: kept, blocked };
+  }
+
+  // ---- shard level (single node and data node) -----------------------------------------------------
+
+  /**
+   * One shard bulk on this node's primary copy (see module doc).
+   * @throws IndexNotFoundError / EngineRequestError `shard_not_found_exception` (404) when this node
+   *   does not hold the primary; EngineFailureError when the copy is failed.
+   */
+  async executePrimary(
+    index: string,
+    shard: number,
+    items: readonly ShardWriteItem[],
+    refresh: RefreshPolicy,
+  ): Promise<ShardBulkOutcome> {
+    const local = this.#primaryCopy(index, shard);
+    const { results, operations, durable } = local.copy.write(items);
+    try {
+      await durable;
+    } catch (error) {
+      const reason = `the shard log could not be written: ${error instanceof Error ? error.message : String(error)}`;
+      return {
+        results: results.map((r) =>
+          r.error === undefined
+            ? { position: r.position, status: 500, error: { type: 'translog_exception', reason } }
+            : r,
+        ),
+        shards: { total: 1 + local.meta.settings.numberOfReplicas, successful: 0, failed: 1 },
+        forcedRefresh: false,
+      };
+    }
+    let successful = 1;
+    let failures: readonly Record<string, unknown>[] = [];
+    let timings: readonly ReplicaTiming[] = [];
+    const assigned = local.meta.layout[shard]!.replicas.length;
+    let replicationNs = 0;
+    if (assigned > 0 && operations.length > 0 && this.#replicator !== undefined) {
+      const replicationStarted = performance.now();
+      const outcome = await this.#replicator.replicate(local, operations, refresh);
+      replicationNs = Math.round((performance.now() - replicationStarted) * 1e6);
+      successful += outcome.successful;
+      failures = outcome.failures;
+      timings = outcome.timings;
+    } else if (assigned > 0 && operations.length === 0) {
+      successful += assigned;
+    }
+    if (refresh === 'true') this.shards.refreshCopy(local);
+    else if (refresh === 'wait_for') await this.shards.waitForRefresh(local, local.copy.log.sizeBytes);
+    this.shards.afterWrite(local);
+    return {
+      results,
+      shards: {
+        total: 1 + local.meta.settings.numberOfReplicas,
+        successful,
+        failed: failures.length,
+        ...(failures.length > 0 ? { failures } : {}),
+      },
+      forcedRefresh: refresh === 'true',
+      replicaTimings: timings,
+      replicationNs,
+    };
+  }
+
+  /**
+   * A replica write from the primary (see `ShardCopy.applyReplica`), then `refresh`.
+   * @returns `{ok: false, nextSeqNo}` when operations are missing before `operations[0]`.
+   * @throws IndexNotFoundError / EngineRequestError 404 when this node holds no replica of the shard
+   *   of that index uuid.
+   */
+  async applyReplica(
+    index: string,
+    uuid: string,
+    shard: number,
+    operations: readonly LoggedOperation[],
+    refresh: RefreshPolicy,
+    primaryNextSeqNo?: number,
+  ): Promise<{ ok: true } | { ok: false; nextSeqNo: number }> {
+    const local = this.shards.copy(index, shard);
+    if (local === undefined || local.meta.uuid !== uuid || local.primary) {
+      throw new InvalidArgumentError(
+        'shard',
+        `must be a replica this node holds ([${index}/${uuid}][${shard}] is not)`,
+        shard,
+      );
+    }
+    const outcome = await local.copy.applyReplica(operations, primaryNextSeqNo);
+    if (!outcome.ok) return outcome;
+    if (refresh === 'true') this.shards.refreshCopy(local);
+    else if (refresh === 'wait_for') await this.shards.waitForRefresh(local, local.copy.log.sizeBytes);
+    this.shards.afterWrite(local);
+    return { ok: true };
+  }
+
+  /**
+   * The operations of a local copy from `fromSeqNo` on, read from its log (for a replica that is
+   * behind: a gap in replication, or recovery after a restart).
+   */
+  async operationsSince(index: string, shard: number, fromSeqNo: number): Promise<LoggedOperation[]> {
+    const local = this.#primaryCopy(index, shard);
+    const data = await readFile(local.copy.log.path);
+    const { operations } = decodeShardLogRecords(data.subarray(SHARD_LOG_HEADER_BYTES), SHARD_LOG_HEADER_BYTES);
+    return operations.filter((op) => op.seqNo >= fromSeqNo);
+  }
+
+  /** A document of a local copy (primary or replica), for a coordinator's GET. */
+  getLocal(index: string, shard: number, id: string): GetResponse {
+    const local = this.shards.copy(index, shard);
+    if (local === undefined) throw new IndexNotFoundError(index);
+    return documentView(index, id, local);
+  }
+
+  /** Rows of this node's own copies (a coordinator merges every node's). */
+  catLocal(): CatShardRow[] {
+    return this.shards.all().map((c) => ({
+      index: c.meta.name,
+      shard: String(c.shard),
+      prirep: c.primary ? 'p' : 'r',
+      state: c.state,
+      docs: String(c.copy.docCount),
+      node: this.#options.nodeId,
+    }));
+  }
+
+  /** Takes an index the coordinator created (data node): stores its metadata, opens the copies. */
+  async adoptIndex(meta: IndexMetadata): Promise<void> {
+    const stored = await this.metadata.adoptIndex(meta);
+    await this.shards.addIndex(stored);
+  }
+
+  /** Drops an index the coordinator deleted (data node); a no-op when unknown. */
+  async dropIndex(name: string, uuid: string): Promise<void> {
+    const meta = this.metadata.get(name);
+    if (meta === undefined || meta.uuid !== uuid) return;
+    await this.metadata.deleteIndex(name);
+    await this.shards.removeIndex(name, true);
+  }
+
+  /** Takes the coordinator's new settings of an index (data node). */
+  async takeSettings(name: string, uuid: string, settings: IndexSettings): Promise<void> {
+    const meta = await this.metadata.replaceSettings(name, uuid, settings);
+    this.shards.updateIndex(meta);
+  }
+
+  /** Closes every shard copy (flushing and fsyncing pending appends). */
+  close(): Promise<void> {
+    return this.shards.close();
+  }
+
+  // ---- helpers -------------------------------------------------------------------------------------
+
+  #singleOnly(what: string): void {
+    if (this.#options.role !== 'single') {
+      throw new InvalidArgumentError(
+        'url',
+        `is served by the cluster's coordinator, not by a data node (${what})`,
+        what,
+      );
+    }
+  }
+
+  #create(name: string, request: CreateIndexBody): Promise<IndexMetadata> {
+    const creation = this.#createNow(name, request);
+    this.#creating.set(name, creation);
+    const forget = () => {
+      if (this.#creating.get(name) === creation) this.#creating.delete(name);
+    };
+    creation.then(forget, forget);
+    return creation;
+  }
+
+  async #createNow(name: string, request: CreateIndexBody): Promise<IndexMetadata> {
+    const nodeId = this.#options.nodeId;
+    const place: PlaceIndex = (settings) => ({
+      layout: Array.from(
+        { length: settings.numberOfShards },
+        (): ShardPlacement => ({ primary: nodeId, replicas: [] }),
+      ),
+    });
+    const meta = await this.metadata.createIndex(name, request, place);
+    try {
+      await this.shards.addIndex(meta);
+    } catch (error) {
+      await this.metadata.deleteIndex(name).catch(() => undefined);
+      throw error;
+    }
+    this.#options.log.info(
+      { index: name, uuid: meta.uuid, shards: meta.settings.numberOfShards },
+      'index created',
+    );
+    return meta;
+  }
+
+  #meta(index: string): IndexMetadata {
+    const meta = this.metadata.get(index);
+    if (meta === undefined) throw new IndexNotFoundError(index);
+    return meta;
+  }
+
+  #primaryCopy(index: string, shard: number): LocalCopy {
+    const local = this.shards.copy(index, shard);
+    if (local === undefined || !local.primary) {
+      if (!this.has(index)) throw new IndexNotFoundError(index);
+      throw new EngineRequestError(
+        'shard_not_found_exception',
+        `no primary of [${index}][${shard}] on this node`,
+        404,
+      );
+    }
+    return local;
+  }
+
+  /** Writable names of an expression; a corpus name is refused when `action` says what would change. */
+  #resolve(expression: string, action: string | undefined): string[] {
+    if (action !== undefined) {
+      for (const part of expression.split(',')) {
+        if (this.metadata.isReserved(part)) throw new IndexReadOnlyError(part, `cannot ${action} it`);
+      }
+    }
+    return resolveIndexExpression(expression, this.names());
+  }
+
+  #concreteNames(expression: string, action: string): string[] {
+    for (const part of expression.split(',')) {
+      if (part.includes('*') || part === '_all') {
+        throw new InvalidArgumentError(
+          'index',
+          `must name indices to ${action} (wildcard expressions or all indices are not allowed: action.destructive_requires_name)`,
+          expression,
+        );
+      }
+    }
+    return this.#resolve(expression, action);
+  }
+}
+
+/** `GET /_index_template` entry of one template, as Elasticsearch prints it. */
+export function templateView(template: IndexTemplate): Record<string, unknown> {
+  return {
+    name: template.name,
+    index_template: {
+      index_patterns: template.indexPatterns,
+      priority: template.priority,
+      ...(template.version !== undefined ? { version: template.version } : {}),
+      template: {
+        settings: nestSettings(
+          Object.fromEntries(
+            Object.entries(explicitSettingsToFlat(template.settings)).map(([k, v]) => [k, String(v)]),
+          ),
+        ),
+        ...(template.mappings !== undefined ? { mappings: template.mappings } : {}),
+      },
+      ...(template.meta !== undefined ? { _meta: template.meta } : {}),
+      composed_of: [],
+    },
+  };
+}
+
+function documentView(index: string, id: string, local: LocalCopy): GetResponse {
+  const doc = local.copy.get(id);
+  if (doc === undefined) return { _index: index, _id: id, found: false };
+  return {
+    _index: index,
+    _id: id,
+    _version: doc.version,
+    _seq_no: doc.seqNo,
+    _primary_term: 1,
+    ...(doc.routing !== undefined ? { _routing: doc.routing } : {}),
+    found: true,
+    _source: doc.source,
+  };
+}
+
+/** Fills the responses of a batch from its shard outcome. */
+export function assignResults(
+  items: readonly PlannedItem[],
+  shard: number,
+  outcome: ShardBulkOutcome,
+  responses: (Record<string, unknown> | undefined)[],
+): void {
+  const byPosition = new Map(outcome.results.map((r) => [r.position, r]));
+  for (const planned of items) {
+    const result = byPosition.get(planned.position);
+    responses[planned.position] =
+      result === undefined
+        ? shardFailureResponse(planned, 500, { type: 'exception', reason: 'the shard gave no result for the item' })
+        : shardItemResponse(planned, shard, result, outcome);
+  }
+}
+
+export type { FailedItem, PlannedItem };
+export { parseRefreshPolicy };

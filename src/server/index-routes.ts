@@ -1,0 +1,202 @@
+/**
+ * The index and bulk routes of a node that serves writable indices (`runtime.indices`), in
+ * Elasticsearch's shapes:
+ *
+ * - `PUT /{index}` `{settings?, mappings?}`; `DELETE /{index}`; `PUT|GET /{index}/_settings`;
+ * - `PUT|POST /_index_template/{name}` (`?create=true`), `GET /_index_template[/{name}]`,
+ *   `DELETE /_index_template/{name}`;
+ * - `GET /{index}/_doc/{id}` (`?routing=`): 200 with the document, 404 `{"found": false}`;
+ * - `POST|PUT /_bulk`, `POST|PUT /{index}/_bulk` (`?refresh=true|false|wait_for`, `?routing=`): NDJSON
+ *   whatever the content type (`application/x-ndjson`, `application/json`, none), up to
+ *   `bulkBodyLimitBytes`;
+ * - `GET /_cat/shards[/{index}]` (`?format=json`, `?v`); `POST|GET /{index}/_refresh`, `/_refresh`.
+ *
+ * A node whose engine serves no writable indices answers these with 400 naming the route. A cluster data
+ * node answers the index APIs with 400 too: its coordinator serves them.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { InvalidArgumentError } from '../errors.js';
+import { parseRefreshPolicy } from '../indices/bulk-response.js';
+import type { CatShardRow, IndexApi } from '../indices/writable-indices.js';
+import { sendError } from './http-server.js';
+
+export interface IndexRoutesOptions {
+  /** Largest bulk body, bytes. @default 104857600 (Elasticsearch `http.max_content_length`) */
+  readonly bulkBodyLimitBytes?: number | undefined;
+}
+
+/** `config` of a route: which URL parameters it takes (others answer 400), and the raw body for bulk. */
+function config(names: readonly string[], rawBody = false) {
+  return {
+    urlParameters: { names: [...names, 'pretty'], hint: `(${[...names, 'pretty'].join(', ')})` },
+    ...(rawBody ? { rawBody: true } : {}),
+  };
+}
+
+/** `GET /_cat/shards` as text: space-aligned columns, a header line with `?v`. */
+export function catShardsText(rows: readonly CatShardRow[], header: boolean): string {
+  const columns = ['index', 'shard', 'prirep', 'state', 'docs', 'node'] as const;
+  const table = rows.map((r) => columns.map((c) => r[c] ?? ''));
+  if (header) table.unshift([...columns]);
+  const widths = columns.map((_, i) => Math.max(0, ...table.map((row) => row[i]!.length)));
+  return table.map((row) => `${row.map((cell, i) => cell.padEnd(widths[i]!)).join(' ').trimEnd()}\n`).join('');
+}
+
+/** Checks `?format=` of a cat route. @throws InvalidArgumentError. */
+export function catFormat(query: Record<string, unknown>): 'json' | 'text' {
+  const format = query['format'];
+  if (format === undefined || format === 'text' || format === 'txt') return 'text';
+  if (format === 'json') return 'json';
+  throw new InvalidArgumentError('format', 'must be json or text', format);
+}
+
+/** `?routing=`: a string; the empty value means none. @throws InvalidArgumentError. */
+export function routingParameter(query: Record<string, unknown>): string | undefined {
+  const routing = query['routing'];
+  if (routing === undefined || routing === '') return undefined;
+  if (typeof routing !== 'string') throw new InvalidArgumentError('routing', 'must be given once', routing);
+  return routing;
+}
+
+/** Registers the routes on `app` (a single node's server, or a data node's for the refusal). */
+export function registerIndexRoutes(
+  app: FastifyInstance,
+  indices: IndexApi | undefined,
+  options: IndexRoutesOptions = {},
+): void {
+  const bulkBodyLimit = options.bulkBodyLimitBytes ?? 100 * 1024 * 1024;
+  const service = (what: string): IndexApi => {
+    if (indices === undefined) {
+      throw new InvalidArgumentError(
+        'url',
+        'is not served: the engine does not support writable indices (EngineModule.writableIndices)',
+        what,
+      );
+    }
+    return indices;
+  };
+  const handle =
+    <P>(what: string, run: (w: IndexApi, request: FastifyRequest<{ Params: P }>, reply: FastifyReply) => unknown) =>
+    async (request: FastifyRequest<{ Params: P }>, reply: FastifyReply) => {
+      try {
+        const result = await run(service(what), request, reply);
+        if (result !== reply) return reply.send(result);
+        return reply;
+      } catch (error) {
+        return sendError(reply, error);
+      }
+    };
+  const query = (request: FastifyRequest) => (request.query as Record<string, unknown> | undefined) ?? {};
+
+  app.put<{ Params: { index: string } }>(
+    '/:index',
+    { config: config([]) },
+    handle('PUT /{index}', (w, r) => w.createIndex(r.params.index, r.body)),
+  );
+  app.delete<{ Params: { index: string } }>(
+    '/:index',
+    { config: config([]) },
+    handle('DELETE /{index}', (w, r) => w.deleteIndex(r.params.index)),
+  );
+  app.put<{ Params: { index: string } }>(
+    '/:index/_settings',
+    { config: config([]) },
+    handle('PUT /{index}/_settings', (w, r) => w.updateSettings(r.params.index, r.body)),
+  );
+  app.get<{ Params: { index: string } }>(
+    '/:index/_settings',
+    { config: config([]) },
+    handle('GET /{index}/_settings', (w, r) => w.getSettings(r.params.index)),
+  );
+  for (const method of ['PUT', 'POST'] as const) {
+    app.route<{ Params: { name: string } }>({
+      method,
+      url: '/_index_template/:name',
+      config: config(['create']),
+      handler: handle('PUT /_index_template/{name}', (w, r) => {
+        const create = query(r)['create'];
+        if (create !== undefined && create !== 'true' && create !== 'false' && create !== '') {
+          throw new InvalidArgumentError('create', 'must be true or false', create);
+        }
+        return w.putTemplate(r.params.name, r.body, create === 'true' || create === '');
+      }),
+    });
+  }
+  app.get(
+    '/_index_template',
+    { config: config([]) },
+    handle('GET /_index_template', (w) => w.getTemplates()),
+  );
+  app.get<{ Params: { name: string } }>(
+    '/_index_template/:name',
+    { config: config([]) },
+    handle('GET /_index_template/{name}', (w, r, reply) => {
+      const found = w.getTemplates(r.params.name);
+      if ((found['index_templates'] as unknown[]).length === 0) {
+        return reply.code(404).send({
+          error: {
+            type: 'resource_not_found_exception',
+            reason: `index template matching [${r.params.name}] not found`,
+            code: 'QS_TEMPLATE_NOT_FOUND',
+          },
+          status: 404,
+        });
+      }
+      return found;
+    }),
+  );
+  app.delete<{ Params: { name: string } }>(
+    '/_index_template/:name',
+    { config: config([]) },
+    handle('DELETE /_index_template/{name}', (w, r) => w.deleteTemplate(r.params.name)),
+  );
+  app.get<{ Params: { index: string; id: string } }>(
+    '/:index/_doc/:id',
+    { config: config(['routing']) },
+    handle('GET /{index}/_doc/{id}', async (w, r, reply) => {
+      const doc = await w.getDocument(r.params.index, r.params.id, routingParameter(query(r)));
+      return doc.found ? doc : reply.code(404).send(doc);
+    }),
+  );
+  for (const method of ['POST', 'PUT'] as const) {
+    for (const url of ['/_bulk', '/:index/_bulk']) {
+      app.route<{ Params: { index?: string } }>({
+        method,
+        url,
+        bodyLimit: bulkBodyLimit,
+        config: config(['refresh', 'routing'], true),
+        handler: handle('POST /_bulk', (w, r) => {
+          const q = query(r);
+          const body = r.body as Buffer | undefined;
+          return w.bulk(body ?? Buffer.alloc(0), {
+            index: r.params.index,
+            routing: routingParameter(q),
+            refresh: parseRefreshPolicy(q['refresh']),
+          });
+        }),
+      });
+    }
+  }
+  const cat = async (w: IndexApi, r: FastifyRequest<{ Params: { index?: string } }>, reply: FastifyReply) => {
+    const q = query(r);
+    const rows = await w.catShards(r.params.index ?? '_all');
+    if (catFormat(q) === 'json') return rows;
+    return reply.type('text/plain; charset=UTF-8').send(catShardsText(rows, q['v'] !== undefined));
+  };
+  app.get('/_cat/shards', { config: config(['format', 'v']) }, handle('GET /_cat/shards', cat));
+  app.get('/_cat/shards/:index', { config: config(['format', 'v']) }, handle('GET /_cat/shards', cat));
+  for (const method of ['POST', 'GET'] as const) {
+    app.route<{ Params: { index?: string } }>({
+      method,
+      url: '/:index/_refresh',
+      config: config([]),
+      handler: handle('POST /{index}/_refresh', (w, r) => w.refresh(r.params.index)),
+    });
+    app.route({
+      method,
+      url: '/_refresh',
+      config: config([]),
+      handler: handle('POST /_refresh', (w) => w.refresh()),
+    });
+  }
+}
