@@ -360,7 +360,11 @@ export function resolveIndexSettings(
       routingPartitionSize,
     );
   }
-  if (merged.bulkRoutingMode === 'id' && routingPartitionSize !== 1) {
+  // A partitioned index needs routing values: unless `id` was asked for explicitly, its bulk routing
+  // mode defaults to `routing` (an id alone cannot choose the shard there).
+  const explicitMode = explicit.bulkRoutingMode ?? options.defaults?.bulkRoutingMode;
+  const bulkRoutingMode = routingPartitionSize !== 1 && explicitMode === undefined ? 'routing' : merged.bulkRoutingMode;
+  if (bulkRoutingMode === 'id' && routingPartitionSize !== 1) {
     throw new InvalidArgumentError(
       `${path}.index.bulk_routing.mode`,
       `must be "routing" on a partitioned index (index.routing_partition_size ${routingPartitionSize}): an id alone cannot choose the shard`,
@@ -376,7 +380,7 @@ export function resolveIndexSettings(
     refreshInterval: merged.refreshInterval,
     refreshIntervalMs: parseTimeValueMs(merged.refreshInterval, `${path}.index.refresh_interval`),
     bulkRoutingEnabled: merged.bulkRoutingEnabled,
-    bulkRoutingMode: merged.bulkRoutingMode,
+    bulkRoutingMode,
     routing,
     explicit: Object.freeze({ ...explicit }),
   });

@@ -353,3 +353,40 @@ describe('ShardLog: crash test', () => {
     expect(afterSecond.operations.length - acknowledged).toBeLessThanOrEqual(20);
   }, 60_000);
 });
+
+describe('ShardLog fsync ordering', () => {
+  it("with durability 'request', an append resolves only after an fsync that follows its write", async () => {
+    const path = freshPath();
+    const { log } = await ShardLog.open({ path, durability: 'request' });
+    // Every FileHandle shares one prototype: watch its sync and write calls in order.
+    const { open } = await import('node:fs/promises');
+    const probe = await open(join(dirname(path), 'probe'), 'w');
+    const proto = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
+    await probe.close();
+    const events: string[] = [];
+    const originalSync = proto.sync;
+    const sync = vi.spyOn(proto, 'sync').mockImplementation(async function (this: unknown) {
+      events.push('sync');
+      await Reflect.apply(originalSync, this, []);
+    });
+    try {
+      for (let i = 0; i < 3; i++) {
+        await log.append(batch(`b${i}`, 2));
+        events.push(`acked ${i}`);
+      }
+    } finally {
+      sync.mockRestore();
+      await log.close();
+    }
+    // Each acknowledgement comes after at least one more fsync than the previous one.
+    let syncs = 0;
+    const syncsBeforeAck: number[] = [];
+    for (const e of events) {
+      if (e === 'sync') syncs++;
+      else syncsBeforeAck.push(syncs);
+    }
+    expect(syncsBeforeAck[0]).toBeGreaterThanOrEqual(1);
+    expect(syncsBeforeAck[1]).toBeGreaterThan(syncsBeforeAck[0]!);
+    expect(syncsBeforeAck[2]).toBeGreaterThan(syncsBeforeAck[1]!);
+  });
+});
