@@ -23,7 +23,8 @@
  * the effect; stats TTL 5 s and refresh at most once a second are the defaults.
  *
  * Usage: `npm run bench:cluster [-- --phase-seconds 8 --rate 25 --node-cores 0.5 --admission-cpu 0.8
- * --max-docs 1000 --base-port 19200]`.
+ * --max-docs 1000 --base-port 19200 --data-dir .query-sandbox/bench-cluster]` (its own data dir, the
+ * default: a launcher refuses a directory another live launcher holds).
  * Writes `bench/results/cluster-admission.json`.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -40,7 +41,8 @@ const { values } = parseArgs({
     'admission-cpu': { type: 'string', default: '0.8' },
     'max-docs': { type: 'string' },
     'base-port': { type: 'string' },
-    'data-dir': { type: 'string', default: '.query-sandbox' },
+    // Its own directory: a cluster started with `npm run cluster` (default .query-sandbox) may be running.
+    'data-dir': { type: 'string', default: '.query-sandbox/bench-cluster' },
   },
 });
 const phaseMs = Number(values['phase-seconds']) * 1000;

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /** The `query-sandbox` command: `serve`, `cluster`, `demo`, `shard`. */
+import { ClusterDiscoveryError } from '../cluster/discovery.js';
 import { isQuerySandboxError } from '../errors.js';
-import { CLUSTER_USAGE, parseClusterOptions, runCluster } from './cluster.js';
+import { CLUSTER_USAGE, ClusterStartError, parseClusterOptions, runCluster } from './cluster.js';
 import { runDemo, parseDemoOptions, DEMO_USAGE } from './demo.js';
 import { serve } from './serve.js';
 import { parseServeOptions, SERVE_USAGE } from './serve-options.js';
@@ -29,9 +30,13 @@ function usage(text: string): number {
   return 0;
 }
 
-/** Errors a user can fix (bad input, a busy port, a missing file) are told in one line, without a stack. */
+/**
+ * Errors a user can fix (bad input, a busy port, a missing file, a cluster that cannot start or find
+ * its data nodes) are told in one line, without a stack.
+ */
 function isUserFacing(error: unknown): boolean {
   if (isQuerySandboxError(error)) return true;
+  if (error instanceof ClusterStartError || error instanceof ClusterDiscoveryError) return true;
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^(E[A-Z]+|ERR_MODULE_NOT_FOUND)$/.test(code);
 }

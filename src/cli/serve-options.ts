@@ -33,6 +33,8 @@ export interface CoordinatorServeOptions {
   readonly statsRefreshMs: number | undefined;
   /** `--shard-timeout-ms` (30000). */
   readonly shardTimeoutMs: number | undefined;
+  /** `--discovery-timeout-ms`: how long to wait at start for every data node to answer (60000). */
+  readonly discoveryTimeoutMs: number | undefined;
   /** `--indexing-pressure-bytes`: bulk bytes in flight at the coordinator; `undefined`: 10 % of the heap. */
   readonly indexingPressureBytes: number | undefined;
 }
@@ -92,6 +94,7 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --stats-ttl-ms N       coordinator: node stats older than this are not used (default 5000)
   --stats-refresh-ms N   coordinator: take a node's stats at most this often (default 1000)
   --shard-timeout-ms N   coordinator: time a data node has to answer (default 30000)
+  --discovery-timeout-ms N  coordinator: time at start for every data node to answer (default 60000)
 `;
 
 function intFlag(
@@ -133,6 +136,7 @@ const COORDINATOR_FLAGS = [
   'stats-ttl-ms',
   'stats-refresh-ms',
   'shard-timeout-ms',
+  'discovery-timeout-ms',
 ];
 /** Flags of a node that runs searches, which a coordinator does not. */
 const RUNTIME_FLAGS = [
@@ -192,6 +196,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
         'stats-ttl-ms': { type: 'string' },
         'stats-refresh-ms': { type: 'string' },
         'shard-timeout-ms': { type: 'string' },
+        'discovery-timeout-ms': { type: 'string' },
         'translog-durability': { type: 'string' },
         'translog-sync-interval-ms': { type: 'string' },
         'indexing-pressure-bytes': { type: 'string' },
@@ -368,5 +373,6 @@ function coordinatorOptions(
     statsTtlMs: intFlag('stats-ttl-ms', str('stats-ttl-ms'), 1, 600_000),
     statsRefreshMs: intFlag('stats-refresh-ms', str('stats-refresh-ms'), 0, 600_000),
     shardTimeoutMs: intFlag('shard-timeout-ms', str('shard-timeout-ms'), 100, 600_000),
+    discoveryTimeoutMs: intFlag('discovery-timeout-ms', str('discovery-timeout-ms'), 100, 3_600_000),
   };
 }

@@ -2,8 +2,10 @@
  * `query-sandbox serve`: a runtime behind the HTTP API until SIGINT/SIGTERM (`--role single`, the
  * default, and `--role data`, which adds the internal routes a coordinator calls), or a cluster
  * coordinator (`--role coordinator`: no runtime, it discovers the data nodes and routes to them).
- * A node started by `query-sandbox cluster` (with an IPC channel to it) also stops when that parent
- * goes away, so a killed launcher leaves no orphans.
+ * Stop requests (signals, and a launcher that started the node with an IPC channel going away) are
+ * watched from the very start (see `node-lifecycle.ts`): a killed launcher leaves no orphans, even
+ * one killed while its nodes were still starting. Once listening, a node started by a launcher tells
+ * it so over that channel.
  */
 import { readFile } from 'node:fs/promises';
 import net from 'node:net';
@@ -22,6 +24,7 @@ import { buildCoordinatorServer } from '../server/coordinator-server.js';
 import { type DataNodeRecovery, registerDataNodeRoutes } from '../server/data-node-routes.js';
 import { buildHttpServer } from '../server/http-server.js';
 import { resolveAdminToken } from './admin-token.js';
+import { notifyListening, type StopWatch, watchStopRequests } from './node-lifecycle.js';
 import type { ServeOptions } from './serve-options.js';
 
 /**
@@ -76,18 +79,7 @@ async function readQueryPriorityFile(file: string): Promise<unknown> {
   return document;
 }
 
-/** Calls `stop` on SIGINT, SIGTERM, and when the parent that started this process with an IPC channel goes. */
-function stopOnSignals(stop: (signal: string) => Promise<void>): void {
-  process.once('SIGINT', () => void stop('SIGINT'));
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  if (process.send !== undefined) {
-    process.once('disconnect', () => void stop('parent exited'));
-    // The channel must not keep the process alive on its own; the server does.
-    process.channel?.unref();
-  }
-}
-
-async function serveCoordinator(options: ServeOptions, log: pino.Logger): Promise<void> {
+async function serveCoordinator(options: ServeOptions, log: pino.Logger, stops: StopWatch): Promise<void> {
   const c = options.coordinator!;
   const dataNodes = c.dataNodes ?? (await readClusterFile(options.clusterFile!)).dataNodes;
   const started = performance.now();
@@ -113,6 +105,7 @@ async function serveCoordinator(options: ServeOptions, log: pino.Logger): Promis
       ...(c.statsRefreshMs !== undefined ? { minRefreshMs: c.statsRefreshMs } : {}),
     },
     ...(c.shardTimeoutMs !== undefined ? { shardTimeoutMs: c.shardTimeoutMs } : {}),
+    ...(c.discoveryTimeoutMs !== undefined ? { discoveryTimeoutMs: c.discoveryTimeoutMs } : {}),
     ...(c.indexingPressureBytes !== undefined ? { indexingPressureBytes: c.indexingPressureBytes } : {}),
     // Writable indices' metadata and templates survive restarts.
     dataDir: path.resolve(options.runtime.dataDir ?? '.query-sandbox'),
@@ -132,10 +125,8 @@ async function serveCoordinator(options: ServeOptions, log: pino.Logger): Promis
     },
     'query-sandbox coordinator listening',
   );
-  let stopping = false;
-  stopOnSignals(async (signal) => {
-    if (stopping) return;
-    stopping = true;
+  notifyListening(coordinator.nodeId, port);
+  stops.serving(async (signal) => {
     log.info({ signal }, 'stopping');
     await app.close();
     process.exit(0);
@@ -143,9 +134,11 @@ async function serveCoordinator(options: ServeOptions, log: pino.Logger): Promis
 }
 
 export async function serve(options: ServeOptions): Promise<void> {
-  await checkListenable(options.host, options.port);
   const log = pino({ level: options.logLevel });
-  if (options.role === 'coordinator') return serveCoordinator(options, log);
+  // First thing: a node told to stop, or whose launcher went away, while it starts must not stay on.
+  const stops = watchStopRequests((signal) => log.info({ signal }, 'stopping during start-up'));
+  await checkListenable(options.host, options.port);
+  if (options.role === 'coordinator') return serveCoordinator(options, log, stops);
   const started = performance.now();
   let placement: DataNodePlacement | undefined;
   if (options.role === 'data') {
@@ -213,14 +206,11 @@ export async function serve(options: ServeOptions): Promise<void> {
       `admin token for sandbox changes (Authorization: Bearer <token>; also in ${admin.file}):\n${admin.token}\n`,
     );
   }
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+  notifyListening(node.nodeId, port);
+  stops.serving(async (signal) => {
     log.info({ signal }, 'stopping');
     await app.close();
     await runtime.close();
     process.exit(0);
-  };
-  stopOnSignals(stop);
+  });
 }

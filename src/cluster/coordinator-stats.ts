@@ -24,8 +24,10 @@ export interface DataNodeStats {
   readonly requests: number;
   /** Shard searches sent to it (a request carries one or more). */
   readonly shardRequests: number;
-  /** Requests that failed (no answer, error status). */
+  /** Requests that failed (no answer, 5xx, 429 from its governor; a client's 4xx is no failure). */
   readonly failures: number;
+  /** The last call to the node (a search, or a write that got no answer) failed. */
+  readonly lastCallFailed: boolean;
   /** Shards retried on another copy after this node failed them. */
   readonly retriedAway: number;
   readonly outstandingShards: number;

@@ -5,7 +5,9 @@
  *
  * One search:
  * 1. Resolve the index expression against the indices the data nodes serve (404 for an unknown
- *    name); check `from` and `size` (400, as the engine would).
+ *    name); check `from` and `size` (400, as the engine would) and that the body nests at most
+ *    `MAX_BODY_DEPTH` levels (400), then serialise it once for every node (a body that cannot be is
+ *    the client's error, never a node's failure).
  * 2. Every shard of every index is a target; its copies come from the routing table (primary first).
  * 3. Admission (`AdmissionController.decide('search', ...)`) over the copies' fresh piggy-backed stats:
  *    when every copy of some shard is on a node over its limits, the search is refused with 429
@@ -24,7 +26,7 @@
  *    picked by the ranking among the copies not tried yet. A node that did not answer at all is ranked
  *    after the others for `failedNodeBackoffMs`.
  * 6. A 4xx other than those (a bad query, a forbidden sandbox) is the client's: the first such answer
- *    is passed on as is (`RemoteClientError`). If every shard failed: `ShardsFailedError` (429 when
+ *    is passed on as is (`RemoteClientError`); it counts as no failure of the node and logs no warning. If every shard failed: `ShardsFailedError` (429 when
  *    every failure was a 429, else 503). Otherwise the hits are merged (`search-merge.ts`) and failed
  *    shards are listed in `_shards.failures`.
  *
@@ -76,7 +78,10 @@ export interface CoordinatorOptions {
   readonly statsCollector?: StatsCollectorOptions;
   /** Time a data node has to answer one shard search, ms, integer 100..600000. @default 30000 */
   readonly shardTimeoutMs?: number;
-  /** How long `start` waits for every data node to answer discovery, ms, 100..3600000. @default 300000 */
+  /**
+   * How long `start` waits for every data node to answer discovery, ms, 100..3600000 (a warning
+   * naming each node that does not answer yet is logged meanwhile). @default 60000
+   */
   readonly discoveryTimeoutMs?: number;
   /** How long a node that did not answer is ranked after the others, ms, 0..600000. @default 1000 */
   readonly failedNodeBackoffMs?: number;
@@ -142,6 +147,52 @@ interface NodeState {
   failures: number;
   retriedAway: number;
   downUntilMs: number;
+  /** The last call to the node got no answer or a failure (not a client error); false until one fails. */
+  lastCallFailed: boolean;
+}
+
+/**
+ * Deepest nesting of objects and arrays in a search body the coordinator passes on (Elasticsearch's
+ * JSON parser limit, Jackson's `StreamReadConstraints` default). Deeper bodies are refused with 400
+ * before anything is serialised (serialising them would overflow the stack).
+ */
+export const MAX_BODY_DEPTH = 1000;
+
+/** Nesting depth of a parsed JSON value (a scalar is 0, `{}` 1), counted without recursion. */
+function jsonDepth(value: unknown): number {
+  let deepest = 0;
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    const here = depth + 1;
+    if (here > deepest) deepest = here;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, here]);
+    }
+  }
+  return deepest;
+}
+
+/**
+ * The shard body as JSON, serialised once for every node.
+ * @throws InvalidArgumentError (400) naming `body` when it nests deeper than `MAX_BODY_DEPTH` or
+ *   cannot be serialised.
+ */
+function serializeShardBody(body: Readonly<Record<string, unknown>>): string {
+  const depth = jsonDepth(body);
+  if (depth > MAX_BODY_DEPTH) {
+    throw new InvalidArgumentError(
+      'body nesting depth',
+      `must be at most ${MAX_BODY_DEPTH} (objects and arrays within one another)`,
+      depth,
+    );
+  }
+  try {
+    return JSON.stringify(body);
+  } catch (error) {
+    throw new InvalidArgumentError('body', `cannot be serialised as JSON (${(error as Error).message})`, body);
+  }
 }
 
 const NODE_ID = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -209,6 +260,7 @@ export class Coordinator {
         failures: 0,
         retriedAway: 0,
         downUntilMs: 0,
+        lastCallFailed: false,
       });
     }
     this.#nodes = nodes;
@@ -244,7 +296,7 @@ export class Coordinator {
       options.discoveryTimeoutMs,
       100,
       3_600_000,
-      300_000,
+      60_000,
     );
     const backoffMs = integer('failedNodeBackoffMs', options.failedNodeBackoffMs, 0, 600_000, 1000);
     const admission = new AdmissionController({ mode: 'enforced', ...options.admission });
@@ -282,7 +334,9 @@ export class Coordinator {
       isDown: (id) => (coordinator.#nodes.get(id)?.downUntilMs ?? 0) > Date.now(),
       markDown: (id) => {
         const node = coordinator.#nodes.get(id);
-        if (node !== undefined) node.downUntilMs = Date.now() + backoffMs;
+        if (node === undefined) return;
+        node.downUntilMs = Date.now() + backoffMs;
+        node.lastCallFailed = true;
       },
       timeoutMs: shardTimeoutMs,
       indexingPressureBytes: options.indexingPressureBytes,
@@ -369,7 +423,9 @@ export class Coordinator {
     if (decision.wouldReject !== undefined) {
       this.#log.debug({ reason: decision.wouldReject.reason }, 'admission monitor_only: would reject');
     }
-    const shardBody = { ...body, from: 0, size: from + size };
+    // Checked and serialised before anything is sent: a body that cannot be is the client's (400),
+    // never a node's failure.
+    const shardBody = serializeShardBody({ ...body, from: 0, size: from + size });
     const forwarded = { user: request.user, sandboxId: request.sandboxId };
     const parts: NodeHits[] = [];
     let clientError: RemoteClientError | undefined;
@@ -484,7 +540,7 @@ export class Coordinator {
   async #call(
     nodeId: string,
     shards: readonly Target[],
-    body: Readonly<Record<string, unknown>>,
+    bodyJson: string,
     forwarded: { user: string | undefined; sandboxId: string | undefined },
   ): Promise<NodeCallOutcome> {
     const node = this.#nodes.get(nodeId)!;
@@ -501,7 +557,7 @@ export class Coordinator {
     try {
       outcome = await callShardSearch(
         node.url,
-        { index: Object.keys(wanted).join(','), shards: wanted, body },
+        { index: Object.keys(wanted).join(','), shards: wanted, bodyJson },
         forwarded,
         this.#shardTimeoutMs,
         this.#closing.signal,
@@ -517,8 +573,17 @@ export class Coordinator {
         queueSize: outcome.body.queue_size,
       });
       node.downUntilMs = 0;
+      node.lastCallFailed = false;
+    } else if (isClientError(outcome)) {
+      // The client's to fix (a bad query, a forbidden sandbox): passed on, the node is fine.
+      node.lastCallFailed = false;
+      this.#log.debug(
+        { node: nodeId, status: outcome.status, reason: outcome.reason.reason },
+        'shard search refused by a data node as a client error',
+      );
     } else {
       node.failures++;
+      node.lastCallFailed = true;
       if (outcome.status === 0) node.downUntilMs = Date.now() + this.#backoffMs;
       this.#log.warn(
         { node: nodeId, status: outcome.status, reason: outcome.reason.reason },
@@ -566,6 +631,7 @@ export class Coordinator {
         requests: node.requests,
         shardRequests: node.shardRequests,
         failures: node.failures,
+        lastCallFailed: node.lastCallFailed,
         retriedAway: node.retriedAway,
         outstandingShards: this.#ranking.outstanding(node.nodeId),
         ranking: this.#ranking.nodeStats(node.nodeId),

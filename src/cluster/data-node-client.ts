@@ -66,12 +66,23 @@ function describeFailure(error: unknown, timeoutMs: number): { type: string; rea
 }
 
 /**
+ * A shard search to send: `ShardSearchRequest` with its body already serialised (once per search, by
+ * the caller, which also refuses a body that cannot be: that is never a node's failure).
+ */
+export interface ShardSearchCall {
+  readonly index: string;
+  readonly shards: ShardSearchRequest['shards'];
+  /** `ShardSearchRequest.body` as JSON. */
+  readonly bodyJson: string;
+}
+
+/**
  * `POST /_internal/shard_search` on the node at `url`.
  * @param signal aborts the call (the coordinator closing); the call also times out after `timeoutMs`.
  */
 export async function callShardSearch(
   url: string,
-  request: ShardSearchRequest,
+  request: ShardSearchCall,
   headers: ForwardedHeaders,
   timeoutMs: number,
   signal?: AbortSignal,
@@ -81,6 +92,8 @@ export async function callShardSearch(
   const sent: Record<string, string> = { 'content-type': 'application/json' };
   if (headers.user !== undefined) sent['x-user'] = headers.user;
   if (headers.sandboxId !== undefined) sent['x-sandbox-id'] = headers.sandboxId;
+  // Names and shard numbers: flat, so this cannot throw.
+  const payload = `{"index":${JSON.stringify(request.index)},"shards":${JSON.stringify(request.shards)},"body":${request.bodyJson}}`;
   const timeout = AbortSignal.timeout(timeoutMs);
   let response: Response;
   let text: string;
@@ -88,7 +101,7 @@ export async function callShardSearch(
     response = await fetch(`${url}${SHARD_SEARCH_PATH}`, {
       method: 'POST',
       headers: sent,
-      body: JSON.stringify(request),
+      body: payload,
       signal: signal === undefined ? timeout : AbortSignal.any([timeout, signal]),
     });
     text = await response.text();

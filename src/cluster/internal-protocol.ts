@@ -82,7 +82,9 @@ export interface ShardSearchResponse {
 }
 
 /**
- * Checks a shard-search body as received by a data node (deeper checks of `shards` are the runtime's).
+ * Checks a shard-search body as received by a data node: `index` a comma list of concrete names (no
+ * wildcards, `_all`, exclusions or repeats), `shards` an entry for each of them and no other (the
+ * shard numbers themselves are checked by the runtime), `body` an object.
  * @throws InvalidArgumentError naming `index`, `shards` or `body` and the value.
  */
 export function parseShardSearchRequest(raw: unknown): ShardSearchRequest {
@@ -96,8 +98,36 @@ export function parseShardSearchRequest(raw: unknown): ShardSearchRequest {
   if (typeof index !== 'string' || index.length === 0) {
     throw new InvalidArgumentError('index', 'must be a non-empty comma list of index names', index);
   }
+  const names = index.split(',');
+  for (const name of names) {
+    if (name.length === 0 || name === '_all' || name.startsWith('-') || /[*?,\s]/.test(name)) {
+      throw new InvalidArgumentError(
+        'index',
+        `must be a comma list of concrete index names (no wildcards, _all, exclusions or empty names; [${name}] is not one)`,
+        index,
+      );
+    }
+    if (names.indexOf(name) !== names.lastIndexOf(name)) {
+      throw new InvalidArgumentError('index', `must not repeat an index name ([${name}])`, index);
+    }
+  }
   if (!isPlainObject(shards)) {
     throw new InvalidArgumentError('shards', 'must be an object of index name to shard numbers', shards);
+  }
+  // Every index searched names its shards, and only those: each request says exactly what it asks.
+  for (const key of Object.keys(shards)) {
+    if (!names.includes(key)) {
+      throw new InvalidArgumentError(`shards.${key}`, 'must name an index the request resolves to', shards[key]);
+    }
+  }
+  for (const name of names) {
+    if (!Object.hasOwn(shards, name)) {
+      throw new InvalidArgumentError(
+        'shards',
+        `must list the shards of every index in index (none for [${name}])`,
+        shards,
+      );
+    }
   }
   if (body !== undefined && !isPlainObject(body)) {
     throw new InvalidArgumentError('body', 'must be a JSON object', body);

@@ -49,7 +49,9 @@ const round = (value: number, digits: number) => Math.round(value * 10 ** digits
  * (roles `["data"]`): `resource_usage_stats` (`state` fresh | stale | unknown; when known, the ratios
  * `cpu`, `heap`, `io` (null: none measured), the node's `timestamp_ms` and their `age_ms` at the
  * coordinator, and whether the ranking counts the node in `duress`), `requests` sent, `shard_requests`,
- * `failures`, `retried_away`, and the ranking's EWMAs (ms) with the shards in flight.
+ * `failures`, `last_call_failed`, `retried_away`, and the ranking's EWMAs (ms) with the shards in
+ * flight. `_nodes.failed` counts the data nodes without fresh stats whose last call failed (the
+ * coordinator itself always answers).
  */
 export function coordinatorStatsView(stats: CoordinatorStats): Record<string, unknown> {
   const nodes: Record<string, unknown> = {
@@ -103,6 +105,7 @@ export function coordinatorStatsView(stats: CoordinatorStats): Record<string, un
       requests: n.requests,
       shard_requests: n.shardRequests,
       failures: n.failures,
+      last_call_failed: n.lastCallFailed,
       retried_away: n.retriedAway,
       ranking: {
         outstanding_shards: n.outstandingShards,
@@ -133,8 +136,10 @@ export function coordinatorStatsView(stats: CoordinatorStats): Record<string, un
       },
     };
   }
+  // A data node counts as failed when nothing recent vouches for it: no fresh stats and its last call failed.
+  const failed = stats.dataNodes.filter((n) => n.usage.state !== 'fresh' && n.lastCallFailed).length;
   const total = stats.dataNodes.length + 1;
-  return { _nodes: { total, successful: total, failed: 0 }, cluster_name: 'query-sandbox', nodes };
+  return { _nodes: { total, successful: total - failed, failed }, cluster_name: 'query-sandbox', nodes };
 }
 
 /** Builds (does not listen) the fastify instance for `coordinator`. */

@@ -1,10 +1,12 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseClusterOptions } from '../../src/cli/cluster.js';
+import { ClusterStartError, lockClusterDir, parseClusterOptions } from '../../src/cli/cluster.js';
+import { startFakeDataNode } from '../cluster/fake-data-node.js';
 
 // The compiled command, as `npm run cluster` runs it.
 const main = path.resolve('dist/src/cli/main.js');
@@ -48,12 +50,61 @@ describe('cluster options', () => {
     [['--base-port', '65534'], '--base-port must be an integer in 1..65532; received "65534"'],
     [['--data-nodes', '0'], '--data-nodes must be an integer in 1..16; received "0"'],
     [['--replicas', 'x'], '--replicas must be an integer in 0..16; received "x"'],
+    // Every copy of a shard on its own node: not silently capped (issue 6).
+    [
+      ['--replicas', '3'],
+      '--replicas must be at most 2 with 3 data nodes (every copy of a shard is on its own node); received "3"',
+    ],
+    [
+      ['--data-nodes', '1', '--replicas', '1'],
+      '--replicas must be at most 0 with 1 data node (every copy of a shard is on its own node); received "1"',
+    ],
     [['--node-cores', '0'], '--node-cores must be a number in (0, 4096]; received "0"'],
     [['--node-cores=-1'], '--node-cores must be a number in (0, 4096]; received "-1"'],
     [['--log-level', 'loud'], '--log-level must be one of'],
     [['--nope'], /arguments are invalid/],
   ])('refuses %j naming the flag', (argv, message) => {
     expect(() => parseClusterOptions(argv, {})).toThrow(message);
+  });
+
+  it('takes as many replicas as the other data nodes can hold, and none by default with one node', () => {
+    expect(parseClusterOptions(['--replicas', '2'], {}).replicas).toBe(2);
+    expect(parseClusterOptions(['--data-nodes', '1'], {}).replicas).toBe(0);
+  });
+});
+
+describe('the launcher lock on its data directory', () => {
+  const clusterDir = () => mkdtempSync(path.join(tmpdir(), 'qs-lock-'));
+  const lockOf = (dir: string) => path.join(dir, 'launcher.lock');
+
+  it('is refused while a live process holds it, naming it and telling to pass another --data-dir', () => {
+    const dir = clusterDir();
+    const sleeper = spawn('sleep', ['30']);
+    try {
+      writeFileSync(lockOf(dir), `${sleeper.pid}\n`);
+      expect(() => lockClusterDir(dir, 'some/dir')).toThrow(
+        new ClusterStartError(
+          `--data-dir some/dir is in use by another cluster launcher (pid ${sleeper.pid}; lock ${lockOf(dir)}); ` +
+            'pass a different --data-dir to run a second cluster',
+        ),
+      );
+      expect(readFileSync(lockOf(dir), 'utf8')).toBe(`${sleeper.pid}\n`);
+    } finally {
+      sleeper.kill('SIGKILL');
+    }
+  });
+
+  it('takes over a lock whose process is gone, refuses a second lock in the same process, and releases', () => {
+    const dir = clusterDir();
+    const gone = spawnSync(process.execPath, ['-e', '']).pid;
+    writeFileSync(lockOf(dir), `${gone}\n`);
+    const release = lockClusterDir(dir, 'd');
+    expect(readFileSync(lockOf(dir), 'utf8')).toBe(`${process.pid}\n`);
+    expect(() => lockClusterDir(dir, 'd')).toThrow(/is in use by another cluster launcher/);
+    release();
+    release();
+    expect(existsSync(lockOf(dir))).toBe(false);
+    lockClusterDir(dir, 'd')();
   });
 });
 
@@ -165,5 +216,198 @@ describe('query-sandbox cluster (real processes)', () => {
     expect(processesWith(dataDir)).toHaveLength(5);
     child.kill('SIGKILL');
     expect(await waitUntil(() => processesWith(dataDir).length === 0, 10_000)).toBe(true);
+  });
+});
+
+const taken = new Set<number>();
+/** `count` free consecutive ports from 9600 up, not handed out before in this file. */
+async function portsFrom9600(count: number): Promise<number> {
+  for (let base = 9600; base + count <= 20_000; base += 10) {
+    if (Array.from({ length: count }, (_, i) => base + i).some((p) => taken.has(p))) continue;
+    if (!(await portsFree(base, count))) continue;
+    for (let i = 0; i < count; i++) taken.add(base + i);
+    return base;
+  }
+  throw new Error('no free ports from 9600');
+}
+
+interface Run {
+  readonly child: ChildProcess;
+  readonly stdout: () => string;
+  readonly stderr: () => string;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+function runCommand(args: readonly string[]): Run {
+  const child = spawn(process.execPath, [main, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    err += chunk.toString();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('close', (code, signal) => resolve({ code, signal })),
+  );
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/** The launcher's own stderr lines (the nodes' lines come prefixed with `[id] `). */
+const ownLines = (text: string) => text.split('\n').filter((l) => l !== '' && !l.startsWith('['));
+
+const quickCluster = (base: number, dataDir: string, ...more: string[]) => [
+  'cluster',
+  '--base-port',
+  String(base),
+  '--data-dir',
+  dataDir,
+  '--data-nodes',
+  '1',
+  '--max-docs',
+  '20',
+  '--threads',
+  '1',
+  ...more,
+];
+
+/** An HTTP server on `port` that answers 200 to everything, claiming to be `name`. */
+async function impostor(port: number, name: string): Promise<http.Server> {
+  const server = http.createServer((_request, response) => {
+    response.setHeader('content-type', 'application/json');
+    response.end(JSON.stringify({ name }));
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return server;
+}
+
+describe('query-sandbox cluster start-up (issue 6)', () => {
+  it('leaves no node behind when the launcher is stopped (SIGTERM) or killed (SIGKILL) while they start', async () => {
+    const runs = await Promise.all(
+      (['SIGTERM', 'SIGKILL'] as const).map(async (signal) => {
+        const dataDir = mkdtempSync(path.join(tmpdir(), 'qs-early-'));
+        const run = runCommand(quickCluster(await portsFrom9600(2), dataDir));
+        // A node process exists (besides the launcher): start-up is under way, far from ready.
+        expect(await waitUntil(() => processesWith(dataDir).length >= 2, 10_000)).toBe(true);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(run.stdout()).not.toContain('cluster ready');
+        run.child.kill(signal);
+        return { signal, dataDir, run, exit: await run.exited };
+      }),
+    );
+    for (const { signal, dataDir, run } of runs) {
+      const gone = await waitUntil(() => processesWith(dataDir).length === 0, 5000);
+      expect(gone, `${signal}: ${processesWith(dataDir)} left\n${run.stdout()}${run.stderr()}`).toBe(true);
+    }
+    expect(runs[0]!.exit).toEqual({ code: 0, signal: null });
+    expect(ownLines(runs[0]!.run.stderr())).toEqual([
+      'query-sandbox cluster: stopped by SIGTERM during start-up; no node left running',
+    ]);
+    expect(runs[1]!.exit.signal).toBe('SIGKILL');
+  });
+
+  it('fails at once in one line naming the node when a port is taken or a node refuses a flag, leaving nothing running', async () => {
+    const cases = [
+      { name: 'data node port taken', busy: 1 },
+      { name: 'coordinator port taken', busy: 0 },
+      { name: 'bad data node flag', busy: undefined, more: ['--data-node-flags', '--bogus'] },
+    ];
+    const results = await Promise.all(
+      cases.map(async (c) => {
+        const base = await portsFrom9600(2);
+        // Servers of another process, even one answering as the node would: never taken for it.
+        const server =
+          c.busy === undefined ? undefined : await impostor(base + c.busy, c.busy === 0 ? 'coordinator' : 'data-1');
+        const dataDir = mkdtempSync(path.join(tmpdir(), 'qs-fail-'));
+        const run = runCommand(quickCluster(base, dataDir, ...(c.more ?? [])));
+        const exit = await Promise.race([
+          run.exited,
+          new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), 15_000)),
+        ]);
+        if (exit === 'still running') run.child.kill('SIGKILL');
+        server?.close();
+        return { ...c, base, dataDir, run, exit };
+      }),
+    );
+    const [data, coordinator, flag] = results;
+    for (const r of results) {
+      expect(r.exit, `${r.name}: ${r.run.stdout()}${r.run.stderr()}`).toEqual({ code: 1, signal: null });
+      expect(r.run.stdout()).not.toContain('cluster ready');
+      expect(r.run.stderr()).not.toMatch(/^\s+at /m);
+      expect(ownLines(r.run.stderr())).toHaveLength(1);
+      expect(await waitUntil(() => processesWith(r.dataDir).length === 0, 5000)).toBe(true);
+    }
+    // A taken port is told before any node starts.
+    expect(data!.run.stderr().trim().split('\n')).toEqual([
+      `query-sandbox: port ${data!.base + 1} (data-1) is already in use on 127.0.0.1; choose another --base-port`,
+    ]);
+    expect(coordinator!.run.stderr().trim().split('\n')).toEqual([
+      `query-sandbox: port ${coordinator!.base} (coordinator) is already in use on 127.0.0.1; choose another --base-port`,
+    ]);
+    // A node that exits while it starts is told at once, with its own reason.
+    expect(flag!.run.stderr()).toContain("[data-1] query-sandbox: arguments are invalid (Unknown option '--bogus')");
+    expect(ownLines(flag!.run.stderr())[0]).toMatch(
+      /^query-sandbox: data-1 exited during start-up \(exit code 1\): arguments are invalid \(Unknown option '--bogus'\)/,
+    );
+  });
+
+  it('refuses a data directory that another live launcher holds, in one line, before writing anything', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'qs-held-'));
+    const lock = path.join(dataDir, 'cluster', 'launcher.lock');
+    mkdirSync(path.dirname(lock));
+    writeFileSync(lock, `${process.pid}\n`); // this test process: alive
+    const run = runCommand(quickCluster(await portsFrom9600(2), dataDir));
+    const timer = setTimeout(() => run.child.kill('SIGKILL'), 10_000);
+    expect(await run.exited).toEqual({ code: 1, signal: null });
+    clearTimeout(timer);
+    expect(run.stderr().trim().split('\n')).toEqual([
+      `query-sandbox: --data-dir ${dataDir} is in use by another cluster launcher (pid ${process.pid}; lock ${lock}); ` +
+        'pass a different --data-dir to run a second cluster',
+    ]);
+    expect(existsSync(path.join(dataDir, 'cluster', 'cluster.json'))).toBe(false);
+    expect(readFileSync(lock, 'utf8')).toBe(`${process.pid}\n`);
+  });
+
+  it('a coordinator tells in one line that two addresses are one data node, or that a node never answered', async () => {
+    const node = await startFakeDataNode('data-1', [{ index: 'alpha', shard: 0, primary: true }]);
+    try {
+      const port = new URL(node.url).port;
+      const base = await portsFrom9600(3);
+      const dataDir = mkdtempSync(path.join(tmpdir(), 'qs-coord-'));
+      const coordinator = (listen: number, dataNodes: string, ...more: string[]) =>
+        runCommand([
+          'serve',
+          '--role',
+          'coordinator',
+          '--port',
+          String(listen),
+          '--data-nodes',
+          dataNodes,
+          '--data-dir',
+          dataDir,
+          '--log-level',
+          'warn',
+          ...more,
+        ]);
+      const twice = coordinator(base, `127.0.0.1:${port},localhost:${port}`);
+      const nobody = coordinator(base + 1, `127.0.0.1:${base + 2}`, '--discovery-timeout-ms', '600');
+      expect(await twice.exited).toEqual({ code: 1, signal: null });
+      expect(twice.stderr().trim().split('\n')).toEqual([
+        `query-sandbox: data nodes http://127.0.0.1:${port} and http://localhost:${port} both answer as [data-1]: list each data node once`,
+      ]);
+      expect(await nobody.exited).toEqual({ code: 1, signal: null });
+      expect(nobody.stderr().trim().split('\n')).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `^query-sandbox: data node http://127\\.0\\.0\\.1:${base + 2} did not answer discovery within 600 ms \\(\\d+ tries; last: ECONNREFUSED\\)$`,
+          ),
+        ),
+      ]);
+      // It said so while it waited.
+      expect(nobody.stdout()).toContain(`"msg":"data node http://127.0.0.1:${base + 2} does not answer discovery yet`);
+    } finally {
+      await node.app.close();
+    }
   });
 });

@@ -165,6 +165,7 @@ describe('serve options: cluster roles', () => {
       statsTtlMs: undefined,
       statsRefreshMs: undefined,
       shardTimeoutMs: undefined,
+      discoveryTimeoutMs: undefined,
     });
     const tuned = parseServeOptions(
       [
@@ -188,6 +189,8 @@ describe('serve options: cluster roles', () => {
         '0',
         '--shard-timeout-ms',
         '5000',
+        '--discovery-timeout-ms',
+        '1500',
         '--node-id',
         'coord-a',
       ],
@@ -203,6 +206,7 @@ describe('serve options: cluster roles', () => {
       statsTtlMs: 3000,
       statsRefreshMs: 0,
       shardTimeoutMs: 5000,
+      discoveryTimeoutMs: 1500,
     });
   });
 
@@ -229,6 +233,14 @@ describe('serve options: cluster roles', () => {
     [
       ['--role', 'coordinator', '--cluster', 'c', '--admission-mode', 'on'],
       '--admission-mode must be one of enforced, monitor_only, disabled; received "on"',
+    ],
+    [
+      ['--role', 'coordinator', '--cluster', 'c', '--discovery-timeout-ms', '50'],
+      '--discovery-timeout-ms must be an integer in 100..3600000; received "50"',
+    ],
+    [
+      ['--role', 'data', '--discovery-timeout-ms', '1000'],
+      '--discovery-timeout-ms is only for --role coordinator; received "1000"',
     ],
     [
       ['--role', 'coordinator', '--cluster', 'c', '--admission-cpu', '1.2'],

@@ -1,6 +1,9 @@
+import net from 'node:net';
 import type { FastifyInstance } from 'fastify';
+import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Coordinator, type CoordinatorOptions } from '../../src/cluster/coordinator.js';
+import { ClusterDiscoveryError } from '../../src/cluster/discovery.js';
 import { assignShardCopies, copiesHeldBy } from '../../src/cluster/shard-layout.js';
 import { buildCoordinatorServer } from '../../src/server/coordinator-server.js';
 import {
@@ -308,5 +311,109 @@ describe('coordinator: discovery', () => {
     await expect(Coordinator.start({ dataNodes: [], discoveryTimeoutMs: 300 })).rejects.toThrow(
       'options.dataNodes must list 1..64 data nodes; received []',
     );
+  });
+});
+
+/** A pino logger that keeps its lines (parsed) in `lines`. */
+function capturingLogger(level: string) {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = pino({ level }, { write: (line: string) => lines.push(JSON.parse(line)) });
+  return { logger, lines };
+}
+
+describe('coordinator: issue 6', () => {
+  it('refuses a body nested too deep with 400 before fan-out; no data node counts a failure', async () => {
+    const { app, coordinator } = await coordinatorWith();
+    const before = searchesOf();
+    const deep = `{"query":${'{"bool":{"must":'.repeat(3000)}{"match_all":{}}${'}}'.repeat(3000)}}`;
+    const r = await app.inject({ method: 'POST', url: '/_search', payload: deep });
+    expect(r.statusCode).toBe(400);
+    expect(r.json().error).toMatchObject({
+      type: 'illegal_argument_exception',
+      code: 'QS_INVALID_ARGUMENT',
+      reason: 'body nesting depth must be at most 1000 (objects and arrays within one another); received 6003',
+    });
+    // A body that cannot be serialised (from a programmatic caller) is the caller's error too.
+    await expect(coordinator.search({ index: '_all', body: { query: { n: 1n } } })).rejects.toThrow(
+      /^body cannot be serialised as JSON \(.*BigInt.*\)/,
+    );
+    expect(searchesOf()).toEqual(before);
+    expect(coordinator.nodesStats().dataNodes.map((n) => n.failures)).toEqual([0, 0, 0]);
+  });
+
+  it('counts a data node client error as no failure of the node and logs no warning for it', async () => {
+    const { logger, lines } = capturingLogger('warn');
+    for (const n of nodes) n.failWith = { status: 403, type: 'security_exception' };
+    const { search, coordinator } = await coordinatorWith({ logger });
+    const r = await search({ size: 1 });
+    expect(r.statusCode).toBe(403);
+    expect(r.json().error.type).toBe('security_exception');
+    expect(coordinator.nodesStats().dataNodes.map((n) => [n.failures, n.lastCallFailed])).toEqual([
+      [0, false],
+      [0, false],
+      [0, false],
+    ]);
+    expect(lines).toEqual([]);
+    // A 5xx still is a failure, with its warning.
+    for (const n of nodes) n.failWith = { status: 500, type: 'exception' };
+    expect((await search({ size: 1 })).statusCode).toBe(503);
+    expect(coordinator.nodesStats().dataNodes.every((n) => n.failures > 0 && n.lastCallFailed)).toBe(true);
+    expect(lines.filter((l) => l['msg'] === 'shard search failed on a data node').length).toBeGreaterThan(0);
+  });
+
+  it('counts the data nodes without fresh stats whose last call failed as failed in _nodes', async () => {
+    const { search, app } = await coordinatorWith();
+    const stats = async () => (await app.inject({ method: 'GET', url: '/_nodes/stats' })).json();
+    expect((await stats())._nodes).toEqual({ total: 4, successful: 4, failed: 0 });
+    for (const n of nodes) n.failWith = { status: 0, type: 'reset' };
+    expect((await search({ size: 1 })).statusCode).toBe(503);
+    const dead = await stats();
+    expect(dead._nodes).toEqual({ total: 4, successful: 1, failed: 3 });
+    expect(dead.nodes['n1']).toMatchObject({ last_call_failed: true, resource_usage_stats: { state: 'unknown' } });
+    // A node that fails but sends fresh figures with its answer is alive.
+    nodes[0]!.usage = { cpu: 0.1, heap: 0.1 };
+    for (const n of nodes) n.failWith = { status: 500, type: 'exception' };
+    expect((await search({ size: 1 })).statusCode).toBe(503);
+    expect((await stats())._nodes).toEqual({ total: 4, successful: 2, failed: 2 });
+    // Answering again clears it.
+    for (const n of nodes) n.failWith = undefined;
+    expect((await search({ size: 200 })).statusCode).toBe(200);
+    expect((await stats())._nodes).toEqual({ total: 4, successful: 4, failed: 0 });
+  });
+
+  it('warns naming a data node that does not answer discovery yet, then gives up in one line naming it', async () => {
+    const { logger, lines } = capturingLogger('warn');
+    // A port nothing listens on (fetch refuses port 1 itself as a "bad port").
+    const probe = net.createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const port = (probe.address() as net.AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    const url = `http://127.0.0.1:${port}`;
+    const error = await Coordinator.start({
+      dataNodes: [{ id: 'n9', url }],
+      discoveryTimeoutMs: 600,
+      logger,
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ClusterDiscoveryError);
+    expect((error as Error).message).toMatch(
+      new RegExp(`^data node ${url} \\[n9\\] did not answer discovery within 600 ms \\(\\d+ tries; last: ECONNREFUSED\\)$`),
+    );
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines[0]).toMatchObject({ level: 40, node: 'n9', url, failure: 'ECONNREFUSED' });
+    expect(lines[0]!['msg']).toBe(`data node ${url} does not answer discovery yet (ECONNREFUSED); retrying until the time-out`);
+  });
+
+  it('refuses two addresses of one data node, naming both', async () => {
+    const url = nodes[0]!.url;
+    const alias = url.replace('127.0.0.1', 'localhost');
+    await expect(
+      Coordinator.start({
+        dataNodes: [
+          { id: undefined, url },
+          { id: undefined, url: alias },
+        ],
+        discoveryTimeoutMs: 2000,
+      }),
+    ).rejects.toThrow(new ClusterDiscoveryError(alias, `data nodes ${url} and ${alias} both answer as [n1]: list each data node once`));
   });
 });

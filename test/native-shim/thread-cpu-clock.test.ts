@@ -71,8 +71,9 @@ describe('thread CPU clock', () => {
     const processMs = (processCpu.user + processCpu.system) / 1000;
     expect(x).toBeGreaterThan(0);
     expect(burnedMs).toBeGreaterThanOrEqual(30);
-    expect(burnedMs).toBeLessThan(wallMs + 1);
-    expect(burnedMs).toBeLessThan(processMs + 1);
+    // schedstat and hrtime come from different clocks: allow one 4 ms scheduler tick of skew.
+    expect(burnedMs).toBeLessThan(wallMs + 5);
+    expect(burnedMs).toBeLessThan(processMs + 5);
   });
 
   it('gives each thread its own kernel tid', async () => {

@@ -64,8 +64,8 @@ describe('data node routes', () => {
   it('puts its own stats entry on every internal answer, errors included, and on no other', async () => {
     for (const r of [
       await app.inject({ method: 'GET', url: '/_internal/node_info' }),
-      await shardSearch({ index: 'alpha', shards: {}, body: {} }),
-      await shardSearch({ index: 'nope', shards: {}, body: {} }),
+      await shardSearch({ index: 'alpha', shards: { alpha: [1] }, body: {} }),
+      await shardSearch({ index: 'nope', shards: { nope: [0] }, body: {} }),
     ]) {
       const parsed = parseStatsHeader(r.headers['resource_usage_stats']);
       expect(parsed.entries).toHaveLength(1);
@@ -93,7 +93,28 @@ describe('data node routes', () => {
       400,
       'shards must be an object of index name to shard numbers; received [0]',
     ],
-    [{ index: 'alpha', shards: {}, body: 'x' }, 400, 'body must be a JSON object; received "x"'],
+    [{ index: 'alpha', shards: { alpha: [1] }, body: 'x' }, 400, 'body must be a JSON object; received "x"'],
+    // As documented: concrete index names, each with its shards (issue 6).
+    [
+      { index: 'alpha', shards: {} },
+      400,
+      'shards must list the shards of every index in index (none for [alpha]); received {}',
+    ],
+    [
+      { index: 'al*', shards: { alpha: [1] } },
+      400,
+      'index must be a comma list of concrete index names (no wildcards, _all, exclusions or empty names; [al*] is not one); received "al*"',
+    ],
+    [
+      { index: '_all', shards: {} },
+      400,
+      'index must be a comma list of concrete index names (no wildcards, _all, exclusions or empty names; [_all] is not one); received "_all"',
+    ],
+    [
+      { index: 'alpha,alpha', shards: { alpha: [1] } },
+      400,
+      'index must not repeat an index name ([alpha]); received "alpha,alpha"',
+    ],
     [
       { index: 'alpha', shards: {}, extra: 1 },
       400,
@@ -119,7 +140,7 @@ describe('data node routes', () => {
       400,
       'shards.alpha[1] must not repeat a shard; received 3',
     ],
-    [{ index: 'delta', shards: {} }, 404, 'no such index [delta]'],
+    [{ index: 'delta', shards: { delta: [0] } }, 404, 'no such index [delta]'],
   ])(
     'refuses the shard search %j with %i naming the field and the value',
     async (payload, status, reason) => {
