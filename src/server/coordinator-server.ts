@@ -19,8 +19,7 @@ import Fastify, {
 import { stripStatsHeader } from '../admission/stats-header.js';
 import { type Coordinator, type CoordinatorStats, RemoteClientError } from '../cluster/coordinator.js';
 import { InvalidArgumentError } from '../errors.js';
-import { toErrorResponse } from './error-body.js';
-import { headerValue, parseBody, type RouteConfig, sendError } from './http-server.js';
+import { headerValue, installResponseHandlers, parseBody, type RouteConfig, sendError } from './http-server.js';
 import { registerIndexRoutes } from './index-routes.js';
 
 export interface CoordinatorServerOptions {
@@ -187,31 +186,12 @@ export function buildCoordinatorServer(
       }
     }
   });
-  app.addHook('onSend', async (request, reply, payload) => {
+  // No stats header ever reaches a client, whatever the route.
+  app.addHook('onSend', async (_request, reply, payload) => {
     stripStatsHeader(reply);
-    const pretty = (request.query as Record<string, unknown> | undefined)?.['pretty'];
-    if (pretty === undefined || pretty === 'false' || typeof payload !== 'string') return payload;
-    if (!String(reply.getHeader('content-type') ?? '').includes('json')) return payload;
-    try {
-      return `${JSON.stringify(JSON.parse(payload), null, 2)}\n`;
-    } catch {
-      return payload;
-    }
+    return payload;
   });
-  app.setErrorHandler((error, request, reply) => {
-    const { status } = toErrorResponse(error);
-    if (status >= 500) log?.error({ err: error, url: request.url }, 'request failed');
-    return sendError(reply, error);
-  });
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({
-      error: {
-        type: 'no_handler_found_exception',
-        reason: `no handler for ${request.method} ${request.url}`,
-      },
-      status: 404,
-    }),
-  );
+  installResponseHandlers(app, log);
 
   const search = async (request: FastifyRequest, reply: FastifyReply, index: string) => {
     const body = request.body;

@@ -160,32 +160,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
       }
     }
   });
-  // `?pretty` indents the JSON answer, as OpenSearch does.
-  app.addHook('onSend', async (request, reply, payload) => {
-    const pretty = (request.query as Record<string, unknown> | undefined)?.['pretty'];
-    if (pretty === undefined || pretty === 'false' || typeof payload !== 'string') return payload;
-    if (!String(reply.getHeader('content-type') ?? '').includes('json')) return payload;
-    try {
-      return `${JSON.stringify(JSON.parse(payload), null, 2)}\n`;
-    } catch {
-      return payload;
-    }
-  });
-
-  app.setErrorHandler((error, request, reply) => {
-    const { status } = toErrorResponse(error);
-    if (status >= 500) log?.error({ err: error, url: request.url }, 'request failed');
-    return sendError(reply, error);
-  });
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({
-      error: {
-        type: 'no_handler_found_exception',
-        reason: `no handler for ${request.method} ${request.url}`,
-      },
-      status: 404,
-    }),
-  );
+  installResponseHandlers(app, log);
 
   const search = async (request: FastifyRequest, reply: FastifyReply, index: string) => {
     const body = request.body;
@@ -285,4 +260,38 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
     indices: runtime.nodeStats().engineIndices ?? null,
   }));
   return app;
+}
+
+/**
+ * What the node's and the coordinator's servers answer alike: `?pretty` indents a JSON answer (as
+ * OpenSearch does), a thrown error becomes the error body (5xx ones are logged), and an unknown route
+ * answers 404 `no_handler_found_exception`.
+ */
+export function installResponseHandlers(app: FastifyInstance, log: FastifyBaseLogger | undefined): void {
+  // `?pretty` indents the JSON answer, as OpenSearch does.
+  app.addHook('onSend', async (request, reply, payload) => {
+    const pretty = (request.query as Record<string, unknown> | undefined)?.['pretty'];
+    if (pretty === undefined || pretty === 'false' || typeof payload !== 'string') return payload;
+    if (!String(reply.getHeader('content-type') ?? '').includes('json')) return payload;
+    try {
+      return `${JSON.stringify(JSON.parse(payload), null, 2)}\n`;
+    } catch {
+      return payload;
+    }
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const { status } = toErrorResponse(error);
+    if (status >= 500) log?.error({ err: error, url: request.url }, 'request failed');
+    return sendError(reply, error);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({
+      error: {
+        type: 'no_handler_found_exception',
+        reason: `no handler for ${request.method} ${request.url}`,
+      },
+      status: 404,
+    }),
+  );
 }
