@@ -40,11 +40,10 @@ import {
   IndexReadOnlyError,
   InvalidArgumentError,
   InvalidBulkError,
-  httpStatusOf,
-  isQuerySandboxError,
 } from '../errors.js';
 import {
   failedPlanResponse,
+  prepareBulkIndices,
   type RefreshPolicy,
   type ShardBulkOutcome,
   shardFailureResponse,
@@ -571,52 +570,13 @@ export class ClusterWrites implements IndexApi {
     return shard;
   }
 
-  async #prepareIndices(items: readonly BulkItem[]): Promise<{
-    items: BulkItem[];
-    blocked: { position: number; response: Record<string, unknown> }[];
-  }> {
-    const kept: BulkItem[] = [];
-    const blocked: { position: number; response: Record<string, unknown> }[] = [];
-    const creationErrors = new Map<string, { type: string; reason: string; status: number }>();
-    for (const item of items) {
-      if (item.error !== undefined) {
-        kept.push(item);
-        continue;
-      }
-      if (this.metadata.isReserved(item.index)) {
-        const error = new IndexReadOnlyError(item.index, 'bulk writes are refused');
-        blocked.push({
-          position: item.position,
-          response: {
-            [item.action]: {
-              _index: item.index,
-              _id: item.id ?? null,
-              status: 403,
-              error: { type: error.type, reason: error.message },
-            },
-          },
-        });
-        continue;
-      }
-      const pending = this.#creating.get(item.index);
-      if (pending !== undefined) await pending.catch(() => undefined);
-      if (this.metadata.get(item.index) === undefined && !creationErrors.has(item.index)) {
-        try {
-          await this.#create(item.index, { settings: {}, mappings: undefined });
-        } catch (error) {
-          if (this.metadata.get(item.index) === undefined) {
-            creationErrors.set(item.index, {
-              type: isQuerySandboxError(error) ? error.type : 'exception',
-              reason: error instanceof Error ? error.message : String(error),
-              status: isQuerySandboxError(error) ? httpStatusOf(error) : 500,
-            });
-          }
-        }
-      }
-      const failure = creationErrors.get(item.index);
-      kept.push(failure === undefined ? item : ({ ...item, error: failure } as BulkItem));
-    }
-    return { items: kept, blocked };
+  #prepareIndices(items: readonly BulkItem[]): ReturnType<typeof prepareBulkIndices> {
+    return prepareBulkIndices(items, {
+      isReserved: (index) => this.metadata.isReserved(index),
+      has: (index) => this.metadata.get(index) !== undefined,
+      creating: (index) => this.#creating.get(index),
+      create: (index) => this.#create(index, { settings: {}, mappings: undefined }),
+    });
   }
 
   #create(name: string, request: CreateIndexBody): Promise<IndexMetadata> {

@@ -13,7 +13,7 @@
  * ```
  * `_routing` is printed when the document has one; `forced_refresh: true` with `?refresh=true`.
  */
-import { InvalidArgumentError } from '../errors.js';
+import { httpStatusOf, IndexReadOnlyError, InvalidArgumentError, isQuerySandboxError } from '../errors.js';
 import { type BulkItem, failedItemResponse } from '../routing/bulk-request.js';
 import type { FailedItem, PlannedItem } from '../routing/bulk-planner.js';
 import type { ShardItemResult, ShardWriteItem } from './shard-copy.js';
@@ -129,4 +129,70 @@ export function shardFailureResponse(
 export function failedPlanResponse(failed: FailedItem): Record<string, unknown> {
   const item: BulkItem = { ...failed.item, error: failed.error, id: failed.id } as BulkItem;
   return failedItemResponse(item);
+}
+
+/** What `prepareBulkIndices` needs from a node's (or the coordinator's) index metadata. */
+export interface BulkIndexCatalog {
+  /** True for the read-only corpus indices. */
+  isReserved(index: string): boolean;
+  /** True when the index exists. */
+  has(index: string): boolean;
+  /** A creation of `index` under way, if any (awaited, its failure ignored). */
+  creating(index: string): Promise<unknown> | undefined;
+  /** Creates `index` with its matching template's settings. */
+  create(index: string): Promise<unknown>;
+}
+
+/**
+ * Auto-creates the missing indices a bulk's items name (Elasticsearch's `action.auto_create_index`)
+ * and splits off the items that write to a read-only corpus index (403 items). An index whose
+ * creation fails fails each of its items with that error; one created meanwhile by a concurrent
+ * request is used.
+ */
+export async function prepareBulkIndices(
+  items: readonly BulkItem[],
+  catalog: BulkIndexCatalog,
+): Promise<{ items: BulkItem[]; blocked: { position: number; response: Record<string, unknown> }[] }> {
+  const kept: BulkItem[] = [];
+  const blocked: { position: number; response: Record<string, unknown> }[] = [];
+  const creationErrors = new Map<string, { type: string; reason: string; status: number }>();
+  for (const item of items) {
+    if (item.error !== undefined) {
+      kept.push(item);
+      continue;
+    }
+    if (catalog.isReserved(item.index)) {
+      const error = new IndexReadOnlyError(item.index, 'bulk writes are refused');
+      blocked.push({
+        position: item.position,
+        response: {
+          [item.action]: {
+            _index: item.index,
+            _id: item.id ?? null,
+            status: 403,
+            error: { type: error.type, reason: error.message },
+          },
+        },
+      });
+      continue;
+    }
+    const pending = catalog.creating(item.index);
+    if (pending !== undefined) await pending.catch(() => undefined);
+    if (!catalog.has(item.index) && !creationErrors.has(item.index)) {
+      try {
+        await catalog.create(item.index);
+      } catch (error) {
+        if (!catalog.has(item.index)) {
+          creationErrors.set(item.index, {
+            type: isQuerySandboxError(error) ? error.type : 'exception',
+            reason: error instanceof Error ? error.message : String(error),
+            status: isQuerySandboxError(error) ? httpStatusOf(error) : 500,
+          });
+        }
+      }
+    }
+    const failure = creationErrors.get(item.index);
+    kept.push(failure === undefined ? item : ({ ...item, error: failure } as BulkItem));
+  }
+  return { items: kept, blocked };
 }

@@ -39,6 +39,7 @@ import { type BulkItem, BulkRequestParser, type BulkRequestParserOptions } from 
 import { shardId } from '../routing/shard-routing.js';
 import {
   failedPlanResponse,
+  prepareBulkIndices,
   parseRefreshPolicy,
   type RefreshPolicy,
   type ShardBulkOutcome,
@@ -474,54 +475,13 @@ export class WritableIndices implements IndexApi {
    * Auto-creates the missing indices the items name (templates applied) and splits off the items that
    * write to a read-only corpus index.
    */
-  async #prepareIndices(items: readonly BulkItem[]): Promise<{
-    items: BulkItem[];
-    blocked: { position: number; response: Record<string, unknown> }[];
-  }> {
-    const kept: BulkItem[] = [];
-    const blocked: { position: number; response: Record<string, unknown> }[] = [];
-    const creationErrors = new Map<string, { type: string; reason: string; status: number }>();
-    for (const item of items) {
-      if (item.error !== undefined) {
-        kept.push(item);
-        continue;
-      }
-      if (this.metadata.isReserved(item.index)) {
-        const error = new IndexReadOnlyError(item.index, 'bulk writes are refused');
-        blocked.push({
-          position: item.position,
-          response: {
-            [item.action]: {
-              _index: item.index,
-              _id: item.id ?? null,
-              status: 403,
-              error: { type: error.type, reason: error.message },
-            },
-          },
-        });
-        continue;
-      }
-      const pending = this.#creating.get(item.index);
-      if (pending !== undefined) await pending.catch(() => undefined);
-      if (!this.has(item.index) && !creationErrors.has(item.index)) {
-        try {
-          await this.#create(item.index, { settings: {}, mappings: undefined });
-        } catch (error) {
-          if (this.has(item.index)) {
-            // created meanwhile by a concurrent request
-          } else {
-            creationErrors.set(item.index, {
-              type: isQuerySandboxError(error) ? error.type : 'exception',
-              reason: error instanceof Error ? error.message : String(error),
-              status: isQuerySandboxError(error) ? httpStatusOf(error) : 500,
-            });
-          }
-        }
-      }
-      const failure = creationErrors.get(item.index);
-      kept.push(failure === undefined ? item : ({ ...item, error: failure } as BulkItem));
-    }
-    return { items: kept, blocked };
+  #prepareIndices(items: readonly BulkItem[]): ReturnType<typeof prepareBulkIndices> {
+    return prepareBulkIndices(items, {
+      isReserved: (index) => this.metadata.isReserved(index),
+      has: (index) => this.has(index),
+      creating: (index) => this.#creating.get(index),
+      create: (index) => this.#create(index, { settings: {}, mappings: undefined }),
+    });
   }
 
   // ---- shard level (single node and data node) -----------------------------------------------------
