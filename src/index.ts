@@ -33,3 +33,21 @@ export { SandboxRegistry, type SandboxRegistryOptions } from './sandbox/sandbox-
 export { MemorySandboxStore, type SandboxStore, type StoredSandboxes } from './sandbox/sandbox-store.js';
 export { FileSandboxStore } from './sandbox/file-sandbox-store.js';
 export { toSandboxDocument } from './sandbox/sandbox-document.js';
+export {
+  DEFAULT_QUERY_PRIORITY,
+  parseQueryPriority,
+  type QueryPriorityConfig,
+  type QueryPriorityDocument,
+} from './scheduler/query-priority.js';
+export {
+  FileQueryPriorityStore,
+  MemoryQueryPriorityStore,
+  type QueryPriorityStore,
+} from './scheduler/query-priority-store.js';
+export type { SchedulerStats } from './scheduler/task-scheduler.js';
+export { Coordinator } from './cluster/coordinator.js';
+export { buildCoordinatorServer } from './server/coordinator-server.js';
+export { registerDataNodeRoutes } from './server/data-node-routes.js';
+export { WritableIndices } from './indices/writable-indices.js';
+export { murmur3Hash } from './routing/murmur3.js';
+export { resolveShardRouting, shardId } from './routing/shard-routing.js';
