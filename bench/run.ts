@@ -77,6 +77,11 @@ function summarise(name: string, r: Result): Line[] {
 
 async function main(): Promise<void> {
   const full = process.argv.includes('--full');
+  const flags = process.argv.slice(2).filter((a) => a.startsWith('--') && a !== '--full');
+  if (flags.length > 0) {
+    console.error(`unknown option ${flags.join(', ')}; the only option is --full`);
+    process.exit(2);
+  }
   const only = process.argv.slice(2).filter((a) => !a.startsWith('--'));
   const unknown = only.filter((n) => !EXPERIMENTS.some(([name]) => name === n));
   if (unknown.length > 0) {
