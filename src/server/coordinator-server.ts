@@ -10,16 +10,14 @@
  * before anything reads the request (stats are believed only from the data nodes the coordinator
  * called), and none is ever sent back (removed from every answer as a last guard).
  */
-import Fastify, {
-  type FastifyBaseLogger,
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest,
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  FastifyReply,
 } from 'fastify';
 import { stripStatsHeader } from '../admission/stats-header.js';
 import { type Coordinator, type CoordinatorStats, RemoteClientError } from '../cluster/coordinator.js';
-import { InvalidArgumentError } from '../errors.js';
-import { headerValue, installResponseHandlers, parseBody, type RouteConfig, sendError } from './http-server.js';
+import { createApiServer, registerSearchRoutes, sendError } from './http-server.js';
 import { registerIndexRoutes } from './index-routes.js';
 
 export interface CoordinatorServerOptions {
@@ -149,75 +147,23 @@ export function buildCoordinatorServer(
   const userHeader = (options.userHeader ?? 'x-user').toLowerCase();
   const sandboxHeader = (options.sandboxHeader ?? 'x-sandbox-id').toLowerCase();
   const log = options.logger;
-  const app = Fastify({
-    bodyLimit: options.bodyLimitBytes ?? 1024 * 1024,
-    logger: false,
-    routerOptions: { maxParamLength: 4096 },
-    frameworkErrors: (error, _request, reply) => {
-      sendError(
-        reply as unknown as FastifyReply,
-        new InvalidArgumentError('url', 'is not a valid request path', error.message),
-      );
-    },
+  const app = createApiServer({
+    bodyLimitBytes: options.bodyLimitBytes,
+    logger: log,
+    urlParameters: () => ({ names: ['pretty'], hint: '(only pretty; put size, from and the query in the body)' }),
   });
-
-  // As the single node's server: JSON whatever the content type, JSON.parse's own message on errors;
-  // raw bytes for bulk.
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, parseBody);
+  // A stats header sent by a client is never believed, and none ever reaches a client.
   app.addHook('onRequest', async (request) => {
     stripStatsHeader(request.headers);
   });
-  app.addHook('preHandler', async (request, reply) => {
-    const query = (request.query as Record<string, unknown> | undefined) ?? {};
-    const allowed = (request.routeOptions.config as RouteConfig | undefined)?.urlParameters;
-    for (const name of Object.keys(query)) {
-      if (allowed !== undefined ? !allowed.names.includes(name) : name !== 'pretty') {
-        return sendError(
-          reply,
-          new InvalidArgumentError(
-            `url parameter [${name}]`,
-            allowed !== undefined
-              ? `is not supported ${allowed.hint}`
-              : 'is not supported (only pretty; put size, from and the query in the body)',
-            query[name],
-          ),
-        );
-      }
-    }
-  });
-  // No stats header ever reaches a client, whatever the route.
   app.addHook('onSend', async (_request, reply, payload) => {
     stripStatsHeader(reply);
     return payload;
   });
-  installResponseHandlers(app, log);
-
-  const search = async (request: FastifyRequest, reply: FastifyReply, index: string) => {
-    const body = request.body;
-    if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) {
-      return sendError(reply, new InvalidArgumentError('body', 'must be a JSON object', body));
-    }
-    try {
-      const result = await coordinator.search({
-        index,
-        body: body ?? {},
-        user: headerValue(request, userHeader),
-        sandboxId: headerValue(request, sandboxHeader),
-      });
-      return reply.send(result);
-    } catch (error) {
-      return sendCoordinatorError(reply, error);
-    }
-  };
-  for (const method of ['GET', 'POST'] as const) {
-    app.route<{ Params: { index: string } }>({
-      method,
-      url: '/:index/_search',
-      handler: (request, reply) => search(request, reply, request.params.index),
-    });
-    app.route({ method, url: '/_search', handler: (request, reply) => search(request, reply, '_all') });
-  }
+  registerSearchRoutes(app, (request) => coordinator.search(request), sendCoordinatorError, {
+    userHeader,
+    sandboxHeader,
+  });
   app.get('/_nodes/stats', async () => coordinatorStatsView(coordinator.nodesStats()));
   registerIndexRoutes(app, coordinator.writes, { bulkBodyLimitBytes: options.bulkBodyLimitBytes });
   app.get('/', async () => ({

@@ -118,76 +118,12 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
   const userHeader = (options.userHeader ?? 'x-user').toLowerCase();
   const sandboxHeader = (options.sandboxHeader ?? 'x-sandbox-id').toLowerCase();
   const log = options.logger;
-  // Request logging stays off (one line per search is too much); errors are logged below.
-  const app = Fastify({
-    bodyLimit: options.bodyLimitBytes ?? 1024 * 1024,
-    logger: false,
-    // Index expressions can be long comma lists; the runtime bounds them (4096 characters) itself.
-    routerOptions: { maxParamLength: 4096 },
-    // Errors raised before routing (a bad percent-encoding) get the same body shape as the rest.
-    frameworkErrors: (error, _request, reply) => {
-      sendError(
-        reply as unknown as FastifyReply,
-        new InvalidArgumentError('url', 'is not a valid request path', error.message),
-      );
-    },
+  const app = createApiServer({
+    bodyLimitBytes: options.bodyLimitBytes,
+    logger: log,
+    urlParameters: (url) => URL_PARAMETERS[url] ?? URL_PARAMETERS['*']!,
   });
-
-  // Bodies are JSON whatever the content type says (curl -d sends form-urlencoded by default), and a
-  // syntax error reports JSON.parse's own message, which says where the text went wrong. Routes with
-  // `config.rawBody` (bulk: NDJSON) get the raw bytes instead.
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, parseBody);
-
-  // OpenSearch refuses URL parameters it does not know: silently ignoring `?size=1` would mislead.
-  app.addHook('preHandler', async (request, reply) => {
-    const url = request.routeOptions.url ?? '';
-    const allowed =
-      (request.routeOptions.config as RouteConfig | undefined)?.urlParameters ??
-      URL_PARAMETERS[url] ??
-      URL_PARAMETERS['*']!;
-    const query = (request.query as Record<string, unknown> | undefined) ?? {};
-    for (const name of Object.keys(query)) {
-      if (!allowed.names.includes(name)) {
-        return sendError(
-          reply,
-          new InvalidArgumentError(
-            `url parameter [${name}]`,
-            `is not supported ${allowed.hint}`,
-            query[name],
-          ),
-        );
-      }
-    }
-  });
-  installResponseHandlers(app, log);
-
-  const search = async (request: FastifyRequest, reply: FastifyReply, index: string) => {
-    const body = request.body;
-    if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) {
-      return sendError(reply, new InvalidArgumentError('body', 'must be a JSON object', body));
-    }
-    try {
-      const result = await runtime.search({
-        index,
-        body: body ?? {},
-        user: headerValue(request, userHeader),
-        sandboxId: headerValue(request, sandboxHeader),
-      });
-      return reply.send(result);
-    } catch (error) {
-      return sendError(reply, error);
-    }
-  };
-
-  for (const method of ['GET', 'POST'] as const) {
-    app.route<{ Params: { index: string } }>({
-      method,
-      url: '/:index/_search',
-      handler: (request, reply) => search(request, reply, request.params.index),
-    });
-    app.route({ method, url: '/_search', handler: (request, reply) => search(request, reply, '_all') });
-  }
+  registerSearchRoutes(app, (request) => runtime.search(request), sendError, { userHeader, sandboxHeader });
   app.get('/_sandbox', async () => sandboxesView(runtime));
   app.get('/_sandbox/_stats', async (request, reply) => {
     try {
@@ -294,4 +230,106 @@ export function installResponseHandlers(app: FastifyInstance, log: FastifyBaseLo
       status: 404,
     }),
   );
+}
+
+/** URL parameters a route accepts, and the hint its refusal gives. */
+export interface UrlParameters {
+  readonly names: readonly string[];
+  readonly hint: string;
+}
+
+/** Options of `createApiServer`. */
+export interface ApiServerOptions {
+  /** Largest request body, bytes. Default 1 MiB. */
+  readonly bodyLimitBytes?: number | undefined;
+  readonly logger?: FastifyBaseLogger | undefined;
+  /** The URL parameters a route without `config.urlParameters` accepts, by its URL pattern. */
+  readonly urlParameters: (url: string) => UrlParameters;
+}
+
+/**
+ * The fastify instance both the node's and the coordinator's servers start from: bodies parsed as
+ * JSON whatever the content type (raw bytes for `config.rawBody` routes), unknown URL parameters
+ * refused as OpenSearch does, and the shared response handlers (`installResponseHandlers`).
+ */
+export function createApiServer(options: ApiServerOptions): FastifyInstance {
+  // Request logging stays off (one line per search is too much); errors are logged by the handlers.
+  const app = Fastify({
+    bodyLimit: options.bodyLimitBytes ?? 1024 * 1024,
+    logger: false,
+    // Index expressions can be long comma lists; the runtime bounds them (4096 characters) itself.
+    routerOptions: { maxParamLength: 4096 },
+    // Errors raised before routing (a bad percent-encoding) get the same body shape as the rest.
+    frameworkErrors: (error, _request, reply) => {
+      sendError(
+        reply as unknown as FastifyReply,
+        new InvalidArgumentError('url', 'is not a valid request path', error.message),
+      );
+    },
+  });
+  // Bodies are JSON whatever the content type says (curl -d sends form-urlencoded by default), and a
+  // syntax error reports JSON.parse's own message, which says where the text went wrong. Routes with
+  // `config.rawBody` (bulk: NDJSON) get the raw bytes instead.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, parseBody);
+  // OpenSearch refuses URL parameters it does not know: silently ignoring `?size=1` would mislead.
+  app.addHook('preHandler', async (request, reply) => {
+    const allowed =
+      (request.routeOptions.config as RouteConfig | undefined)?.urlParameters ??
+      options.urlParameters(request.routeOptions.url ?? '');
+    const query = (request.query as Record<string, unknown> | undefined) ?? {};
+    for (const name of Object.keys(query)) {
+      if (!allowed.names.includes(name)) {
+        return sendError(
+          reply,
+          new InvalidArgumentError(`url parameter [${name}]`, `is not supported ${allowed.hint}`, query[name]),
+        );
+      }
+    }
+  });
+  installResponseHandlers(app, options.logger);
+  return app;
+}
+
+/**
+ * `GET|POST /{index}/_search` and `/_search`: the body must be a JSON object (or absent); the user
+ * and explicit sandbox come from the named headers; `search` answers, `sendFailure` turns its errors
+ * into the error body.
+ */
+export function registerSearchRoutes(
+  app: FastifyInstance,
+  search: (request: {
+    index: string;
+    body: unknown;
+    user: string | undefined;
+    sandboxId: string | undefined;
+  }) => Promise<unknown>,
+  sendFailure: (reply: FastifyReply, error: unknown) => FastifyReply,
+  headers: { readonly userHeader: string; readonly sandboxHeader: string },
+): void {
+  const handle = async (request: FastifyRequest, reply: FastifyReply, index: string) => {
+    const body = request.body;
+    if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) {
+      return sendError(reply, new InvalidArgumentError('body', 'must be a JSON object', body));
+    }
+    try {
+      const result = await search({
+        index,
+        body: body ?? {},
+        user: headerValue(request, headers.userHeader),
+        sandboxId: headerValue(request, headers.sandboxHeader),
+      });
+      return reply.send(result);
+    } catch (error) {
+      return sendFailure(reply, error);
+    }
+  };
+  for (const method of ['GET', 'POST'] as const) {
+    app.route<{ Params: { index: string } }>({
+      method,
+      url: '/:index/_search',
+      handler: (request, reply) => handle(request, reply, request.params.index),
+    });
+    app.route({ method, url: '/_search', handler: (request, reply) => handle(request, reply, '_all') });
+  }
 }
