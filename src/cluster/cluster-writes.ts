@@ -39,11 +39,10 @@ import {
   IndexNotFoundError,
   IndexReadOnlyError,
   InvalidArgumentError,
-  InvalidBulkError,
 } from '../errors.js';
 import {
-  failedPlanResponse,
   prepareBulkIndices,
+  runBulk,
   type RefreshPolicy,
   type ShardBulkOutcome,
   shardFailureResponse,
@@ -406,32 +405,25 @@ export class ClusterWrites implements IndexApi {
     }
     this.#bulks++;
     try {
-      const parsed = this.#parser.parse(body, { index: parameters.index, routing: parameters.routing });
-      if (!parsed.ok) {
-        const e = parsed.error;
-        throw new InvalidBulkError(e.type, e.reason, e.status, e.line);
-      }
-      const refresh = parameters.refresh ?? 'false';
-      const { items, blocked } = await this.#prepareIndices(parsed.items);
-      const plan = this.#planner.plan(items, (name) => this.metadata.get(name)?.settings);
-      const responses: (Record<string, unknown> | undefined)[] = new Array(parsed.items.length);
-      for (const entry of blocked) responses[entry.position] = entry.response;
-      for (const failed of plan.failed) responses[failed.position] = failedPlanResponse(failed);
-      const byNode = new Map<string, ShardBatch[]>();
-      for (const batch of plan.batches) {
-        const node = this.metadata.get(batch.index)!.layout[batch.shard]!.primary;
-        const list = byNode.get(node);
-        if (list === undefined) byNode.set(node, [batch]);
-        else list.push(batch);
-      }
-      await Promise.all([...byNode].map(([node, batches]) => this.#sendShardBulks(node, batches, refresh, responses)));
-      let errors = false;
-      const out = responses.map((r) => {
-        const entry = r ?? { index: { status: 500, error: { type: 'exception', reason: 'item lost' } } };
-        if ((Object.values(entry)[0] as { error?: unknown }).error !== undefined) errors = true;
-        return entry;
+      return await runBulk(body, parameters, started, {
+        parser: this.#parser,
+        planner: this.#planner,
+        prepare: (items) => this.#prepareIndices(items),
+        routingOf: (name) => this.metadata.get(name)?.settings,
+        execute: (batches, refresh, responses) => {
+          // One request per primary's node, carrying all its shard batches.
+          const byNode = new Map<string, ShardBatch[]>();
+          for (const batch of batches) {
+            const node = this.metadata.get(batch.index)!.layout[batch.shard]!.primary;
+            const list = byNode.get(node);
+            if (list === undefined) byNode.set(node, [batch]);
+            else list.push(batch);
+          }
+          return Promise.all(
+            [...byNode].map(([node, nodeBatches]) => this.#sendShardBulks(node, nodeBatches, refresh, responses)),
+          );
+        },
       });
-      return { took: Math.round(performance.now() - started), errors, items: out };
     } finally {
       release();
     }

@@ -13,9 +13,15 @@
  * ```
  * `_routing` is printed when the document has one; `forced_refresh: true` with `?refresh=true`.
  */
-import { httpStatusOf, IndexReadOnlyError, InvalidArgumentError, isQuerySandboxError } from '../errors.js';
-import { type BulkItem, failedItemResponse } from '../routing/bulk-request.js';
-import type { FailedItem, PlannedItem } from '../routing/bulk-planner.js';
+import {
+  httpStatusOf,
+  IndexReadOnlyError,
+  InvalidArgumentError,
+  InvalidBulkError,
+  isQuerySandboxError,
+} from '../errors.js';
+import { type BulkItem, type BulkRequestParser, failedItemResponse } from '../routing/bulk-request.js';
+import type { BulkPlanner, FailedItem, PlannedItem, ShardBatch } from '../routing/bulk-planner.js';
 import type { ShardItemResult, ShardWriteItem } from './shard-copy.js';
 
 /** `?refresh`: `false` (default), `true` (refresh the written shards before answering), `wait_for`. */
@@ -195,4 +201,69 @@ export async function prepareBulkIndices(
     kept.push(failure === undefined ? item : ({ ...item, error: failure } as BulkItem));
   }
   return { items: kept, blocked };
+}
+
+/** A bulk response (see `bulk-response.ts`). */
+export interface BulkResponse {
+  readonly took: number;
+  readonly errors: boolean;
+  readonly items: readonly Record<string, unknown>[];
+}
+
+/** Parameters of a bulk request from its URL. */
+export interface BulkParameters {
+  /** `{index}` of `POST /{index}/_bulk`. */
+  readonly index?: string | undefined;
+  /** `?routing=`. */
+  readonly routing?: string | undefined;
+  /** `?refresh=`, already parsed. @default 'false' */
+  readonly refresh?: RefreshPolicy | undefined;
+}
+
+/** What `runBulk` needs from a single node or a coordinator. */
+export interface BulkRunner {
+  readonly parser: BulkRequestParser;
+  readonly planner: BulkPlanner;
+  /** Auto-creates indices and splits off read-only items (`prepareBulkIndices`). */
+  prepare(items: readonly BulkItem[]): ReturnType<typeof prepareBulkIndices>;
+  /** The index's routing settings, for the planner. */
+  routingOf: Parameters<BulkPlanner['plan']>[1];
+  /** Runs the shard batches, writing each item's response at its position. */
+  execute(
+    batches: readonly ShardBatch[],
+    refresh: RefreshPolicy,
+    responses: (Record<string, unknown> | undefined)[],
+  ): Promise<unknown>;
+}
+
+/**
+ * A bulk from its body to its Elasticsearch response: parse, prepare the indices, plan the shard
+ * batches, run them (`runner.execute`), and answer the items in request order (`errors` when any failed).
+ * @param startedMs `performance.now()` when the request arrived, for `took`.
+ * @throws InvalidBulkError for a body refused as a whole.
+ */
+export async function runBulk(
+  body: string | Uint8Array,
+  parameters: BulkParameters,
+  startedMs: number,
+  runner: BulkRunner,
+): Promise<BulkResponse> {
+  const parsed = runner.parser.parse(body, { index: parameters.index, routing: parameters.routing });
+  if (!parsed.ok) {
+    const e = parsed.error;
+    throw new InvalidBulkError(e.type, e.reason, e.status, e.line);
+  }
+  const { items, blocked } = await runner.prepare(parsed.items);
+  const plan = runner.planner.plan(items, runner.routingOf);
+  const responses: (Record<string, unknown> | undefined)[] = new Array(parsed.items.length);
+  for (const entry of blocked) responses[entry.position] = entry.response;
+  for (const failed of plan.failed) responses[failed.position] = failedPlanResponse(failed);
+  await runner.execute(plan.batches, parameters.refresh ?? 'false', responses);
+  let errors = false;
+  const out = responses.map((r) => {
+    const entry = r ?? { index: { status: 500, error: { type: 'exception', reason: 'item lost' } } };
+    if ((Object.values(entry)[0] as { error?: unknown }).error !== undefined) errors = true;
+    return entry;
+  });
+  return { took: Math.round(performance.now() - startedMs), errors, items: out };
 }

@@ -29,7 +29,6 @@ import {
   IndexNotFoundError,
   IndexReadOnlyError,
   InvalidArgumentError,
-  InvalidBulkError,
   isQuerySandboxError,
   httpStatusOf,
 } from '../errors.js';
@@ -38,8 +37,10 @@ import { BulkPlanner, type ChooseShard, type FailedItem, type PlannedItem } from
 import { type BulkItem, BulkRequestParser, type BulkRequestParserOptions } from '../routing/bulk-request.js';
 import { shardId } from '../routing/shard-routing.js';
 import {
-  failedPlanResponse,
+  type BulkParameters,
+  type BulkResponse,
   prepareBulkIndices,
+  runBulk,
   parseRefreshPolicy,
   type RefreshPolicy,
   type ShardBulkOutcome,
@@ -67,7 +68,7 @@ import { type LocalCopy, LocalShards } from './local-shards.js';
 import type { ShardWriteItem } from './shard-copy.js';
 import { decodeShardLogRecords, type LoggedOperation, SHARD_LOG_HEADER_BYTES } from './shard-log.js';
 
-export type { RefreshPolicy } from './bulk-response.js';
+export type { BulkParameters, BulkResponse, RefreshPolicy } from './bulk-response.js';
 
 /** How a primary's operations reach its replicas (a cluster data node passes one; a single node none). */
 export interface Replicator {
@@ -124,23 +125,6 @@ export interface CatShardRow {
   readonly state: 'STARTED' | 'INITIALIZING' | 'UNASSIGNED';
   readonly docs: string | null;
   readonly node: string | null;
-}
-
-/** A bulk response (see `bulk-response.ts`). */
-export interface BulkResponse {
-  readonly took: number;
-  readonly errors: boolean;
-  readonly items: readonly Record<string, unknown>[];
-}
-
-/** Parameters of a bulk request from its URL. */
-export interface BulkParameters {
-  /** `{index}` of `POST /{index}/_bulk`. */
-  readonly index?: string | undefined;
-  /** `?routing=`. */
-  readonly routing?: string | undefined;
-  /** `?refresh=`, already parsed. @default 'false' */
-  readonly refresh?: RefreshPolicy | undefined;
 }
 
 /** A real-time GET answer (`GET /{index}/_doc/{id}`): `found` false answers 404. */
@@ -425,47 +409,35 @@ export class WritableIndices implements IndexApi {
     const bytes = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
     const release = this.pressure.acquire(bytes, 'coordinating');
     try {
-      const parsed = this.#parser.parse(body, { index: parameters.index, routing: parameters.routing });
-      if (!parsed.ok) {
-        const e = parsed.error;
-        throw new InvalidBulkError(e.type, e.reason, e.status, e.line);
-      }
-      const refresh = parameters.refresh ?? 'false';
-      const { items, blocked } = await this.#prepareIndices(parsed.items);
-      const plan = this.#planner.plan(items, (name) => this.metadata.get(name)?.settings);
-      const responses: (Record<string, unknown> | undefined)[] = new Array(parsed.items.length);
-      for (const entry of blocked) responses[entry.position] = entry.response;
-      for (const failed of plan.failed) responses[failed.position] = failedPlanResponse(failed);
-      await Promise.all(
-        plan.batches.map(async (batch) => {
-          let outcome: ShardBulkOutcome;
-          try {
-            outcome = await this.executePrimary(
-              batch.index,
-              batch.shard,
-              batch.items.map(toShardWriteItem),
-              refresh,
-            );
-          } catch (error) {
-            const status = isQuerySandboxError(error) ? httpStatusOf(error) : 500;
-            const reason = error instanceof Error ? error.message : String(error);
-            const type = isQuerySandboxError(error) ? error.type : 'exception';
-            for (const planned of batch.items) {
-              responses[planned.position] = shardFailureResponse(planned, status, { type, reason });
-            }
-            return;
-          }
-          assignResults(batch.items, batch.shard, outcome, responses);
-        }),
-      );
-      let errors = false;
-      const out = responses.map((r) => {
-        const entry = r ?? { index: { status: 500, error: { type: 'exception', reason: 'item lost' } } };
-        const inner = Object.values(entry)[0] as { error?: unknown };
-        if (inner.error !== undefined) errors = true;
-        return entry;
+      return await runBulk(body, parameters, started, {
+        parser: this.#parser,
+        planner: this.#planner,
+        prepare: (items) => this.#prepareIndices(items),
+        routingOf: (name) => this.metadata.get(name)?.settings,
+        execute: (batches, refresh, responses) =>
+          Promise.all(
+            batches.map(async (batch) => {
+              let outcome: ShardBulkOutcome;
+              try {
+                outcome = await this.executePrimary(
+                  batch.index,
+                  batch.shard,
+                  batch.items.map(toShardWriteItem),
+                  refresh,
+                );
+              } catch (error) {
+                const status = isQuerySandboxError(error) ? httpStatusOf(error) : 500;
+                const reason = error instanceof Error ? error.message : String(error);
+                const type = isQuerySandboxError(error) ? error.type : 'exception';
+                for (const planned of batch.items) {
+                  responses[planned.position] = shardFailureResponse(planned, status, { type, reason });
+                }
+                return;
+              }
+              assignResults(batch.items, batch.shard, outcome, responses);
+            }),
+          ),
       });
-      return { took: Math.round(performance.now() - started), errors, items: out };
     } finally {
       release();
     }
