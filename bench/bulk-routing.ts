@@ -34,7 +34,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,6 +41,7 @@ import { parseArgs } from 'node:util';
 import * as hdr from 'hdr-histogram-js';
 import pidusage from 'pidusage';
 import { type RunningCluster, startCluster } from '../src/cli/cluster.js';
+import { portsFree } from '../src/cli/port-probe.js';
 
 const { values } = parseArgs({
   options: {
@@ -68,17 +68,6 @@ const SICK = 'data-3';
 const SHARDS = 8;
 const MAX_OUTSTANDING = 64;
 
-async function portsFree(base: number, count: number): Promise<boolean> {
-  for (let port = base; port < base + count; port++) {
-    const free = await new Promise<boolean>((resolve) => {
-      const probe = net.createServer();
-      probe.once('error', () => resolve(false));
-      probe.listen({ host: '127.0.0.1', port, exclusive: true }, () => probe.close(() => resolve(true)));
-    });
-    if (!free) return false;
-  }
-  return true;
-}
 
 async function basePort(): Promise<number> {
   if (values['base-port'] !== undefined) return Number(values['base-port']);

@@ -28,10 +28,10 @@
  * Writes `bench/results/cluster-admission.json`.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { parseArgs } from 'node:util';
 import * as hdr from 'hdr-histogram-js';
 import { type RunningCluster, startCluster } from '../src/cli/cluster.js';
+import { portsFree } from '../src/cli/port-probe.js';
 
 const { values } = parseArgs({
   options: {
@@ -54,17 +54,6 @@ const maxDocs = values['max-docs'] === undefined ? undefined : Number(values['ma
 const TRACKER_WINDOW_MS = 2000;
 const WORDS = ['money', 'linux', 'free', 'offer', 'click', 'python', 'list', 'email', 'price', 'server'];
 
-async function portsFree(base: number, count: number): Promise<boolean> {
-  for (let port = base; port < base + count; port++) {
-    const free = await new Promise<boolean>((resolve) => {
-      const probe = net.createServer();
-      probe.once('error', () => resolve(false));
-      probe.listen({ host: '127.0.0.1', port, exclusive: true }, () => probe.close(() => resolve(true)));
-    });
-    if (!free) return false;
-  }
-  return true;
-}
 
 async function basePort(): Promise<number> {
   if (values['base-port'] !== undefined) return Number(values['base-port']);

@@ -25,7 +25,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -36,6 +35,7 @@ import { ensureIndexCache } from '../engine/index-cache.js';
 import { InvalidArgumentError } from '../errors.js';
 import { isListeningMessage } from './node-lifecycle.js';
 import { packageRoot } from './package-root.js';
+import { probePort } from './port-probe.js';
 
 export const CLUSTER_USAGE = `query-sandbox cluster [options]   (npm run cluster -- [options])
 
@@ -294,16 +294,7 @@ export function lockClusterDir(clusterDir: string, dataDir: string): () => void 
  * @throws ClusterStartError naming the nodes whose ports are taken, or the host that cannot be used.
  */
 async function checkPortsFree(host: string, ports: ReadonlyArray<{ id: string; port: number }>): Promise<void> {
-  const failures = await Promise.all(
-    ports.map(
-      ({ port }) =>
-        new Promise<string | undefined>((resolve) => {
-          const probe = net.createServer();
-          probe.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
-          probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve(undefined)));
-        }),
-    ),
-  );
+  const failures = await Promise.all(ports.map(({ port }) => probePort(host, port)));
   const busy = ports.filter((_, i) => failures[i] === 'EADDRINUSE');
   if (busy.length > 0) {
     const list = busy.map((p) => `${p.port} (${p.id})`).join(', ');

@@ -8,7 +8,6 @@
  * it so over that channel.
  */
 import { readFile } from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
 import pino from 'pino';
 import { readClusterFile } from '../cluster/cluster-spec.js';
@@ -25,6 +24,7 @@ import { type DataNodeRecovery, registerDataNodeRoutes } from '../server/data-no
 import { buildHttpServer } from '../server/http-server.js';
 import { resolveAdminToken } from './admin-token.js';
 import { notifyListening, type StopWatch, watchStopRequests } from './node-lifecycle.js';
+import { probePort } from './port-probe.js';
 import type { ServeOptions } from './serve-options.js';
 
 /**
@@ -33,19 +33,9 @@ import type { ServeOptions } from './serve-options.js';
  */
 async function checkListenable(host: string, port: number): Promise<void> {
   if (port === 0) return;
-  await new Promise<void>((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', (error: NodeJS.ErrnoException) => {
-      if (error.code === 'EADDRINUSE') {
-        reject(new InvalidArgumentError('--port', `is already in use on ${host}`, port));
-      } else {
-        reject(
-          new InvalidArgumentError('--host', `cannot be listened on (${error.code ?? error.message})`, host),
-        );
-      }
-    });
-    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
-  });
+  const code = await probePort(host, port);
+  if (code === 'EADDRINUSE') throw new InvalidArgumentError('--port', `is already in use on ${host}`, port);
+  if (code !== undefined) throw new InvalidArgumentError('--host', `cannot be listened on (${code})`, host);
 }
 
 /**

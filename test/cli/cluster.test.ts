@@ -1,12 +1,12 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ClusterStartError, lockClusterDir, parseClusterOptions } from '../../src/cli/cluster.js';
 import { startFakeDataNode } from '../cluster/fake-data-node.js';
+import { portsFree } from '../../src/cli/port-probe.js';
 
 // The compiled command, as `npm run cluster` runs it.
 const main = path.resolve('dist/src/cli/main.js');
@@ -108,17 +108,6 @@ describe('the launcher lock on its data directory', () => {
   });
 });
 
-async function portsFree(base: number, count: number): Promise<boolean> {
-  for (let port = base; port < base + count; port++) {
-    const free = await new Promise<boolean>((resolve) => {
-      const probe = net.createServer();
-      probe.once('error', () => resolve(false));
-      probe.listen({ host: '127.0.0.1', port, exclusive: true }, () => probe.close(() => resolve(true)));
-    });
-    if (!free) return false;
-  }
-  return true;
-}
 
 async function freeBasePort(): Promise<number> {
   for (;;) {
