@@ -421,6 +421,9 @@ class GovernedRuntime implements Runtime {
   readonly #initialWorkers: number;
   readonly #heapProbe: WorkerHeapProbe | undefined;
   readonly #priorityStore: QueryPriorityStore;
+  /** `#searchableIndices()` for the writable indices' `names()` array `#searchableOf`. */
+  #searchable: readonly string[] = [];
+  #searchableOf: readonly string[] | undefined;
   /** Query-priority changes, one at a time: validate, save, apply. */
   #priorityChanges: Promise<unknown> = Promise.resolve();
   /** Tasks handed to piscina at once (see DISPATCH_DEPTH_PER_WORKER). */
@@ -597,7 +600,12 @@ class GovernedRuntime implements Runtime {
   #searchableIndices(): readonly string[] | undefined {
     const writable = this.indices?.names();
     if (writable === undefined || writable.length === 0) return this.#indices;
-    return [...(this.#indices ?? []), ...writable];
+    // Read on every search: rebuilt only when the writable indices change (names() keeps its array).
+    if (this.#searchableOf !== writable) {
+      this.#searchable = [...(this.#indices ?? []), ...writable];
+      this.#searchableOf = writable;
+    }
+    return this.#searchable;
   }
 
   /** The request as the engine's `validate` checks it: only the engine's own index names. */

@@ -183,7 +183,7 @@ export class ClusterWrites implements IndexApi {
   }
 
   /** Writable index names, creation order. */
-  names(): string[] {
+  names(): readonly string[] {
     return this.metadata.names();
   }
 

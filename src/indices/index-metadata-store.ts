@@ -101,6 +101,9 @@ export class IndexMetadataStore {
   readonly #reserved: ReadonlySet<string>;
   readonly #maxShardCopies: number;
   #state: State;
+  /** `names()` of `#namesOf`. */
+  #names: readonly string[] = [];
+  #namesOf: State | undefined;
   #registry: IndexTemplateRegistry;
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -137,8 +140,13 @@ export class IndexMetadataStore {
   }
 
   /** Writable index names, in creation order. */
-  names(): string[] {
-    return [...this.#state.indices.keys()];
+  /** Index names in creation order; the same frozen array until the indices change (read per search). */
+  names(): readonly string[] {
+    if (this.#namesOf !== this.#state) {
+      this.#names = Object.freeze([...this.#state.indices.keys()]);
+      this.#namesOf = this.#state;
+    }
+    return this.#names;
   }
 
   get(name: string): IndexMetadata | undefined {

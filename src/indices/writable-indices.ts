@@ -259,7 +259,7 @@ export class WritableIndices implements IndexApi {
   }
 
   /** Writable index names, in creation order. */
-  names(): string[] {
+  names(): readonly string[] {
     return this.metadata.names();
   }
 
