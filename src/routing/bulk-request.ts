@@ -582,6 +582,32 @@ function indexNameError(index: string, line: number): BulkError | undefined {
   };
 }
 
+/**
+ * Deepest object nesting a document may have: Elasticsearch's `index.mapping.depth.limit` default.
+ * Deeper documents are refused at the bulk: code that walks a document (indexing, merging an update)
+ * must not meet one nested thousands deep.
+ */
+export const MAX_DOCUMENT_DEPTH = 20;
+
+/** Object and array nesting of `value` (a document is 1), counted without recursion. */
+function nestingDepth(value: unknown): number {
+  let deepest = 0;
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth > deepest) deepest = depth;
+    if (depth > MAX_DOCUMENT_DEPTH) return depth;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
+/** Elasticsearch's message for a document over the depth limit. */
+function depthReason(line: number): string {
+  return `failed to parse: Limit of mapping depth [${MAX_DOCUMENT_DEPTH}] has been exceeded (bulk line ${line})`;
+}
+
 /** An `index`/`create` document: an object, or an item error as the shard would report it. */
 function parseDocument(
   text: string,
@@ -616,6 +642,9 @@ function parseDocument(
         status: 400,
       },
     };
+  }
+  if (nestingDepth(parsed) > MAX_DOCUMENT_DEPTH) {
+    return { error: { type: 'document_parsing_exception', reason: depthReason(line), status: 400 } };
   }
   return { source: parsed };
 }
@@ -686,6 +715,10 @@ function parseUpdateBody(text: string, line: number): UpdateBody {
         }
         throw fail(`unknown field [${key}]`, value);
     }
+  }
+  for (const part of [doc, upsert]) {
+    if (part !== undefined && nestingDepth(part) > MAX_DOCUMENT_DEPTH)
+      throw new RequestFailure('document_parsing_exception', depthReason(line), line);
   }
   return { doc, upsert, docAsUpsert, detectNoop };
 }

@@ -468,3 +468,27 @@ describe('BulkRequestParser: errors that fail the whole request', () => {
     expect(() => new BulkRequestParser({ maxItems: 1.5 })).toThrow(InvalidArgumentError);
   });
 });
+
+describe('document depth', () => {
+  const nested = (depth: number) => `${'{"a":'.repeat(depth - 1)}{"b":1}${'}'.repeat(depth - 1)}`;
+
+  it('accepts a document 20 levels deep and fails a deeper one as its item only, without recursing', () => {
+    const result = parser.parse(
+      ndjson('{"index":{"_index":"i"}}', nested(20), '{"index":{"_index":"i"}}', nested(21), '{"index":{"_index":"i"}}', nested(100_000)),
+    );
+    const list = items(result);
+    expect(list[0]!.error).toBeUndefined();
+    expect(list[1]!.error).toEqual({
+      type: 'document_parsing_exception',
+      reason: 'failed to parse: Limit of mapping depth [20] has been exceeded (bulk line 4)',
+      status: 400,
+    });
+    expect(list[2]!.error?.type).toBe('document_parsing_exception');
+  });
+
+  it('fails the request for an update doc deeper than 20 levels', () => {
+    const result = parser.parse(ndjson('{"update":{"_index":"i","_id":"1"}}', `{"doc":${nested(21)}}`));
+    expect(result.ok).toBe(false);
+    expect(!result.ok && result.error.reason).toContain('Limit of mapping depth [20] has been exceeded (bulk line 2)');
+  });
+});
