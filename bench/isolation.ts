@@ -34,10 +34,10 @@ const EXPENSIVE = [
   { query: { multi_match: { query: 'bussines oportunity investmnt', fields: ['subject', 'body'], fuzziness: 2 } } },
   { query: { prefix: { body: 'co' } } },
 ];
-const cheap = (i: number) => ({ index: 'spam-*', body: { query: { match: { subject: CHEAP_WORDS[i % CHEAP_WORDS.length] } } } });
-const expensive = (i: number) => ({ index: 'spam-*,easy-ham-*', body: EXPENSIVE[i % EXPENSIVE.length] });
+export const cheap = (i: number) => ({ index: 'spam-*', body: { query: { match: { subject: CHEAP_WORDS[i % CHEAP_WORDS.length] } } } });
+export const expensive = (i: number) => ({ index: 'spam-*,easy-ham-*', body: EXPENSIVE[i % EXPENSIVE.length] });
 
-interface Target {
+export interface Target {
   readonly name: string;
   cheap(i: number): Promise<unknown>;
   expensive(i: number): Promise<unknown>;
@@ -62,7 +62,7 @@ function histogram() {
  * Sends `cheapPerSecond` cheap and `floodPerSecond` expensive requests open-loop for `ms`, waits for
  * the cheap ones (the flood's stragglers are awaited by the caller's drain), returns the cheap class's figures.
  */
-async function phase(target: Target, cheapPerSecond: number, floodPerSecond: number, ms: number) {
+export async function phase(target: Target, cheapPerSecond: number, floodPerSecond: number, ms: number) {
   const h = histogram();
   let sent = 0;
   let ok = 0;
@@ -124,7 +124,7 @@ async function phase(target: Target, cheapPerSecond: number, floodPerSecond: num
 }
 
 /** Expensive requests per second the workers complete with the queue kept full (closed loop). */
-async function capacity(target: Target, threads: number, ms: number): Promise<number> {
+export async function capacity(target: Target, threads: number, ms: number): Promise<number> {
   let done = 0;
   let next = 0;
   const started = performance.now();
