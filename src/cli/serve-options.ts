@@ -9,6 +9,7 @@ import { type DataNodeAddress, parseDataNodeList } from '../cluster/cluster-spec
 import { InvalidArgumentError } from '../errors.js';
 import type { EnforcementMode } from '../governor/decide.js';
 import type { RuntimeOptions } from '../runtime-options.js';
+import { DEFAULT_BACKGROUND_WEIGHT, DEFAULT_FOREGROUND_MIN_PRIORITY } from '../scheduler/lanes.js';
 import { packageRoot } from './package-root.js';
 
 /** `--role`: `single` (one node holding everything, the default), `data` or `coordinator` of a cluster. */
@@ -62,7 +63,13 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --port N               listen port, 0 for any (default 9200; PORT)
   --sandboxes FILE       sandbox file (default config/sandboxes.json; QUERY_SANDBOX_SANDBOXES)
   --data-dir DIR         caches and state (default ./.query-sandbox; QUERY_SANDBOX_DATA_DIR)
-  --threads N            worker threads (default: cores)
+  --threads N            workers of each lane (default: cores)
+  --lanes on|off         on (default): a foreground and a background lane, each of --threads workers;
+                         off: one pool of --threads workers for every priority (no kernel isolation)
+  --foreground-workers N / --background-workers N   workers of one lane (default --threads)
+  --foreground-min-priority P  lowest priority the foreground lane takes (default 11)
+  --background-weight W  nice 0..19 or idle (SCHED_IDLE) of the background lane's threads (default 19)
+  --spare-workers N      loaded spare workers of each lane, 0..64 (default 1)
   --engine MODULE        engine module path (default: built-in MiniSearch over SpamAssassin)
   --enforcement MODE     enabled | monitor_only | disabled (default enabled)
   --interval-ms N        governor interval (default 100)
@@ -142,6 +149,12 @@ const COORDINATOR_FLAGS = [
 const RUNTIME_FLAGS = [
   'sandboxes',
   'threads',
+  'lanes',
+  'foreground-workers',
+  'background-workers',
+  'foreground-min-priority',
+  'background-weight',
+  'spare-workers',
   'engine',
   'enforcement',
   'interval-ms',
@@ -170,6 +183,12 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
         sandboxes: { type: 'string' },
         'data-dir': { type: 'string' },
         threads: { type: 'string' },
+        lanes: { type: 'string' },
+        'foreground-workers': { type: 'string' },
+        'background-workers': { type: 'string' },
+        'foreground-min-priority': { type: 'string' },
+        'background-weight': { type: 'string' },
+        'spare-workers': { type: 'string' },
         engine: { type: 'string' },
         enforcement: { type: 'string' },
         'interval-ms': { type: 'string' },
@@ -239,6 +258,8 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
       ? intFlag('port', str('port'), 0, 65535)!
       : (intFlag('port', env['PORT'], 0, 65535, 'PORT') ?? 9200);
   const threads = intFlag('threads', str('threads'), 1, 1024);
+  const spareWorkers = intFlag('spare-workers', str('spare-workers'), 0, 64);
+  const lanes = laneFlags(str);
   const intervalMs = intFlag('interval-ms', str('interval-ms'), 10, 60_000);
   const maxDocs = intFlag('max-docs', str('max-docs'), 1, 1_000_000);
   const maxSandboxes = intFlag('max-sandboxes', str('max-sandboxes'), 0, 10_000);
@@ -299,6 +320,8 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
       path.join(packageRoot(), 'config', 'sandboxes.json'),
     dataDir: str('data-dir') ?? env['QUERY_SANDBOX_DATA_DIR'] ?? '.query-sandbox',
     ...(threads !== undefined ? { threads } : {}),
+    ...(spareWorkers !== undefined ? { spareWorkers } : {}),
+    ...(lanes !== undefined ? { lanes } : {}),
     ...(intervalMs !== undefined ? { intervalMs } : {}),
     ...(maxSandboxes !== undefined ? { maxSandboxes } : {}),
     ...(str('engine') !== undefined ? { engine: str('engine')! } : {}),
@@ -333,6 +356,35 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     coordinator:
       role === 'coordinator' ? { ...coordinatorOptions(str, nodeId), indexingPressureBytes } : undefined,
   };
+}
+
+/** The lane flags as a `lanes` option, or undefined when none is given (the default lanes). */
+function laneFlags(str: (k: string) => string | undefined): RuntimeOptions['lanes'] {
+  const onOff = str('lanes');
+  if (onOff !== undefined && onOff !== 'on' && onOff !== 'off') {
+    throw new InvalidArgumentError('--lanes', 'must be one of on, off', onOff);
+  }
+  const perLane = ['foreground-workers', 'background-workers', 'foreground-min-priority', 'background-weight'];
+  if (onOff === 'off') {
+    const flag = perLane.find((f) => str(f) !== undefined);
+    if (flag !== undefined) throw new InvalidArgumentError(`--${flag}`, 'needs --lanes on', str(flag));
+    return false;
+  }
+  if (perLane.every((f) => str(f) === undefined)) return undefined;
+  const foregroundWorkers = intFlag('foreground-workers', str('foreground-workers'), 1, 1024);
+  const backgroundWorkers = intFlag('background-workers', str('background-workers'), 1, 1024);
+  const minPriority =
+    intFlag('foreground-min-priority', str('foreground-min-priority'), -1e9, 1e9) ?? DEFAULT_FOREGROUND_MIN_PRIORITY;
+  const weightText = str('background-weight');
+  const weight =
+    weightText === 'idle'
+      ? ('idle' as const)
+      : (intFlag('background-weight', weightText, 0, 19, '--background-weight (a nice value, or idle)') ??
+        DEFAULT_BACKGROUND_WEIGHT);
+  return [
+    { name: 'foreground', minPriority, weight: 0, ...(foregroundWorkers !== undefined ? { workers: foregroundWorkers } : {}) },
+    { name: 'background', weight, ...(backgroundWorkers !== undefined ? { workers: backgroundWorkers } : {}) },
+  ];
 }
 
 function coordinatorOptions(

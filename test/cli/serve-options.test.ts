@@ -57,6 +57,42 @@ describe('serve options', () => {
   });
 });
 
+describe('serve options: lanes', () => {
+  it('keeps the default lanes unless a lane flag is given', () => {
+    expect(parseServeOptions([], {}).runtime.lanes).toBeUndefined();
+    expect(parseServeOptions(['--lanes', 'on'], {}).runtime.lanes).toBeUndefined();
+    expect(parseServeOptions(['--lanes', 'off', '--threads', '3'], {}).runtime).toMatchObject({ lanes: false, threads: 3 });
+  });
+
+  it('builds the two lanes from their flags', () => {
+    const o = parseServeOptions(
+      ['--foreground-workers', '1', '--background-workers', '3', '--background-weight', 'idle', '--foreground-min-priority', '15', '--spare-workers', '0'],
+      {},
+    );
+    expect(o.runtime.spareWorkers).toBe(0);
+    expect(o.runtime.lanes).toEqual([
+      { name: 'foreground', minPriority: 15, weight: 0, workers: 1 },
+      { name: 'background', weight: 'idle', workers: 3 },
+    ]);
+    expect(parseServeOptions(['--background-weight', '10'], {}).runtime.lanes).toEqual([
+      { name: 'foreground', minPriority: 11, weight: 0 },
+      { name: 'background', weight: 10 },
+    ]);
+  });
+
+  it.each([
+    [['--lanes', 'maybe'], '--lanes must be one of on, off; received "maybe"'],
+    [['--lanes', 'off', '--background-workers', '2'], '--background-workers needs --lanes on; received "2"'],
+    [['--background-weight', '25'], '--background-weight (a nice value, or idle) must be an integer in 0..19; received "25"'],
+    [['--background-weight', 'low'], '--background-weight (a nice value, or idle) must be an integer in 0..19; received "low"'],
+    [['--foreground-workers', '0'], '--foreground-workers must be an integer in 1..1024; received "0"'],
+    [['--spare-workers=-1'], '--spare-workers must be an integer in 0..64; received "-1"'],
+    [['--role', 'coordinator', '--data-nodes', 'h:1', '--lanes', 'off'], '--lanes is only for a node that runs searches'],
+  ])('refuses %j naming the flag and the value', (argv, message) => {
+    expect(() => parseServeOptions(argv, {})).toThrow(message);
+  });
+});
+
 describe('demo options', () => {
   it('splits its own flags from the serve flags', () => {
     const o = parseDemoOptions(['--phase-seconds', '3', '--threads', '2', '--dashboard-rate=5'], {});
