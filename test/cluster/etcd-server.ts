@@ -20,7 +20,7 @@ export const etcdSkipReason =
 if (etcdSkipReason !== undefined) process.stderr.write(`${etcdSkipReason}\n`);
 
 /** `describe` that needs a real etcd (see module doc). */
-export const describeEtcd = describe.skipIf(etcdSkipReason !== undefined);
+export const describeEtcd: typeof describe = describe.skipIf(etcdSkipReason !== undefined) as typeof describe;
 
 /** A test etcd that can be stopped and started again on the same ports and data. */
 export interface TestEtcd {
