@@ -246,6 +246,31 @@ export class IndexMetadataStore {
     });
   }
 
+  /**
+   * Changes the shard tables of every index in one save (failover): `change(meta, placement, shard)`
+   * as in `updateShardTable`. @returns how many indices changed.
+   */
+  updateShardTables(
+    change: (meta: IndexMetadata, placement: ShardPlacement, shard: number) => ShardPlacement,
+  ): Promise<number> {
+    return this.#change(async (state) => {
+      const indices = new Map(state.indices);
+      let changedIndices = 0;
+      for (const meta of state.indices.values()) {
+        let changed = false;
+        const layout = meta.layout.map((p, shard) => {
+          const next = change(meta, p, shard);
+          if (next !== p) changed = true;
+          return next === p ? p : freezePlacement(next);
+        });
+        if (!changed) continue;
+        changedIndices++;
+        indices.set(meta.name, Object.freeze({ ...meta, layout: Object.freeze(layout) }));
+      }
+      return changedIndices === 0 ? { state, result: 0 } : { state: { ...state, indices }, result: changedIndices };
+    });
+  }
+
   #take(text: string): void {
     let state: State;
     try {
