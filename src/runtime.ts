@@ -327,6 +327,7 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
           durability: resolved.translogDurability,
           syncIntervalMs: resolved.translogSyncIntervalMs,
           indexingPressureBytes: resolved.indexingPressureBytes,
+          metadataStore: options.indexMetadataStore,
           log,
         })
       : undefined;
