@@ -474,8 +474,10 @@ export async function startCluster(
         throw new ClusterStartError(`etcd could not start: ${(error as Error).message}`, 'etcd');
       });
       log(`etcd for the cluster state: ${localEtcd.endpoints.join(',')} (data in ${path.join(clusterDir, 'etcd')})`);
+      if (signal?.aborted) throw new ClusterStartError(`stopped during start-up (${String(signal.reason)})`);
     }
   } catch (error) {
+    await localEtcd?.stop();
     releaseLock();
     throw error;
   }
