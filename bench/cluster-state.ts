@@ -42,6 +42,7 @@ async function call(url: string, method: string, p: string, body?: unknown) {
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
   });
+  // biome-ignore lint/suspicious/noExplicitAny: JSON answers, read field by field
   return { status: response.status, body: (await response.json()) as Record<string, any> };
 }
 

@@ -55,11 +55,12 @@ describeEtcd('a cluster with its state in etcd', () => {
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
     });
-    return { status: response.status, body: (await response.json()) as Record<string, any> };
+    // biome-ignore lint/suspicious/noExplicitAny: JSON answers, read field by field
+  return { status: response.status, body: (await response.json()) as Record<string, any> };
   };
   const names = async (url: string) =>
     Object.values((await call(url, 'GET', '/_sandbox')).body)
-      .map((s: any) => String(s.name ?? s._id))
+      .map((s) => String((s as { name?: string; _id?: string }).name ?? (s as { _id?: string })._id))
       .sort();
 
   it('shares sandboxes: a create on one data node is seen by the others', async () => {
