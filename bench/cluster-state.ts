@@ -169,7 +169,7 @@ async function main(): Promise<void> {
     console.log(
       `3. etcd stopped ${outageS} s under search load: searches before ${before.count} ok / ${before.failed} failed (p50 ${before.p50.toFixed(1)} ms), ` +
         `during ${during.count} ok / ${during.failed} failed (p50 ${during.p50.toFixed(1)} ms, ${(during.p50 / before.p50).toFixed(2)}x before); ` +
-        `${refusals.length} creates during the outage: ${all503 ? 'all' : 'NOT all'} 503 QS_CLUSTER_STATE_UNAVAILABLE; data-2 stats said available=${stats.available}; ` +
+        `${refusals.length} sandbox updates during the outage: ${all503 ? 'all' : 'NOT all'} 503 QS_CLUSTER_STATE_UNAVAILABLE; data-2 stats said available=${stats.available}; ` +
         `after restart: first change committed ${createdMs.toFixed(0)} ms, every node on the same set ${convergedMs.toFixed(0)} ms`,
     );
 
