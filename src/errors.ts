@@ -58,6 +58,12 @@ export const ErrorCode = {
   INVALID_BULK: 'QS_INVALID_BULK',
   /** A write refused for indexing pressure: too many bulk bytes in flight on the node. HTTP 429. */
   WRITE_REJECTED: 'QS_WRITE_REJECTED',
+  /**
+   * A change to cluster state (sandboxes, query-priority rules, index metadata, the shard table) while
+   * the node cannot reach etcd: refused, nothing changed; the node keeps serving with the last state
+   * it saw. HTTP 503.
+   */
+  CLUSTER_STATE_UNAVAILABLE: 'QS_CLUSTER_STATE_UNAVAILABLE',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -359,6 +365,25 @@ export class WriteRejectedError extends QuerySandboxError {
   }
 }
 
+/**
+ * etcd, the cluster-state store, did not answer a change (or failed it): nothing was changed. The type
+ * is Elasticsearch's for a cluster without a reachable master (503 `master_not_discovered_exception`).
+ */
+export class ClusterStateUnavailableError extends QuerySandboxError {
+  /** What was being done (`create a sandbox`, `save the query-priority rules`). */
+  readonly operation: string;
+  constructor(operation: string, endpoints: readonly string[], cause?: unknown) {
+    const why = cause instanceof Error ? cause.message : cause === undefined ? 'unreachable' : String(cause);
+    super(
+      ErrorCode.CLUSTER_STATE_UNAVAILABLE,
+      'master_not_discovered_exception',
+      `cannot ${operation}: the cluster state store (etcd at ${endpoints.join(', ')}) is unavailable (${why}); nothing was changed, retry once it is back`,
+      { cause },
+    );
+    this.operation = operation;
+  }
+}
+
 /** The runtime is not accepting work. */
 export class NotRunningError extends QuerySandboxError {
   constructor(message = 'the runtime is closed') {
@@ -417,6 +442,8 @@ export function httpStatusOf(error: unknown): number {
       return (error as InvalidBulkError).status;
     case ErrorCode.WRITE_REJECTED:
       return 429;
+    case ErrorCode.CLUSTER_STATE_UNAVAILABLE:
+      return 503;
     default:
       return 500;
   }

@@ -28,6 +28,7 @@ export interface TaskEndEvent {
   /** Time from dispatch to its end, ms. */
   readonly runMs: number;
 }
+import type { IndexMetadataStore } from './indices/index-metadata-store.js';
 import type { QueryPriorityStore } from './scheduler/query-priority-store.js';
 import {
   DEFAULT_QUERY_PRIORITY,
@@ -62,6 +63,11 @@ export interface RuntimeOptions {
    * found there wins over `queryPriority`, which then only seeds an empty store.
    */
   queryPriorityStore?: QueryPriorityStore;
+  /**
+   * A data node's writable-index metadata kept in the cluster state (etcd: see
+   * `cluster/etcd-index-metadata.ts`) instead of `<dataDir>/indices/metadata.json`. Default: the file.
+   */
+  indexMetadataStore?: IndexMetadataStore;
   /**
    * Called on the main thread once for every task that ran (not for ones refused before running),
    * when it ends: its figures, for logs, billing or checks. It must be cheap; what it throws is logged

@@ -347,6 +347,7 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
           durability: resolved.translogDurability,
           syncIntervalMs: resolved.translogSyncIntervalMs,
           indexingPressureBytes: resolved.indexingPressureBytes,
+          metadataStore: options.indexMetadataStore,
           log,
         })
       : undefined;
@@ -508,6 +509,8 @@ class GovernedRuntime implements Runtime {
     this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
     this.#classifier = new SandboxClassifier(sandboxes);
     registry.onChange((list) => this.#applySandboxes(list));
+    // A shared store (etcd) hands over the rules other nodes saved: applied here, not saved again.
+    priorityStore.watch?.((document) => this.#applyStoredQueryPriority(document));
     this.#pool = pool;
     this.#log = log;
     this.#allocator = new SlotAllocator(pool.slots.slotCount);
@@ -1004,6 +1007,25 @@ class GovernedRuntime implements Runtime {
     // Lanes may have opened (fewer reservations, lending on): hand out what they may take now.
     this.#pump();
     return config.document;
+  }
+
+  /** Rules another node saved in the shared store: applied in turn with local changes, not saved. */
+  #applyStoredQueryPriority(document: unknown): void {
+    const change = this.#priorityChanges.then(() => {
+      if (this.#closed) return;
+      let config: ReturnType<typeof parseQueryPriority>;
+      try {
+        config = parseQueryPriority(document);
+      } catch (error) {
+        this.#log.warn({ error: (error as Error).message }, 'query priority from the shared store refused; the rules in force stay');
+        return;
+      }
+      const dropped = this.#scheduler.configure(config);
+      this.#log.info({ rules: config.rules.length, enabled: config.enabled, dropped: dropped.length }, 'query priority changed by another node');
+      this.#rejectEvicted(dropped);
+      this.#pump();
+    });
+    this.#priorityChanges = change.catch(() => undefined);
   }
 
   schedulerStats(): SchedulerStats {

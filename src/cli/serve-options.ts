@@ -6,6 +6,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { AdmissionMode } from '../admission/admission-controller.js';
 import { type DataNodeAddress, parseDataNodeList } from '../cluster/cluster-spec.js';
+import { parseEtcdEndpoints } from '../cluster/etcd-endpoints.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { EnforcementMode } from '../governor/decide.js';
 import type { RuntimeOptions } from '../runtime-options.js';
@@ -55,6 +56,13 @@ export interface ServeOptions {
   readonly debugRoutes: boolean;
   /** With `--role coordinator`. */
   readonly coordinator: CoordinatorServeOptions | undefined;
+  /**
+   * `--etcd host:port,...`: cluster state in etcd (sandboxes, query-priority rules; on a cluster also
+   * membership, index metadata and the shard table). `undefined`: this node's own files.
+   */
+  readonly etcd: readonly string[] | undefined;
+  /** `--etcd-prefix`: key prefix of this cluster's state. @default '/query-sandbox' */
+  readonly etcdPrefix: string | undefined;
 }
 
 export const SERVE_USAGE = `query-sandbox serve [options]
@@ -102,6 +110,12 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --stats-refresh-ms N   coordinator: take a node's stats at most this often (default 1000)
   --shard-timeout-ms N   coordinator: time a data node has to answer (default 30000)
   --discovery-timeout-ms N  coordinator: time at start for every data node to answer (default 60000)
+
+  cluster state:
+  --etcd LIST            etcd endpoints host:port,...: sandboxes and query-priority rules shared by every
+                         node (and, on a cluster, membership leases, index metadata, failover); default:
+                         this node's own files under --data-dir
+  --etcd-prefix PREFIX   key prefix of this cluster's state (default /query-sandbox)
 `;
 
 function intFlag(
@@ -219,6 +233,8 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
         'translog-durability': { type: 'string' },
         'translog-sync-interval-ms': { type: 'string' },
         'indexing-pressure-bytes': { type: 'string' },
+        etcd: { type: 'string' },
+        'etcd-prefix': { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -344,7 +360,16 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
         }
       : {}),
   };
+  const etcdPrefix = str('etcd-prefix');
+  if (etcdPrefix !== undefined && (!/^\/[A-Za-z0-9_.\-/]{1,200}$/.test(etcdPrefix) || etcdPrefix.endsWith('/'))) {
+    throw new InvalidArgumentError('--etcd-prefix', 'must be /name (1..200 characters of [A-Za-z0-9_.-/], no trailing /)', etcdPrefix);
+  }
+  if (etcdPrefix !== undefined && str('etcd') === undefined) {
+    throw new InvalidArgumentError('--etcd-prefix', 'needs --etcd', etcdPrefix);
+  }
   return {
+    etcd: str('etcd') === undefined ? undefined : parseEtcdEndpoints(str('etcd')!),
+    etcdPrefix,
     queryPriorityFile: str('query-priority'),
     host: str('host') ?? env['HOST'] ?? '127.0.0.1',
     port,

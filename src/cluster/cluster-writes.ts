@@ -53,8 +53,11 @@ import {
   formatIndexMetadata,
   type IndexMetadata,
   IndexMetadataStore,
+  inSyncCopies,
+  type MetadataPersistence,
   type ShardPlacement,
 } from '../indices/index-metadata-store.js';
+import { failOverPlacement } from './failover.js';
 import {
   type CreateIndexBody,
   explicitSettingsToFlat,
@@ -92,6 +95,13 @@ export interface ClusterWritesOptions {
   readonly readOnlyIndices: readonly string[];
   /** `<dataDir>/indices/metadata.json`. */
   readonly metadataPath: string;
+  /**
+   * The metadata in the cluster state (etcd) instead of the file: shared with the data nodes, with
+   * in-sync sets and primary terms, and failover (`failOver`). @default the file
+   */
+  readonly metadataPersistence?: MetadataPersistence | undefined;
+  /** Whether a data node is registered (alive); with cluster state in etcd. @default every node */
+  readonly isLive?: ((nodeId: string) => boolean) | undefined;
   readonly collector: StatsCollector;
   /** The write-side ranking (not the search one: other requests, other times). */
   readonly ranking: ReplicaRanking;
@@ -176,6 +186,7 @@ export class ClusterWrites implements IndexApi {
   static async open(options: ClusterWritesOptions): Promise<ClusterWrites> {
     const metadata = await IndexMetadataStore.open({
       path: options.metadataPath,
+      persistence: options.metadataPersistence,
       reservedNames: options.readOnlyIndices,
       maxShardCopies: 1000 * Math.max(1, options.nodes.size),
     });
@@ -192,10 +203,33 @@ export class ClusterWrites implements IndexApi {
     return this.metadata.get(index)?.settings.numberOfShards;
   }
 
-  /** Nodes holding a copy of the shard, the primary's first. */
+  /** Nodes holding a copy of the shard that may serve searches (in sync), the primary's first. */
   copiesOf(index: string, shard: number): readonly string[] {
     const placement = this.metadata.get(index)?.layout[shard];
-    return placement === undefined ? [] : [placement.primary, ...placement.replicas];
+    if (placement === undefined) return [];
+    const inSync = inSyncCopies(placement);
+    return [placement.primary, ...placement.replicas.filter((r) => inSync.includes(r))];
+  }
+
+  /**
+   * Failover (see `failover.ts`): promotes an in-sync live replica of every shard whose primary's node
+   * is not registered, all indices in one metadata transaction.
+   * @returns the promotions made (`[index][shard] node -> node`), for the log.
+   * @throws ClusterStateUnavailableError when etcd does not answer.
+   */
+  async failOver(): Promise<string[]> {
+    const isLive = this.#options.isLive;
+    if (isLive === undefined) return [];
+    // Keyed: a transaction that lost to another writer computes again.
+    const made = new Map<string, string>();
+    await this.metadata.updateShardTables((meta, p, shard) => {
+      const next = failOverPlacement(p, isLive);
+      if (next !== p) made.set(`[${meta.name}][${shard}]`, `${p.primary} -> ${next.primary} (term ${next.primaryTerm})`);
+      return next;
+    });
+    const promotions = [...made].map(([shard, change]) => `${shard} ${change}`);
+    if (promotions.length > 0) this.#options.log.warn({ promotions }, 'primaries failed over to in-sync replicas');
+    return promotions;
   }
 
   stats(): ClusterWriteStats {
@@ -587,12 +621,13 @@ export class ClusterWrites implements IndexApi {
     const offset = this.metadata.list().reduce((sum, m) => sum + m.settings.numberOfShards, 0);
     const meta = await this.metadata.createIndex(name, request, (settings) => {
       const replicas = Math.min(settings.numberOfReplicas, n - 1);
+      const tracked = this.#options.metadataPersistence !== undefined;
       const layout = Array.from({ length: settings.numberOfShards }, (_, shard): ShardPlacement => {
         const k = offset + shard;
-        return {
-          primary: nodes[k % n]!,
-          replicas: Array.from({ length: replicas }, (_, r) => nodes[(k + r + 1) % n]!),
-        };
+        const primary = nodes[k % n]!;
+        const copies = Array.from({ length: replicas }, (_, r) => nodes[(k + r + 1) % n]!);
+        // With cluster state: every copy starts empty, hence in sync, at term 1.
+        return tracked ? { primary, replicas: copies, inSync: [primary, ...copies], primaryTerm: 1 } : { primary, replicas: copies };
       });
       return { layout, nodes: Object.fromEntries(this.#options.nodes) };
     });
@@ -628,8 +663,10 @@ export class ClusterWrites implements IndexApi {
   /** Runs `call` on every data node; throws EngineFailureError naming the nodes that failed. */
   async #everyNode(call: (url: string) => ReturnType<typeof callInternal>): Promise<void> {
     const failures: string[] = [];
+    // With cluster state, a node that is not registered reads the metadata from etcd when it returns.
+    const isLive = this.#options.isLive ?? (() => true);
     await Promise.all(
-      this.#nodeIds.map(async (node) => {
+      this.#nodeIds.filter(isLive).map(async (node) => {
         const outcome = await call(this.#options.nodes.get(node)!);
         this.#options.collector.ingest(node, outcome.statsHeader);
         if (!outcome.ok) failures.push(`[${node}] ${outcome.status}: ${outcome.reason.reason}`);

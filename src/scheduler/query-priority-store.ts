@@ -17,6 +17,12 @@ export interface QueryPriorityStore {
   load(): Promise<unknown>;
   /** Replaces the stored document (already validated). Atomic: on failure the old one stays. */
   save(document: unknown): Promise<void>;
+  /**
+   * Optional, for a store shared by several nodes (etcd): calls `listener` with each document another
+   * node saved, oldest first; the runtime applies it as if it had been set here (without saving it
+   * again). @returns a function that unsubscribes.
+   */
+  watch?(listener: (document: unknown) => void): () => void;
 }
 
 /** Keeps the document in memory (the default when embedding: lost at exit). */

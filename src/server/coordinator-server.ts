@@ -56,6 +56,7 @@ export function coordinatorStatsView(stats: CoordinatorStats): Record<string, un
       name: stats.nodeId,
       roles: ['coordinator'],
       indices: stats.indices,
+      ...(stats.membership !== undefined ? { membership: stats.membership } : {}),
       searches: stats.searches,
       admission: {
         mode: stats.admission.mode,

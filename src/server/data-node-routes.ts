@@ -57,6 +57,8 @@ export interface DataNodeRoutesOptions {
   readonly logger?: pino.Logger;
   /** Time a replica has to answer a replication request, ms. @default 30000 */
   readonly replicationTimeoutMs?: number;
+  /** Keep the in-sync sets of shared metadata (see `HttpReplicator`'s `trackInSync`). @default false */
+  readonly trackInSync?: boolean;
 }
 
 /** What a data node does once it listens. */
@@ -199,6 +201,7 @@ export function registerDataNodeRoutes(
     indices,
     log,
     ...(options.replicationTimeoutMs !== undefined ? { timeoutMs: options.replicationTimeoutMs } : {}),
+    trackInSync: options.trackInSync === true,
   });
   indices.setReplicator(replicator);
   const closing = new AbortController();

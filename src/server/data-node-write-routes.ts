@@ -10,7 +10,8 @@
  *   "shards": [{"index", "shard", "ok": true, "outcome"} | {"index", "shard", "ok": false, "status",
  *   "error"}]}`. Counted against the node's indexing pressure (`primary`): 429 for the whole request when over;
  * - `POST /_internal/replicate` `{"index", "uuid", "shard", "refresh", "operations",
- *   "primary_next_seq_no"?}`: 200 `{"service_time_ns"}`, or 409 `{"next_seq_no"}` when earlier operations
+ *   "primary_next_seq_no"?, "primary_term"?}` (the term with cluster state in etcd: a deposed primary's
+ *   older term is refused with 400): 200 `{"service_time_ns"}`, or 409 `{"next_seq_no"}` when earlier operations
  *   are missing (or, for an empty batch, when the copy is behind `primary_next_seq_no`);
  * - `POST /_internal/recover` `{"index", "uuid", "shard", "from_seq_no"}`: `{"operations"}` from the
  *   primary's log;
@@ -187,6 +188,10 @@ export function registerWriteRoutes(app: FastifyInstance, indices: WritableIndic
       if (primaryNext !== undefined && (!Number.isSafeInteger(primaryNext) || (primaryNext as number) < 0)) {
         throw new InvalidArgumentError('primary_next_seq_no', 'must be an integer >= 0', primaryNext);
       }
+      const primaryTerm = body['primary_term'];
+      if (primaryTerm !== undefined && (!Number.isSafeInteger(primaryTerm) || (primaryTerm as number) < 1)) {
+        throw new InvalidArgumentError('primary_term', 'must be an integer >= 1', primaryTerm);
+      }
       const outcome = await indices.applyReplica(
         stringField(body, 'index'),
         stringField(body, 'uuid'),
@@ -194,6 +199,7 @@ export function registerWriteRoutes(app: FastifyInstance, indices: WritableIndic
         operationsField(body),
         parseRefreshPolicy(body['refresh'] ?? 'false'),
         primaryNext as number | undefined,
+        primaryTerm as number | undefined,
       );
       if (!outcome.ok) return reply.code(409).send({ node_id: nodeId, next_seq_no: outcome.nextSeqNo });
       return reply.send({ node_id: nodeId, service_time_ns: Math.round((performance.now() - arrived) * 1e6) });

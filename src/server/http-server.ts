@@ -34,6 +34,11 @@ export interface HttpServerOptions {
   readonly logger?: FastifyBaseLogger;
   /** Largest bulk body, bytes (Elasticsearch `http.max_content_length`). Default 100 MiB. */
   readonly bulkBodyLimitBytes?: number;
+  /**
+   * Where the node's cluster state is and whether it is reachable (etcd), shown as `cluster_state` in
+   * its `GET /_nodes/stats` entry. Default: `{"store": "local"}` (this node's own stores).
+   */
+  readonly clusterState?: () => unknown;
 }
 
 /** The first value of a request header (lower-case `name`), or `undefined`. */
@@ -188,7 +193,12 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
       return sendError(reply, error);
     }
   });
-  app.get('/_nodes/stats', async () => nodeStatsView(runtime));
+  app.get('/_nodes/stats', async () => {
+    const view = nodeStatsView(runtime) as { nodes: Record<string, Record<string, unknown>> };
+    const entry = view.nodes[runtime.options.nodeId];
+    if (entry !== undefined) entry['cluster_state'] = options.clusterState?.() ?? { store: 'local' };
+    return view;
+  });
   registerIndexRoutes(app, runtime.indices, { bulkBodyLimitBytes: options.bulkBodyLimitBytes });
   app.get('/', async () => ({
     name: runtime.options.nodeId,
