@@ -6,6 +6,10 @@
  * watched from the very start (see `node-lifecycle.ts`): a killed launcher leaves no orphans, even
  * one killed while its nodes were still starting. Once listening, a node started by a launcher tells
  * it so over that channel.
+ *
+ * Credentials (docs/security.md): the admin token, an optional writer token and, for the roles of a
+ * cluster, the cluster secret, from the environment (`node-secrets.ts`); a bad or missing one stops
+ * the start before anything loads. `--insecure-skip-auth` opens writes to everyone and says so loudly.
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -24,6 +28,7 @@ import { type DataNodeRecovery, registerDataNodeRoutes } from '../server/data-no
 import { buildHttpServer } from '../server/http-server.js';
 import { resolveAdminToken } from './admin-token.js';
 import { notifyListening, type StopWatch, watchStopRequests } from './node-lifecycle.js';
+import { type NodeSecrets, readNodeSecrets } from './node-secrets.js';
 import { probePort } from './port-probe.js';
 import type { ServeOptions } from './serve-options.js';
 
@@ -69,7 +74,22 @@ async function readQueryPriorityFile(file: string): Promise<unknown> {
   return document;
 }
 
-async function serveCoordinator(options: ServeOptions, log: pino.Logger, stops: StopWatch): Promise<void> {
+/** The loud warning of `--insecure-skip-auth`, once at start. */
+function warnIfOpen(options: ServeOptions, log: pino.Logger): void {
+  if (!options.insecureSkipAuth) return;
+  log.warn(
+    { insecureSkipAuth: true, host: options.host },
+    'AUTHENTICATION IS OFF (--insecure-skip-auth): anyone who reaches this port can create and delete ' +
+      'indices, write documents and change sandboxes. For local experiments only.',
+  );
+}
+
+async function serveCoordinator(
+  options: ServeOptions,
+  log: pino.Logger,
+  stops: StopWatch,
+  secrets: NodeSecrets,
+): Promise<void> {
   const c = options.coordinator!;
   const dataNodes = c.dataNodes ?? (await readClusterFile(options.clusterFile!)).dataNodes;
   const started = performance.now();
@@ -100,8 +120,16 @@ async function serveCoordinator(options: ServeOptions, log: pino.Logger, stops: 
     // Writable indices' metadata and templates survive restarts.
     dataDir: path.resolve(options.runtime.dataDir ?? '.query-sandbox'),
     logger: log,
+    clusterSecret: secrets.clusterSecret,
   });
-  const app = buildCoordinatorServer(coordinator, { logger: log });
+  const admin = await resolveAdminToken(process.env, path.resolve(options.runtime.dataDir ?? '.query-sandbox'));
+  const app = buildCoordinatorServer(coordinator, {
+    logger: log,
+    adminToken: admin.token,
+    writerToken: secrets.writerToken,
+    insecureSkipAuth: options.insecureSkipAuth,
+    connectionLimits: options.connectionLimits,
+  });
   await app.listen({ host: options.host, port: options.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : options.port;
@@ -115,6 +143,8 @@ async function serveCoordinator(options: ServeOptions, log: pino.Logger, stops: 
     },
     'query-sandbox coordinator listening',
   );
+  warnIfOpen(options, log);
+  printAdminToken(admin);
   notifyListening(coordinator.nodeId, port);
   stops.serving(async (signal) => {
     log.info({ signal }, 'stopping');
@@ -128,7 +158,8 @@ export async function serve(options: ServeOptions): Promise<void> {
   // First thing: a node told to stop, or whose launcher went away, while it starts must not stay on.
   const stops = watchStopRequests((signal) => log.info({ signal }, 'stopping during start-up'));
   await checkListenable(options.host, options.port);
-  if (options.role === 'coordinator') return serveCoordinator(options, log, stops);
+  const secrets = readNodeSecrets(process.env, options.role);
+  if (options.role === 'coordinator') return serveCoordinator(options, log, stops, secrets);
   const started = performance.now();
   let placement: DataNodePlacement | undefined;
   if (options.role === 'data') {
@@ -161,7 +192,14 @@ export async function serve(options: ServeOptions): Promise<void> {
   });
   // Only once the runtime has started: a start that fails leaves the token file of a running server alone.
   const admin = await resolveAdminToken(process.env, dataDir);
-  const app = buildHttpServer(runtime, { logger: log, adminToken: admin.token });
+  const app = buildHttpServer(runtime, {
+    logger: log,
+    adminToken: admin.token,
+    writerToken: secrets.writerToken,
+    clusterSecret: secrets.clusterSecret,
+    insecureSkipAuth: options.insecureSkipAuth,
+    connectionLimits: options.connectionLimits,
+  });
   let recovery: DataNodeRecovery | undefined;
   if (placement !== undefined) {
     recovery = registerDataNodeRoutes(app, runtime, {
@@ -169,6 +207,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       copies: placement.copiesFor(runtime.nodeStats().engineIndices ?? []),
       debugRoutes: options.debugRoutes,
       logger: log,
+      clusterSecret: secrets.clusterSecret,
     });
   }
   await app.listen({ host: options.host, port: options.port });
@@ -190,12 +229,8 @@ export async function serve(options: ServeOptions): Promise<void> {
     },
     'query-sandbox listening',
   );
-  if (admin.file !== undefined) {
-    // Printed once, here; also kept in a file only its owner can read.
-    process.stdout.write(
-      `admin token for sandbox changes (Authorization: Bearer <token>; also in ${admin.file}):\n${admin.token}\n`,
-    );
-  }
+  warnIfOpen(options, log);
+  printAdminToken(admin);
   notifyListening(node.nodeId, port);
   stops.serving(async (signal) => {
     log.info({ signal }, 'stopping');
@@ -203,4 +238,12 @@ export async function serve(options: ServeOptions): Promise<void> {
     await runtime.close();
     process.exit(0);
   });
+}
+
+/** A token made at this start is printed once, here; it is also kept in a file only its owner can read. */
+function printAdminToken(admin: { readonly token: string; readonly file: string | undefined }): void {
+  if (admin.file === undefined) return;
+  process.stdout.write(
+    `admin token for index, bulk and sandbox changes (Authorization: Bearer <token>; also in ${admin.file}):\n${admin.token}\n`,
+  );
 }

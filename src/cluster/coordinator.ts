@@ -98,6 +98,11 @@ export interface CoordinatorOptions {
   readonly slowNodeFactor?: number;
   /** ...for this long after its last slow answer, ms. @default 5000 */
   readonly slowNodeRetryMs?: number;
+  /**
+   * The cluster secret, sent on every call to a data node (`Authorization: Bearer <secret>`); the data
+   * nodes' internal routes refuse calls without it (401) or with another one (403). @default none
+   */
+  readonly clusterSecret?: string | undefined;
 }
 
 /** One search as the coordinator takes it. */
@@ -226,6 +231,7 @@ export class Coordinator {
   readonly #collector: StatsCollector;
   readonly #shardTimeoutMs: number;
   readonly #backoffMs: number;
+  readonly #clusterSecret: string | undefined;
   readonly #log: pino.Logger;
   readonly #closing = new AbortController();
   #writes: ClusterWrites | undefined;
@@ -246,6 +252,7 @@ export class Coordinator {
       shardTimeoutMs: number;
       backoffMs: number;
       log: pino.Logger;
+      clusterSecret: string | undefined;
     },
   ) {
     this.nodeId = nodeId;
@@ -269,6 +276,7 @@ export class Coordinator {
     this.#collector = parts.collector;
     this.#shardTimeoutMs = parts.shardTimeoutMs;
     this.#backoffMs = parts.backoffMs;
+    this.#clusterSecret = parts.clusterSecret;
     this.#log = parts.log;
   }
 
@@ -310,6 +318,7 @@ export class Coordinator {
         collector.ingest(nodeId, header);
       },
       log,
+      options.clusterSecret,
     );
     const table = RoutingTable.fromNodeInfos(infos);
     const urls = new Map(infos.map((info, i) => [info.node_id, options.dataNodes[i]!.url]));
@@ -320,6 +329,7 @@ export class Coordinator {
       shardTimeoutMs,
       backoffMs,
       log,
+      clusterSecret: options.clusterSecret,
     });
     coordinator.#writes = await ClusterWrites.open({
       nodes: urls,
@@ -339,6 +349,7 @@ export class Coordinator {
         node.lastCallFailed = true;
       },
       timeoutMs: shardTimeoutMs,
+      clusterSecret: options.clusterSecret,
       indexingPressureBytes: options.indexingPressureBytes,
       slowNodeFactor: options.slowNodeFactor,
       slowNodeRetryMs: options.slowNodeRetryMs,
@@ -560,6 +571,7 @@ export class Coordinator {
         { index: Object.keys(wanted).join(','), shards: wanted, bodyJson },
         forwarded,
         this.#shardTimeoutMs,
+        this.#clusterSecret,
         this.#closing.signal,
       );
     } finally {
