@@ -278,7 +278,8 @@ export function installResponseHandlers(app: FastifyInstance, log: FastifyBaseLo
     }
   });
 
-  app.setErrorHandler((error, request, reply) => {
+  app.setErrorHandler((raw, request, reply) => {
+    const error = bodyTooLarge(raw, request) ?? raw;
     const { status } = toErrorResponse(error);
     if (status >= 500) log?.error({ err: error, url: request.url }, 'request failed');
     return sendError(reply, error);
@@ -291,6 +292,24 @@ export function installResponseHandlers(app: FastifyInstance, log: FastifyBaseLo
       },
       status: 404,
     }),
+  );
+}
+
+/**
+ * fastify's 413 ("Request body is too large") with the limit and the size received, so the caller
+ * learns what to change: `body is larger than the limit of 65536 bytes for POST /_bulk; received 71710
+ * bytes (Content-Length)`. Undefined for any other error.
+ */
+function bodyTooLarge(error: unknown, request: FastifyRequest): Error | undefined {
+  if ((error as { code?: unknown } | null)?.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') return undefined;
+  const length = headerValue(request, 'content-length');
+  const limit = request.routeOptions.bodyLimit;
+  return Object.assign(
+    new Error(
+      `body is larger than the limit of ${limit} bytes for ${request.method} ${request.routeOptions.url ?? request.url}; ` +
+        `received ${length === undefined ? 'more (chunked)' : `${length} bytes (Content-Length)`}`,
+    ),
+    { statusCode: 413, code: 'FST_ERR_CTP_BODY_TOO_LARGE' },
   );
 }
 
