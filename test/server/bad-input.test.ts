@@ -598,6 +598,22 @@ describe('the bad-input table', () => {
     expect(alive, 'the server still answers a search').toBe(true);
   });
 
+  it("still honours the README's explicit-choice example, and the root for a request that belongs there", async () => {
+    const body = '{}';
+    const json = { 'content-type': 'application/json' };
+    const completions = async (id: string): Promise<number> =>
+      (Object.values(JSON.parse((await send('GET', '/_sandbox/_stats', {}, undefined)).text))[0] as {
+        sandboxes: Record<string, { total_completions: number }>;
+      }).sandboxes[id]!.total_completions;
+    const [dashboards, root] = [await completions('dashboards'), await completions('_root')];
+    const readme = await send('POST', '/spam-1/_search', { ...json, 'x-user': 'dash_ops', 'x-sandbox-id': 'dashboards' }, body);
+    expect(readme.status).toBe(200);
+    expect(await completions('dashboards')).toBe(dashboards + 1);
+    const own = await send('POST', '/spam-1/_search', { ...json, 'x-user': 'alice', 'x-sandbox-id': '_root' }, body);
+    expect(own.status).toBe(200);
+    expect(await completions('_root')).toBe(root + 1);
+  });
+
   it('counted 0 × 5xx, 0 hangs and 0 crashes', () => {
     const routes = [...totals.byRoute].map(([route, n]) => `${route} ${n}`).join(', ');
     console.log(
