@@ -34,10 +34,12 @@ export const ErrorCode = {
   SANDBOX_CONFLICT: 'QS_SANDBOX_CONFLICT',
   /** Creating a sandbox would exceed the node's limit on active sandboxes. HTTP 429. */
   SANDBOX_LIMIT: 'QS_SANDBOX_LIMIT',
-  /** A change to sandboxes without an admin token. HTTP 401. */
+  /** A write, admin or internal route without a token (`Authorization: Bearer`). HTTP 401. */
   UNAUTHORIZED: 'QS_UNAUTHORIZED',
-  /** A change to sandboxes with a wrong admin token. HTTP 403. */
+  /** A write, admin or internal route with a wrong token, or one whose role does not cover it. HTTP 403. */
   ADMIN_FORBIDDEN: 'QS_ADMIN_FORBIDDEN',
+  /** The request's headers or body did not arrive within the server's time-out; the connection is closed. HTTP 408. */
+  REQUEST_TIMEOUT: 'QS_REQUEST_TIMEOUT',
   /**
    * A cluster coordinator refused a search before fanning it out: every copy of one of its shards is on
    * a data node whose piggy-backed usage is at or above the admission limit. HTTP 429.
@@ -230,17 +232,26 @@ export class SandboxLimitError extends QuerySandboxError {
   }
 }
 
-/** A sandbox change without an admin token (`Authorization: Bearer <token>`). */
+/** A write, admin or internal route without a token (`Authorization: Bearer <token>`). */
 export class UnauthorizedError extends QuerySandboxError {
   constructor(message: string) {
     super(ErrorCode.UNAUTHORIZED, 'security_exception', message);
   }
 }
 
-/** A sandbox change with a wrong admin token. */
+/** A write, admin or internal route with a wrong token, or with one whose role does not cover the route. */
 export class AdminForbiddenError extends QuerySandboxError {
   constructor(message: string) {
     super(ErrorCode.ADMIN_FORBIDDEN, 'security_exception', message);
+  }
+}
+
+/** The request's headers or body did not arrive in time (`what`: `headers` or `request`); answered 408, then closed. */
+export class RequestTimeoutError extends QuerySandboxError {
+  readonly timeoutMs: number;
+  constructor(timeoutMs: number, message: string) {
+    super(ErrorCode.REQUEST_TIMEOUT, 'request_timeout_exception', message);
+    this.timeoutMs = timeoutMs;
   }
 }
 
@@ -428,6 +439,8 @@ export function httpStatusOf(error: unknown): number {
       return 401;
     case ErrorCode.ADMIN_FORBIDDEN:
       return 403;
+    case ErrorCode.REQUEST_TIMEOUT:
+      return 408;
     case ErrorCode.ADMISSION_REJECTED:
       return 429;
     case ErrorCode.SHARDS_FAILED:
@@ -449,11 +462,29 @@ export function httpStatusOf(error: unknown): number {
   }
 }
 
+/**
+ * A received value to print as the client wrote it, not as JSON: a number literal that JavaScript
+ * cannot hold (`1e309` parses to Infinity).
+ */
+export class VerbatimText {
+  constructor(readonly text: string) {}
+  toString(): string {
+    return this.text;
+  }
+}
+
 /** Short, bounded rendering of a received value for messages. */
 export function formatReceived(value: unknown): string {
   let text: string;
   try {
-    text = typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
+    if (value instanceof VerbatimText) return value.text.length > 120 ? `${value.text.slice(0, 117)}...` : value.text;
+    // JSON.stringify writes NaN and ±Infinity as null, which would name the wrong value.
+    text =
+      typeof value === 'string'
+        ? JSON.stringify(value)
+        : typeof value === 'number' && !Number.isFinite(value)
+          ? String(value)
+          : (JSON.stringify(value) ?? String(value));
   } catch {
     // Cyclic or too deeply nested for JSON.stringify (and for String(), which recurses too).
     text = Array.isArray(value) ? `[array of ${value.length}]` : `[${typeof value}]`;

@@ -11,6 +11,7 @@ import { InvalidArgumentError } from '../errors.js';
 import type { EnforcementMode } from '../governor/decide.js';
 import type { RuntimeOptions } from '../runtime-options.js';
 import { DEFAULT_BACKGROUND_WEIGHT, DEFAULT_FOREGROUND_MIN_PRIORITY } from '../scheduler/lanes.js';
+import type { ConnectionLimits } from '../server/connection-limits.js';
 import { packageRoot } from './package-root.js';
 
 /** `--role`: `single` (one node holding everything, the default), `data` or `coordinator` of a cluster. */
@@ -63,6 +64,10 @@ export interface ServeOptions {
   readonly etcd: readonly string[] | undefined;
   /** `--etcd-prefix`: key prefix of this cluster's state. @default '/query-sandbox' */
   readonly etcdPrefix: string | undefined;
+  /** `--headers-timeout-ms`, `--request-timeout-ms`, `--max-connections` (undefined: the defaults). */
+  readonly connectionLimits: ConnectionLimits;
+  /** `--insecure-skip-auth`: reads, writes and admin routes open to everyone (loopback hosts only). */
+  readonly insecureSkipAuth: boolean;
 }
 
 export const SERVE_USAGE = `query-sandbox serve [options]
@@ -94,6 +99,16 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --translog-durability D  writable indices: request (fsync before acknowledging, default) | async
   --translog-sync-interval-ms N  fsync period with async durability (default 5000)
   --indexing-pressure-bytes N    bulk bytes in flight before 429 (default 10 % of the heap limit)
+
+  security (docs/security.md):
+  --headers-timeout-ms N   time for a request's headers, then 408 and close (default 30000)
+  --request-timeout-ms N   time for a whole request, headers and body (default 30000)
+  --max-connections N      open connections at most; more are closed at once (default 1024)
+  --insecure-skip-auth     local experiments only: no token needed for writes and admin routes
+                           (refused unless --host is a loopback address; logged at start)
+  tokens come from the environment: QUERY_SANDBOX_ADMIN_TOKEN (else one is made and printed),
+  QUERY_SANDBOX_WRITER_TOKEN (documents and _bulk only), QUERY_SANDBOX_CLUSTER_SECRET (required
+  with --role data or coordinator)
 
   cluster roles:
   --role ROLE            single | data | coordinator (default single: one node with every shard)
@@ -235,6 +250,10 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
         'indexing-pressure-bytes': { type: 'string' },
         etcd: { type: 'string' },
         'etcd-prefix': { type: 'string' },
+        'headers-timeout-ms': { type: 'string' },
+        'request-timeout-ms': { type: 'string' },
+        'max-connections': { type: 'string' },
+        'insecure-skip-auth': { type: 'boolean' },
       },
       strict: true,
       allowPositionals: false,
@@ -329,6 +348,25 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
       logLevel,
     );
   }
+  const headersTimeoutMs = intFlag('headers-timeout-ms', str('headers-timeout-ms'), 1, 3_600_000);
+  const requestTimeoutMs = intFlag('request-timeout-ms', str('request-timeout-ms'), 1, 3_600_000);
+  if (requestTimeoutMs !== undefined && requestTimeoutMs < (headersTimeoutMs ?? 30_000)) {
+    throw new InvalidArgumentError(
+      '--request-timeout-ms',
+      `must be at least --headers-timeout-ms (${headersTimeoutMs ?? 30_000}): the headers are part of the request`,
+      str('request-timeout-ms'),
+    );
+  }
+  const maxConnections = intFlag('max-connections', str('max-connections'), 1, 1_000_000);
+  const host = str('host') ?? env['HOST'] ?? '127.0.0.1';
+  const insecureSkipAuth = values['insecure-skip-auth'] === true;
+  if (insecureSkipAuth && !isLoopbackHost(host)) {
+    throw new InvalidArgumentError(
+      '--insecure-skip-auth',
+      'is only for local experiments: it needs --host to be a loopback address (127.0.0.1, ::1, localhost)',
+      host,
+    );
+  }
   const runtime: RuntimeOptions = {
     sandboxes:
       str('sandboxes') ??
@@ -371,7 +409,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     etcd: str('etcd') === undefined ? undefined : parseEtcdEndpoints(str('etcd')!),
     etcdPrefix,
     queryPriorityFile: str('query-priority'),
-    host: str('host') ?? env['HOST'] ?? '127.0.0.1',
+    host,
     port,
     runtime,
     logLevel,
@@ -380,6 +418,12 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     debugRoutes: values['debug-routes'] === true,
     coordinator:
       role === 'coordinator' ? { ...coordinatorOptions(str, nodeId), indexingPressureBytes } : undefined,
+    connectionLimits: {
+      ...(headersTimeoutMs !== undefined ? { headersTimeoutMs } : {}),
+      ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}),
+      ...(maxConnections !== undefined ? { maxConnections } : {}),
+    },
+    insecureSkipAuth,
   };
 }
 
@@ -410,6 +454,11 @@ function laneFlags(str: (k: string) => string | undefined): RuntimeOptions['lane
     { name: 'foreground', minPriority, weight: 0, ...(foregroundWorkers !== undefined ? { workers: foregroundWorkers } : {}) },
     { name: 'background', weight, ...(backgroundWorkers !== undefined ? { workers: backgroundWorkers } : {}) },
   ];
+}
+
+/** True for an address only this machine can reach: 127.0.0.0/8, ::1, localhost. */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(host);
 }
 
 function coordinatorOptions(

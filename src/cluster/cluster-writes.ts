@@ -78,7 +78,7 @@ import {
 import { BulkPlanner, type PlannedItem, type ShardBatch } from '../routing/bulk-planner.js';
 import { type BulkItem, BulkRequestParser, type BulkRequestParserOptions } from '../routing/bulk-request.js';
 import { isPlainObject } from '../sandbox/is-plain-object.js';
-import { callInternal } from './internal-call.js';
+import { callInternal, type InternalCallOptions } from './internal-call.js';
 import {
   CAT_SHARDS_PATH,
   GET_PATH,
@@ -110,6 +110,8 @@ export interface ClusterWritesOptions {
   readonly markDown: (nodeId: string) => void;
   /** Time a data node has to answer a shard bulk or an index call, ms. */
   readonly timeoutMs: number;
+  /** The cluster secret the data nodes' internal routes need. */
+  readonly clusterSecret: string | undefined;
   /** Indexing-pressure limit, bytes. @default 10 % of the heap limit */
   readonly indexingPressureBytes?: number | undefined;
   /** Unhealthy above this × the median response-time EWMA. @default 2 */
@@ -270,8 +272,7 @@ export class ClusterWrites implements IndexApi {
           `${INDICES_PATH}/${encodeURIComponent(name)}?uuid=${encodeURIComponent(meta.uuid)}`,
           'DELETE',
           undefined,
-          this.#options.timeoutMs,
-          this.#options.signal,
+          this.#callOptions(),
         ),
       ).catch((error: unknown) => {
         this.#options.log.warn({ index: name, error: String(error) }, 'index deleted, but not on every data node');
@@ -298,8 +299,7 @@ export class ClusterWrites implements IndexApi {
           `${INDICES_PATH}/${encodeURIComponent(name)}/_settings`,
           'PUT',
           { uuid: meta.uuid, settings: explicitSettingsToFlat(meta.settings.explicit) },
-          this.#options.timeoutMs,
-          this.#options.signal,
+          this.#callOptions(),
         ),
       );
     }
@@ -344,8 +344,7 @@ export class ClusterWrites implements IndexApi {
         GET_PATH,
         'POST',
         { index, shard, id },
-        this.#options.timeoutMs,
-        this.#options.signal,
+        this.#callOptions(),
       );
       this.#options.collector.ingest(node, outcome.statsHeader);
       if (outcome.ok) return outcome.body as unknown as GetResponse;
@@ -366,8 +365,7 @@ export class ClusterWrites implements IndexApi {
           CAT_SHARDS_PATH,
           'GET',
           undefined,
-          Math.min(5000, this.#options.timeoutMs),
-          this.#options.signal,
+          { ...this.#callOptions(), timeoutMs: Math.min(5000, this.#options.timeoutMs) },
         );
         if (!outcome.ok || !Array.isArray(outcome.body['rows'])) return;
         for (const row of outcome.body['rows'] as CatShardRow[]) found.set(`${row.index}/${row.shard}/${row.node}`, row);
@@ -405,8 +403,7 @@ export class ClusterWrites implements IndexApi {
           REFRESH_PATH,
           'POST',
           { indices: names },
-          this.#options.timeoutMs,
-          this.#options.signal,
+          this.#callOptions(),
         );
         if (outcome.ok) {
           for (const name of names) {
@@ -482,8 +479,7 @@ export class ClusterWrites implements IndexApi {
           refresh,
           shards: batches.map((b) => ({ index: b.index, shard: b.shard, items: b.items.map(toShardWriteItem) })),
         },
-        this.#options.timeoutMs,
-        this.#options.signal,
+        this.#callOptions(),
       );
     } finally {
       ranking.onDone(node);
@@ -638,8 +634,7 @@ export class ClusterWrites implements IndexApi {
           `${INDICES_PATH}/${encodeURIComponent(name)}`,
           'PUT',
           formatIndexMetadata(meta),
-          this.#options.timeoutMs,
-          this.#options.signal,
+          this.#callOptions(),
         ),
       );
     } catch (error) {
@@ -650,14 +645,18 @@ export class ClusterWrites implements IndexApi {
           `${INDICES_PATH}/${encodeURIComponent(name)}?uuid=${encodeURIComponent(meta.uuid)}`,
           'DELETE',
           undefined,
-          this.#options.timeoutMs,
-          this.#options.signal,
+          this.#callOptions(),
         ),
       ).catch(() => undefined);
       throw error;
     }
     this.#options.log.info({ index: name, uuid: meta.uuid, layout: meta.layout }, 'index created on the cluster');
     return meta;
+  }
+
+  /** How every internal call of the write side is made: the shard time-out, the secret, the closing signal. */
+  #callOptions(): InternalCallOptions {
+    return { timeoutMs: this.#options.timeoutMs, secret: this.#options.clusterSecret, signal: this.#options.signal };
   }
 
   /** Runs `call` on every data node; throws EngineFailureError naming the nodes that failed. */

@@ -109,6 +109,11 @@ export interface CoordinatorOptions {
   readonly slowNodeFactor?: number;
   /** ...for this long after its last slow answer, ms. @default 5000 */
   readonly slowNodeRetryMs?: number;
+  /**
+   * The cluster secret, sent on every call to a data node (`Authorization: Bearer <secret>`); the data
+   * nodes' internal routes refuse calls without it (401) or with another one (403). @default none
+   */
+  readonly clusterSecret?: string | undefined;
 }
 
 /** One search as the coordinator takes it. */
@@ -237,6 +242,7 @@ export class Coordinator {
   readonly #collector: StatsCollector;
   readonly #shardTimeoutMs: number;
   readonly #backoffMs: number;
+  readonly #clusterSecret: string | undefined;
   readonly #log: pino.Logger;
   readonly #closing = new AbortController();
   #writes: ClusterWrites | undefined;
@@ -259,6 +265,7 @@ export class Coordinator {
       shardTimeoutMs: number;
       backoffMs: number;
       log: pino.Logger;
+      clusterSecret: string | undefined;
     },
   ) {
     this.nodeId = nodeId;
@@ -282,6 +289,7 @@ export class Coordinator {
     this.#collector = parts.collector;
     this.#shardTimeoutMs = parts.shardTimeoutMs;
     this.#backoffMs = parts.backoffMs;
+    this.#clusterSecret = parts.clusterSecret;
     this.#log = parts.log;
   }
 
@@ -327,6 +335,7 @@ export class Coordinator {
           collector.ingest(nodeId, header);
         },
         log,
+        options.clusterSecret,
       );
       urls = new Map(infos.map((info, i) => [info.node_id, options.dataNodes[i]!.url]));
     } else {
@@ -356,6 +365,7 @@ export class Coordinator {
       shardTimeoutMs,
       backoffMs,
       log,
+      clusterSecret: options.clusterSecret,
     });
     coordinator.#membership = state?.membership;
     const isLive = state === undefined ? undefined : (id: string) => state.membership.isLive(id);
@@ -379,6 +389,7 @@ export class Coordinator {
         node.lastCallFailed = true;
       },
       timeoutMs: shardTimeoutMs,
+      clusterSecret: options.clusterSecret,
       indexingPressureBytes: options.indexingPressureBytes,
       slowNodeFactor: options.slowNodeFactor,
       slowNodeRetryMs: options.slowNodeRetryMs,
@@ -626,6 +637,7 @@ export class Coordinator {
         { index: Object.keys(wanted).join(','), shards: wanted, bodyJson },
         forwarded,
         this.#shardTimeoutMs,
+        this.#clusterSecret,
         this.#closing.signal,
       );
     } finally {

@@ -103,7 +103,7 @@ async function answer(reply: FastifyReply, run: () => unknown): Promise<FastifyR
 
 /** Adds the write routes (see module doc) to a data node's app. */
 export function registerWriteRoutes(app: FastifyInstance, indices: WritableIndices, nodeId: string): void {
-  const plain = { config: { urlParameters: { names: ['pretty'], hint: '(pretty)' } } };
+  const plain = { config: { auth: 'internal' as const, urlParameters: { names: ['pretty'], hint: '(pretty)' } } };
   app.put<{ Params: { index: string } }>(`${INDICES_PATH}/:index`, plain, (request, reply) =>
     answer(reply, async () => {
       const meta = parseIndexMetadata(request.body, 'body');
@@ -116,7 +116,7 @@ export function registerWriteRoutes(app: FastifyInstance, indices: WritableIndic
   );
   app.delete<{ Params: { index: string } }>(
     `${INDICES_PATH}/:index`,
-    { config: { urlParameters: { names: ['uuid', 'pretty'], hint: '(uuid, pretty)' } } },
+    { config: { auth: 'internal' as const, urlParameters: { names: ['uuid', 'pretty'], hint: '(uuid, pretty)' } } },
     (request, reply) =>
       answer(reply, async () => {
         const uuid = (request.query as Record<string, unknown>)['uuid'];

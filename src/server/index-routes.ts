@@ -13,21 +13,29 @@
  *
  * A node whose engine serves no writable indices answers these with 400 naming the route. A cluster data
  * node answers the index APIs with 400 too: its coordinator serves them.
+ *
+ * Roles (`route-auth.ts`): index creation and deletion, settings changes and templates need the admin
+ * token; `_bulk` and refresh the writer token (or the admin token); GETs and `_cat` are open.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidArgumentError } from '../errors.js';
 import { parseRefreshPolicy } from '../indices/bulk-response.js';
 import type { CatShardRow, IndexApi } from '../indices/writable-indices.js';
 import { sendError } from './http-server.js';
+import type { RouteAuth } from './route-auth.js';
 
 export interface IndexRoutesOptions {
   /** Largest bulk body, bytes. @default 104857600 (Elasticsearch `http.max_content_length`) */
   readonly bulkBodyLimitBytes?: number | undefined;
 }
 
-/** `config` of a route: which URL parameters it takes (others answer 400), and the raw body for bulk. */
-function config(names: readonly string[], rawBody = false) {
+/**
+ * `config` of a route: who may call it, which URL parameters it takes (others answer 400), and the raw
+ * body for bulk.
+ */
+function config(auth: RouteAuth, names: readonly string[], rawBody = false) {
   return {
+    auth,
     urlParameters: { names: [...names, 'pretty'], hint: `(${[...names, 'pretty'].join(', ')})` },
     ...(rawBody ? { rawBody: true } : {}),
   };
@@ -90,29 +98,29 @@ export function registerIndexRoutes(
 
   app.put<{ Params: { index: string } }>(
     '/:index',
-    { config: config([]) },
+    { config: config('admin', []) },
     handle('PUT /{index}', (w, r) => w.createIndex(r.params.index, r.body)),
   );
   app.delete<{ Params: { index: string } }>(
     '/:index',
-    { config: config([]) },
+    { config: config('admin', []) },
     handle('DELETE /{index}', (w, r) => w.deleteIndex(r.params.index)),
   );
   app.put<{ Params: { index: string } }>(
     '/:index/_settings',
-    { config: config([]) },
+    { config: config('admin', []) },
     handle('PUT /{index}/_settings', (w, r) => w.updateSettings(r.params.index, r.body)),
   );
   app.get<{ Params: { index: string } }>(
     '/:index/_settings',
-    { config: config([]) },
+    { config: config('read', []) },
     handle('GET /{index}/_settings', (w, r) => w.getSettings(r.params.index)),
   );
   for (const method of ['PUT', 'POST'] as const) {
     app.route<{ Params: { name: string } }>({
       method,
       url: '/_index_template/:name',
-      config: config(['create']),
+      config: config('admin', ['create']),
       handler: handle('PUT /_index_template/{name}', (w, r) => {
         const create = query(r)['create'];
         if (create !== undefined && create !== 'true' && create !== 'false' && create !== '') {
@@ -124,12 +132,12 @@ export function registerIndexRoutes(
   }
   app.get(
     '/_index_template',
-    { config: config([]) },
+    { config: config('read', []) },
     handle('GET /_index_template', (w) => w.getTemplates()),
   );
   app.get<{ Params: { name: string } }>(
     '/_index_template/:name',
-    { config: config([]) },
+    { config: config('read', []) },
     handle('GET /_index_template/{name}', (w, r, reply) => {
       const found = w.getTemplates(r.params.name);
       if ((found['index_templates'] as unknown[]).length === 0) {
@@ -147,12 +155,12 @@ export function registerIndexRoutes(
   );
   app.delete<{ Params: { name: string } }>(
     '/_index_template/:name',
-    { config: config([]) },
+    { config: config('admin', []) },
     handle('DELETE /_index_template/{name}', (w, r) => w.deleteTemplate(r.params.name)),
   );
   app.get<{ Params: { index: string; id: string } }>(
     '/:index/_doc/:id',
-    { config: config(['routing']) },
+    { config: config('read', ['routing']) },
     handle('GET /{index}/_doc/{id}', async (w, r, reply) => {
       const doc = await w.getDocument(r.params.index, r.params.id, routingParameter(query(r)));
       return doc.found ? doc : reply.code(404).send(doc);
@@ -164,7 +172,7 @@ export function registerIndexRoutes(
         method,
         url,
         bodyLimit: bulkBodyLimit,
-        config: config(['refresh', 'routing'], true),
+        config: config('write', ['refresh', 'routing'], true),
         handler: handle('POST /_bulk', (w, r) => {
           const q = query(r);
           const body = r.body as Buffer | undefined;
@@ -183,19 +191,20 @@ export function registerIndexRoutes(
     if (catFormat(q) === 'json') return rows;
     return reply.type('text/plain; charset=UTF-8').send(catShardsText(rows, q['v'] !== undefined));
   };
-  app.get('/_cat/shards', { config: config(['format', 'v']) }, handle('GET /_cat/shards', cat));
-  app.get('/_cat/shards/:index', { config: config(['format', 'v']) }, handle('GET /_cat/shards', cat));
+  app.get('/_cat/shards', { config: config('read', ['format', 'v']) }, handle('GET /_cat/shards', cat));
+  app.get('/_cat/shards/:index', { config: config('read', ['format', 'v']) }, handle('GET /_cat/shards', cat));
   for (const method of ['POST', 'GET'] as const) {
     app.route<{ Params: { index?: string } }>({
       method,
       url: '/:index/_refresh',
-      config: config([]),
+      // A refresh changes what searches see: the writer's, whatever the method.
+      config: config('write', []),
       handler: handle('POST /{index}/_refresh', (w, r) => w.refresh(r.params.index)),
     });
     app.route({
       method,
       url: '/_refresh',
-      config: config([]),
+      config: config('write', []),
       handler: handle('POST /_refresh', (w) => w.refresh()),
     });
   }
