@@ -54,6 +54,7 @@ import {
   type QueryPriorityStore,
 } from './scheduler/query-priority-store.js';
 import { WorkerPool } from './pool/worker-pool.js';
+import { DecisionLog } from './observability/decision-log.js';
 import {
   type ResolvedRuntimeOptions,
   type RuntimeOptions,
@@ -108,6 +109,8 @@ export interface NodeStats {
   /** Workers beyond `threads`, loaded and idle, that keep the capacity while one is replaced. */
   readonly spareWorkers: number;
   readonly liveWorkers: number;
+  /** Of `liveWorkers`, those still starting (loading the engine): replacements of terminated ones. */
+  readonly loadingWorkers: number;
   readonly running: number;
   readonly queued: number;
   readonly duress: boolean;
@@ -503,6 +506,8 @@ class GovernedRuntime implements Runtime {
         softCancel: (taskId, resource) => this.#softCancel(taskId, resource),
         hardCancel: (taskId, resource) => this.#hardCancel(taskId, resource),
         nowMs: () => performance.now(),
+        // State changes and cancellations, at info, rate-limited (observability/decision-log.ts).
+        decisions: new DecisionLog(log),
       },
     );
     this.#governor.start();
@@ -894,6 +899,7 @@ class GovernedRuntime implements Runtime {
       threads: this.options.threads,
       spareWorkers: this.options.spareWorkers,
       liveWorkers: this.#pool.liveWorkers,
+      loadingWorkers: this.#pool.loadingWorkers,
       running: this.#running.size,
       queued: this.#scheduler.length,
       duress: snapshot.duress,

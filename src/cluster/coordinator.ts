@@ -47,6 +47,7 @@ import {
   type ShardFailure,
   ShardsFailedError,
 } from '../errors.js';
+import { DecisionLog } from '../observability/decision-log.js';
 import { isPlainObject } from '../sandbox/is-plain-object.js';
 import type { DataNodeAddress } from './cluster-spec.js';
 import { ClusterWrites } from './cluster-writes.js';
@@ -146,6 +147,8 @@ interface NodeState {
   shardRequests: number;
   failures: number;
   retriedAway: number;
+  /** Searches refused before fan-out because this node was over its admission limit, per resource. */
+  readonly admissionRejections: { cpu: number; heap: number };
   downUntilMs: number;
   /** The last call to the node got no answer or a failure (not a client error); false until one fails. */
   lastCallFailed: boolean;
@@ -227,6 +230,8 @@ export class Coordinator {
   readonly #shardTimeoutMs: number;
   readonly #backoffMs: number;
   readonly #log: pino.Logger;
+  /** Admission rejections at info, rate-limited. */
+  readonly #decisions: DecisionLog;
   readonly #closing = new AbortController();
   #writes: ClusterWrites | undefined;
   #rotation = 0;
@@ -259,6 +264,7 @@ export class Coordinator {
         shardRequests: 0,
         failures: 0,
         retriedAway: 0,
+        admissionRejections: { cpu: 0, heap: 0 },
         downUntilMs: 0,
         lastCallFailed: false,
       });
@@ -270,6 +276,7 @@ export class Coordinator {
     this.#shardTimeoutMs = parts.shardTimeoutMs;
     this.#backoffMs = parts.backoffMs;
     this.#log = parts.log;
+    this.#decisions = new DecisionLog(parts.log);
   }
 
   /**
@@ -410,6 +417,16 @@ export class Coordinator {
       this.#rejected++;
       const { refusal } = decision;
       const target = targets[refusal.shardIndex]!;
+      const refused = this.#nodes.get(refusal.nodeId);
+      if (refused !== undefined) refused.admissionRejections[refusal.resource]++;
+      this.#decisions.admissionRejected({
+        nodeId: refusal.nodeId,
+        resource: refusal.resource,
+        usage: refusal.usage,
+        limit: refusal.limit,
+        index: target.index,
+        shard: target.shard,
+      });
       throw new AdmissionRejectedError(
         refusal.nodeId,
         refusal.resource,
@@ -633,6 +650,7 @@ export class Coordinator {
         failures: node.failures,
         lastCallFailed: node.lastCallFailed,
         retriedAway: node.retriedAway,
+        admissionRejections: { ...node.admissionRejections },
         outstandingShards: this.#ranking.outstanding(node.nodeId),
         ranking: this.#ranking.nodeStats(node.nodeId),
       });

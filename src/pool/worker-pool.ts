@@ -39,6 +39,8 @@ export class WorkerPool {
   readonly #piscina: Piscina<TaskEnvelope, TaskOutcome>;
   readonly #channel: BroadcastChannel;
   readonly #startups: WorkerStartupReport[] = [];
+  /** threadIds of workers that reported ready (pruned of exited ones in `loadingWorkers`). */
+  readonly #ready = new Set<number>();
   #readyCount = 0;
   #failure: string | undefined;
   #onChange: (() => void) | undefined;
@@ -110,6 +112,7 @@ export class WorkerPool {
   #onReport(report: WorkerStartupReport): void {
     if (report.kind === 'ready') {
       this.#readyCount++;
+      this.#ready.add(report.threadId);
       this.#startups.push(report);
       if (this.#startups.length > KEPT_STARTUPS) this.#startups.shift();
     } else {
@@ -158,6 +161,18 @@ export class WorkerPool {
   /** Workers alive now (includes ones still loading their engine). */
   get liveWorkers(): number {
     return this.#piscina.threads.length;
+  }
+
+  /** Workers alive that have not reported ready yet: starting, or loading their engine (a replacement). */
+  get loadingWorkers(): number {
+    const threads = this.#piscina.threads;
+    let ready = 0;
+    for (const worker of threads) if (this.#ready.has(worker.threadId)) ready++;
+    if (this.#ready.size > 2 * threads.length + 8) {
+      const alive = new Set(threads.map((worker) => worker.threadId));
+      for (const id of this.#ready) if (!alive.has(id)) this.#ready.delete(id);
+    }
+    return threads.length - ready;
   }
 
   /** Stops every worker; running tasks are rejected. Idempotent. */

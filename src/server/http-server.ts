@@ -19,6 +19,8 @@ import { checkAdminToken } from './admin-auth.js';
 import type { Runtime } from '../runtime.js';
 import { toErrorResponse } from './error-body.js';
 import { registerIndexRoutes } from './index-routes.js';
+import { registerObservabilityRoutes, runtimeObservability } from './observability-routes.js';
+import type { RuntimeFeed } from '../observability/runtime-feed.js';
 import { nodeStatsView, type StatsQuery, sandboxStatsView, sandboxesView } from './stats-views.js';
 
 export interface HttpServerOptions {
@@ -34,6 +36,12 @@ export interface HttpServerOptions {
   readonly logger?: FastifyBaseLogger;
   /** Largest bulk body, bytes (Elasticsearch `http.max_content_length`). Default 100 MiB. */
   readonly bulkBodyLimitBytes?: number;
+  /**
+   * Where metrics and the dashboard read the runtime: a `RuntimeFeed` attached to it, whose
+   * `onTaskEnd` the runtime was created with (then the per-task histograms and latencies are fed).
+   * Default: a feed of the runtime's snapshots alone.
+   */
+  readonly feed?: RuntimeFeed;
 }
 
 /** The first value of a request header (lower-case `name`), or `undefined`. */
@@ -190,6 +198,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
   });
   app.get('/_nodes/stats', async () => nodeStatsView(runtime));
   registerIndexRoutes(app, runtime.indices, { bulkBodyLimitBytes: options.bulkBodyLimitBytes });
+  registerObservabilityRoutes(app, runtimeObservability(runtime, options.feed));
   app.get('/', async () => ({
     name: runtime.options.nodeId,
     tagline: 'query-sandbox: governed search execution',
