@@ -12,7 +12,8 @@
  */
 import { fileURLToPath } from 'node:url';
 import { createRuntime, type TaskEndEvent } from '../src/index.js';
-import { type BarChart, median, printTable, writeResult } from './harness.js';
+import { CHARTS } from './charts.js';
+import { median, printTable, writeResult } from './harness.js';
 
 const echoEngine = fileURLToPath(new URL('../../test/fixtures/echo-engine.mjs', import.meta.url));
 
@@ -69,18 +70,8 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     ['task CPU', 'tasks', 'median |error|', 'p99 |error|', 'target'],
     rows.map((r) => [`${r.taskMs} ms`, r.tasks, `${(r.medianError * 100).toFixed(2)} %`, `${(r.p99Error * 100).toFixed(2)} %`, '<= 2 %']),
   );
-  const chart: BarChart = {
-    title: 'Per-task CPU figure: error against the task\u2019s own thread clock (%)',
-    rows: rows.flatMap((r) => [
-      { task: `${r.taskMs} ms`, statistic: 'median', error: r.medianError * 100 },
-      { task: `${r.taskMs} ms`, statistic: 'p99', error: r.p99Error * 100 },
-    ]),
-    x: 'task',
-    y: 'error',
-    yTitle: '|error| %',
-    color: 'statistic',
-  };
-  await writeResult('fidelity', { threads, rows }, chart);
+  const data = { threads, rows };
+  await writeResult('fidelity', data, CHARTS['fidelity']!(data));
   return { rows };
 }
 

@@ -9,7 +9,8 @@
  */
 import { fileURLToPath } from 'node:url';
 import { createRuntime } from '../src/index.js';
-import { type BarChart, printTable, writeResult } from './harness.js';
+import { CHARTS } from './charts.js';
+import { printTable, writeResult } from './harness.js';
 
 const echoEngine = fileURLToPath(new URL('../../test/fixtures/echo-engine.mjs', import.meta.url));
 const INTERVAL_MS = 100;
@@ -60,18 +61,8 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     ['running tasks', 'ticks', 'median µs', 'p99 µs', 'share of a core at 100 ms'],
     rows.map((r) => [r.tasks, r.ticks, Math.round(r.medianUs), Math.round(r.p99Us), `${(r.coreShare * 100).toFixed(2)} %`]),
   );
-  const chart: BarChart = {
-    title: 'Governor tick cost (µs)',
-    rows: rows.flatMap((r) => [
-      { tasks: String(r.tasks), statistic: 'median', us: r.medianUs },
-      { tasks: String(r.tasks), statistic: 'p99', us: r.p99Us },
-    ]),
-    x: 'tasks',
-    y: 'us',
-    yTitle: 'µs per tick',
-    color: 'statistic',
-  };
-  await writeResult('governor-tick', { intervalMs: INTERVAL_MS, rows }, chart);
+  const data = { intervalMs: INTERVAL_MS, rows };
+  await writeResult('governor-tick', data, CHARTS['governor-tick']!(data));
   return { rows };
 }
 

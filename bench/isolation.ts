@@ -20,7 +20,8 @@ import { fileURLToPath } from 'node:url';
 import * as hdr from 'hdr-histogram-js';
 import { Piscina } from 'piscina';
 import { createRuntime, type Runtime } from '../src/index.js';
-import { type BarChart, printTable, writeResult } from './harness.js';
+import { CHARTS } from './charts.js';
+import { printTable, writeResult } from './harness.js';
 
 const engineUrl = new URL('../src/engine/minisearch-engine.js', import.meta.url).href;
 const bareWorker = fileURLToPath(new URL('../../bench/workers/bare-engine.mjs', import.meta.url));
@@ -238,15 +239,8 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     summary.map((s) => [`${s.load}x`, s.cVsAloneP99, s.bVsCP99, s.cReservedVsAloneP99, s.bVsCReservedP99]),
   );
   console.log('targets: (c) p99 / (a) <= 1.5, (b) p99 / (c) >= 10');
-  const chart: BarChart = {
-    title: 'High-priority p99 latency (ms, log scale)',
-    rows: results.map((r) => ({ case: r['case'], p99: r['p99Ms'] })),
-    x: 'case',
-    y: 'p99',
-    yTitle: 'p99 latency, ms',
-    logY: true,
-  };
-  await writeResult('isolation', { phaseMs, cheapPerSecond, results, summary }, chart);
+  const data = { phaseMs, cheapPerSecond, results, summary };
+  await writeResult('isolation', data, CHARTS['isolation']!(data));
   return { results, summary };
 }
 

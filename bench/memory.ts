@@ -14,7 +14,8 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { createRuntime } from '../src/index.js';
-import { type BarChart, median, printTable, writeResult } from './harness.js';
+import { CHARTS } from './charts.js';
+import { median, printTable, writeResult } from './harness.js';
 
 const workerFile = fileURLToPath(new URL('../../bench/workers/sleep-task.mjs', import.meta.url));
 const self = fileURLToPath(import.meta.url);
@@ -92,19 +93,8 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     ['figure', 'bare piscina', 'runtime', 'runtime / bare'],
     rows.map((r) => [r.figure, `${(r.bare / 1024).toFixed(1)} KiB`, `${(r.runtime / 1024).toFixed(1)} KiB`, r.ratio]),
   );
-  const chart: BarChart = {
-    title: 'Memory overhead (KiB)',
-    rows: rows.flatMap((r) => [
-      { figure: r.figure, side: 'bare piscina', kib: r.bare / 1024 },
-      { figure: r.figure, side: 'runtime', kib: r.runtime / 1024 },
-    ]),
-    x: 'side',
-    y: 'kib',
-    yTitle: 'KiB',
-    color: 'side',
-    column: 'figure',
-  };
-  await writeResult('memory', { repetitions, queued: QUEUED, rows }, chart);
+  const data = { repetitions, queued: QUEUED, rows };
+  await writeResult('memory', data, CHARTS['memory']!(data));
   return { rows };
 }
 

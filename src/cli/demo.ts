@@ -13,10 +13,12 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { InvalidArgumentError } from '../errors.js';
 import type { EnforcementMode } from '../governor/decide.js';
+import { RuntimeFeed, withTaskEnds } from '../observability/runtime-feed.js';
 import { createRuntime, type Runtime } from '../runtime.js';
 import type { RuntimeOptions } from '../runtime-options.js';
 import { buildHttpServer } from '../server/http-server.js';
 import { LatencyRecorder } from './latency-recorder.js';
+import { ProgressReporter } from './progress-reporter.js';
 import { parseServeOptions } from './serve-options.js';
 
 export interface DemoOptions {
@@ -145,12 +147,19 @@ async function runPhase(
   label: string,
   mode: EnforcementMode,
   options: DemoOptions,
+  progress: ProgressReporter,
 ): Promise<PhaseResult> {
   runtime.setEnforcement(mode);
   await sleep(3 * runtime.options.intervalMs);
   const dashboards = new LatencyRecorder();
   const analysts = new LatencyRecorder();
   const durationMs = options.phaseSeconds * 1000;
+  progress.phase(label, {
+    plannedMs: durationMs,
+    detail: () =>
+      `dashboards ${dashboards.ok} ok, ${dashboards.rejected} rejected; analysts ${analysts.ok} ok, ` +
+      `${analysts.rejected} rejected, ${analysts.cancelled} cancelled`,
+  });
   const start = performance.now();
   const end = start + durationMs;
   const cpuSamples = { dashboards: 0, analysts: 0, n: 0 };
@@ -258,9 +267,13 @@ export function renderPhase(result: PhaseResult): string {
 /** Runs the demo; resolves when both phases are done and everything is closed. */
 export async function runDemo(options: DemoOptions): Promise<void> {
   const log = pino({ level: 'warn' });
-  process.stdout.write('demo: starting the service (the first start builds the index cache)...\n');
-  const runtime = await createRuntime({ ...options.runtime, logger: log });
-  const app = buildHttpServer(runtime);
+  const progress = new ProgressReporter({ label: 'demo', write: (line) => process.stdout.write(`${line}\n`) });
+  progress.phase('starting the service (the first start builds the index cache)');
+  const feed = new RuntimeFeed();
+  const runtime = await createRuntime(withTaskEnds({ ...options.runtime, logger: log }, feed)).finally(() =>
+    progress.stop(),
+  );
+  const app = buildHttpServer(runtime, { feed: feed.attach(runtime, true) });
   try {
     await app.listen({ host: '127.0.0.1', port: 0 });
     const address = app.server.address();
@@ -271,12 +284,15 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       `demo: ${node.threads} workers + ${node.spareWorkers} spare on ${node.cores} cores, worker start-up with indices loaded: ` +
         `${node.workerStartupMs.map((ms) => `${Math.round(ms)} ms`).join(', ')}\n` +
         `demo: dash_ops sends ${options.dashboardRate}/s cheap match queries (open loop); analyst_ann keeps ` +
-        `${options.analystConcurrency} fuzzy/prefix queries in flight; ${options.phaseSeconds} s per phase\n\n`,
+        `${options.analystConcurrency} fuzzy/prefix queries in flight; ${options.phaseSeconds} s per phase\n` +
+        `demo: dashboard ${base}/_dashboard (metrics ${base}/_prometheus/metrics)\n\n`,
     );
     await post(`${base}/easy-ham-1/_search`, 'dash_ops', { query: { match: { subject: 'warm' } } });
-    const off = await runPhase(runtime, base, 'enforcement off (disabled)', 'disabled', options);
+    const off = await runPhase(runtime, base, 'enforcement off (disabled)', 'disabled', options, progress);
+    progress.stop();
     process.stdout.write(`${renderPhase(off)}\n\n`);
-    const on = await runPhase(runtime, base, 'enforcement on (enabled)', 'enabled', options);
+    const on = await runPhase(runtime, base, 'enforcement on (enabled)', 'enabled', options, progress);
+    progress.stop();
     process.stdout.write(`${renderPhase(on)}\n\n`);
     const p99Off = off.dashboards.percentileMs(99);
     const p99On = on.dashboards.percentileMs(99);
@@ -292,6 +308,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       );
     }
   } finally {
+    progress.stop();
     await app.close();
     await runtime.close();
   }

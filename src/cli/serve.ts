@@ -14,6 +14,7 @@ import { readClusterFile } from '../cluster/cluster-spec.js';
 import { Coordinator } from '../cluster/coordinator.js';
 import { type DataNodePlacement, placeDataNode } from '../cluster/data-node-placement.js';
 import { InvalidArgumentError } from '../errors.js';
+import { RuntimeFeed, withTaskEnds } from '../observability/runtime-feed.js';
 import { createRuntime } from '../runtime.js';
 import { FileSandboxStore } from '../sandbox/file-sandbox-store.js';
 import { describeJsonError } from '../sandbox/json-error-position.js';
@@ -69,6 +70,11 @@ async function readQueryPriorityFile(file: string): Promise<unknown> {
   return document;
 }
 
+/** `http://host:port`, with an IPv6 host in brackets. */
+function urlOf(host: string, port: number): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
 async function serveCoordinator(options: ServeOptions, log: pino.Logger, stops: StopWatch): Promise<void> {
   const c = options.coordinator!;
   const dataNodes = c.dataNodes ?? (await readClusterFile(options.clusterFile!)).dataNodes;
@@ -108,6 +114,8 @@ async function serveCoordinator(options: ServeOptions, log: pino.Logger, stops: 
   log.info(
     {
       url: `http://${options.host}:${port}`,
+      dashboard: `${urlOf(options.host, port)}/_dashboard`,
+      metrics: `${urlOf(options.host, port)}/_prometheus/metrics`,
       startMs: Math.round(performance.now() - started),
       dataNodes: coordinator.routingTable.nodeIds,
       indices: coordinator.routingTable.indices,
@@ -115,6 +123,7 @@ async function serveCoordinator(options: ServeOptions, log: pino.Logger, stops: 
     },
     'query-sandbox coordinator listening',
   );
+  process.stdout.write(`dashboard: ${urlOf(options.host, port)}/_dashboard\n`);
   notifyListening(coordinator.nodeId, port);
   stops.serving(async (signal) => {
     log.info({ signal }, 'stopping');
@@ -149,7 +158,9 @@ export async function serve(options: ServeOptions): Promise<void> {
   const dataDir = path.resolve(options.runtime.dataDir ?? '.query-sandbox');
   const queryPriority =
     options.queryPriorityFile === undefined ? undefined : await readQueryPriorityFile(options.queryPriorityFile);
-  const runtime = await createRuntime({
+  // Metrics and the dashboard read the runtime through this feed (task ends feed the histograms).
+  const feed = new RuntimeFeed();
+  const runtime = await createRuntime(withTaskEnds({
     ...options.runtime,
     ...(placement !== undefined ? { engineOptions: placement.engineOptions } : {}),
     ...(queryPriority !== undefined ? { queryPriority } : {}),
@@ -158,10 +169,10 @@ export async function serve(options: ServeOptions): Promise<void> {
     // Sandbox changes survive restarts; the sandbox file seeds the store on the first start only.
     sandboxStore: new FileSandboxStore(path.join(dataDir, 'sandboxes.json')),
     logger: log,
-  });
+  }, feed));
   // Only once the runtime has started: a start that fails leaves the token file of a running server alone.
   const admin = await resolveAdminToken(process.env, dataDir);
-  const app = buildHttpServer(runtime, { logger: log, adminToken: admin.token });
+  const app = buildHttpServer(runtime, { logger: log, adminToken: admin.token, feed: feed.attach(runtime, true) });
   let recovery: DataNodeRecovery | undefined;
   if (placement !== undefined) {
     recovery = registerDataNodeRoutes(app, runtime, {
@@ -181,6 +192,8 @@ export async function serve(options: ServeOptions): Promise<void> {
   log.info(
     {
       url: `http://${options.host}:${port}`,
+      dashboard: `${urlOf(options.host, port)}/_dashboard`,
+      metrics: `${urlOf(options.host, port)}/_prometheus/metrics`,
       startMs: Math.round(performance.now() - started),
       workerStartupMs: node.workerStartupMs.map((ms) => Math.round(ms)),
       indices: node.engineIndices,
@@ -190,6 +203,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     },
     'query-sandbox listening',
   );
+  process.stdout.write(`dashboard: ${urlOf(options.host, port)}/_dashboard\n`);
   if (admin.file !== undefined) {
     // Printed once, here; also kept in a file only its owner can read.
     process.stdout.write(

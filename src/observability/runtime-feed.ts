@@ -43,6 +43,26 @@ export interface RuntimeFeedOptions {
   readonly maxAgeMs?: number;
 }
 
+/**
+ * `options` with `feed.onTaskEnd` as its `onTaskEnd` (called before one the options already had).
+ */
+export function withTaskEnds<T extends { onTaskEnd?: ((event: TaskEndEvent) => void) | undefined }>(
+  options: T,
+  feed: RuntimeFeed,
+): T {
+  const own = options.onTaskEnd;
+  return {
+    ...options,
+    onTaskEnd:
+      own === undefined
+        ? feed.onTaskEnd
+        : (event: TaskEndEvent) => {
+            feed.onTaskEnd(event);
+            own(event);
+          },
+  };
+}
+
 /** A task-end subscriber: called on the main thread for every task that ran; must be cheap. */
 export type TaskEndListener = (event: TaskEndEvent, sandboxName: string) => void;
 
@@ -70,8 +90,9 @@ export class RuntimeFeed {
   }
 
   /**
-   * The runtime to read. `receivesTaskEnds`: whether it was created with `onTaskEnd: feed.onTaskEnd`
-   * (default: whether its resolved options hold this feed's handler, or one chained to it).
+   * The runtime to read. `receivesTaskEnds`: whether it was created with the feed's `onTaskEnd`
+   * (default: whether its options hold this feed's handler itself; pass true after `withTaskEnds`
+   * chained it to another).
    */
   attach(runtime: Runtime, receivesTaskEnds?: boolean): this {
     this.#runtime = runtime;

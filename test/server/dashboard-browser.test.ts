@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 /**
  * The dashboard in a real browser: Debian's headless Chromium driven by playwright-core, against a
  * running server under a short load (a single node), and against a coordinator over stand-in data
