@@ -69,7 +69,10 @@ function valueIn(label: string, title: string): number {
   return Number(label.slice(at + title.length + 2).split(';')[0]);
 }
 
-const hex = (fill: string) => [1, 3, 5].map((i) => Number.parseInt(fill.slice(i, i + 2), 16));
+const hex = (fill: string): [number, number, number] => {
+  const [r, g, b] = [1, 3, 5].map((i) => Number.parseInt(fill.slice(i, i + 2), 16));
+  return [r!, g!, b!];
+};
 
 describe.each(svgs)('bench/results/%s', (file) => {
   const name = file.replace(/\.svg$/, '');
@@ -89,7 +92,7 @@ describe.each(svgs)('bench/results/%s', (file) => {
     const rendered = new Resvg(svg, { font: { loadSystemFonts: true } }).render();
     mkdirSync(OUTPUT, { recursive: true });
     writeFileSync(path.join(OUTPUT, `${name}.png`), rendered.asPng());
-    const pixelAt = (x: number, y: number) => {
+    const pixelAt = (x: number, y: number): [number, number, number] => {
       const i = (Math.round(y) * rendered.width + Math.round(x)) * 4;
       return [rendered.pixels[i]!, rendered.pixels[i + 1]!, rendered.pixels[i + 2]!];
     };
@@ -109,7 +112,7 @@ describe.each(svgs)('bench/results/%s', (file) => {
       // Painted: the middle of the bar has the bar's colour in the PNG.
       const [r, g, b] = pixelAt(bar.x + bar.w / 2, bar.y + bar.h / 2);
       const [er, eg, eb] = hex(bar.fill);
-      expect(Math.abs(r - er!) + Math.abs(g - eg!) + Math.abs(b - eb!), `bar ${bar.label} is not painted`).toBeLessThan(12);
+      expect(Math.abs(r - er) + Math.abs(g - eg) + Math.abs(b - eb), `bar ${bar.label} is not painted`).toBeLessThan(12);
       placed.push({ bar, value: expected, frame: frame! });
     }
     expect(unmatched).toEqual([]);
