@@ -11,6 +11,7 @@
 import { SandboxClassifier } from '../src/classify/sandbox-classifier.js';
 import { parseSandboxDefinitions } from '../src/sandbox/sandbox-file.js';
 import { CHARTS } from './charts.js';
+import { benchPhase } from './progress.js';
 import { median, printTable, writeResult } from './harness.js';
 
 const PATTERNS_PER_SANDBOX = 10;
@@ -85,6 +86,7 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   const ms = full ? 1000 : 300;
   const rows: Array<{ sandboxes: number; indexed: number; naive: number; ratio: number }> = [];
   for (const count of counts) {
+    benchPhase(`${count} sandboxes`);
     const indexed = new SandboxClassifier(sandboxes(count));
     const naive = naiveClassifier(count);
     const users = requestUsers(count, 1000);

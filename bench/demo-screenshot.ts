@@ -2,10 +2,12 @@
  * `npm run docs:screenshot`: runs `query-sandbox demo`, opens the dashboard it prints in Debian's
  * headless Chromium (playwright-core) from the start, and saves a full-page screenshot near the end of
  * the second phase (enforcement on), when the charts hold both phases of the flood:
- * `docs/dashboard-demo.png`. Flags after `--` go to the demo (default `--phase-seconds 15`).
+ * `docs/dashboard-demo.png`, and at the same moment a sample of its `/_prometheus/metrics` (the
+ * series of the `analysts` and `dashboards` sandboxes, with their HELP and TYPE lines):
+ * `docs/metrics-demo-sample.txt`. Flags after `--` go to the demo (default `--phase-seconds 15`).
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
@@ -20,6 +22,21 @@ const CHROMIUM_ARGS = [
   '--disable-component-update',
   '--disable-sync',
 ];
+
+/** The families with series of `sandboxIds`, with their HELP and TYPE lines and only those series. */
+function sandboxSeries(exposition: string, sandboxIds: readonly string[]): string {
+  const out: string[] = [];
+  let header: string[] = [];
+  for (const line of exposition.split('\n')) {
+    if (line.startsWith('# HELP')) header = [line];
+    else if (line.startsWith('# TYPE')) header.push(line);
+    else if (sandboxIds.some((id) => line.includes(`sandbox_id="${id}"`))) {
+      out.push(...header, line);
+      header = [];
+    }
+  }
+  return `${out.join('\n')}\n`;
+}
 
 async function main(): Promise<void> {
   const demoArgs = process.argv.slice(2);
@@ -49,7 +66,9 @@ async function main(): Promise<void> {
       void exited.then(() => reject(new Error(`the demo exited before printing ${test}`)));
     });
 
-  const url = (await waitFor(/demo: dashboard (\S+)/))[1]!;
+  const found = await waitFor(/demo: dashboard (\S+) \(metrics (\S+)\)/);
+  const url = found[1]!;
+  const metricsUrl = found[2]!;
   const profile = mkdtempSync(path.join(os.tmpdir(), 'qs-screenshot-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: '/usr/bin/chromium',
@@ -66,8 +85,14 @@ async function main(): Promise<void> {
     // Near the end of the enforced phase: its progress line at phaseSeconds − 2 s or later.
     const late = Math.max(1, phaseSeconds - 2);
     await waitFor(new RegExp(`demo: enforcement on \\(enabled\\), (${late}|${late + 1}|${late + 2}) s of`));
-    await page.screenshot({ path: out, fullPage: true });
+    const [exposition] = await Promise.all([
+      fetch(metricsUrl).then((r) => r.text()),
+      page.screenshot({ path: out, fullPage: true }),
+    ]);
     console.log(`screenshot: ${out}`);
+    const sample = path.resolve('docs/metrics-demo-sample.txt');
+    writeFileSync(sample, sandboxSeries(exposition, ['analysts', 'dashboards']));
+    console.log(`metrics sample: ${sample}`);
   } finally {
     await context.close();
     rmSync(profile, { recursive: true, force: true });

@@ -10,6 +10,7 @@
 import { fileURLToPath } from 'node:url';
 import { createRuntime } from '../src/index.js';
 import { CHARTS } from './charts.js';
+import { benchPhase } from './progress.js';
 import { printTable, writeResult } from './harness.js';
 
 const echoEngine = fileURLToPath(new URL('../../test/fixtures/echo-engine.mjs', import.meta.url));
@@ -53,6 +54,7 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   const ms = full ? 10_000 : 3_000;
   const rows: Array<{ tasks: number; medianUs: number; p99Us: number; ticks: number; coreShare: number }> = [];
   for (const threads of [8, 64, 256]) {
+    benchPhase(`${threads} tasks`);
     const m = await measure(threads, ms);
     rows.push({ tasks: threads, medianUs: m.median, p99Us: m.p99, ticks: m.ticks, coreShare: m.median / 1000 / INTERVAL_MS });
   }

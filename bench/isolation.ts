@@ -21,6 +21,7 @@ import * as hdr from 'hdr-histogram-js';
 import { Piscina } from 'piscina';
 import { createRuntime, type Runtime } from '../src/index.js';
 import { CHARTS } from './charts.js';
+import { benchPhase } from './progress.js';
 import { printTable, writeResult } from './harness.js';
 
 const engineUrl = new URL('../src/engine/minisearch-engine.js', import.meta.url).href;
@@ -190,6 +191,7 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
         `cheap high-priority queries at ${cheapPerSecond}/s; ${phaseMs / 1000} s per phase`,
     );
     const record = async (label: string, target: Target, load: number, drain: () => Promise<void>) => {
+      benchPhase(label);
       const { result, floodPending } = await phase(target, cheapPerSecond, load * floodCapacity, phaseMs);
       await drain();
       await Promise.all(floodPending);

@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { createRuntime } from '../src/index.js';
 import { CHARTS } from './charts.js';
+import { benchPhase } from './progress.js';
 import { median, printTable, writeResult } from './harness.js';
 
 const workerFile = fileURLToPath(new URL('../../bench/workers/sleep-task.mjs', import.meta.url));
@@ -78,12 +79,16 @@ function measure(side: 'bare' | 'runtime', workers: number, queue: boolean): { r
 export async function run(full: boolean): Promise<Record<string, unknown>> {
   // Each measurement starts two processes and their workers: about 7 s a repetition.
   const repetitions = full ? 5 : 1;
-  const perWorker = (side: 'bare' | 'runtime') =>
-    median(
+  const perWorker = (side: 'bare' | 'runtime') => {
+    benchPhase(`RSS per worker, ${side}`);
+    return median(
       Array.from({ length: repetitions }, () => (measure(side, 5, false).rss - measure(side, 1, false).rss) / 4),
     );
-  const perQueued = (side: 'bare' | 'runtime') =>
-    median(Array.from({ length: repetitions }, () => measure(side, 2, true).heapPerQueuedTask));
+  };
+  const perQueued = (side: 'bare' | 'runtime') => {
+    benchPhase(`heap per queued task, ${side}`);
+    return median(Array.from({ length: repetitions }, () => measure(side, 2, true).heapPerQueuedTask));
+  };
   const rows = [
     { figure: 'RSS per worker', bare: perWorker('bare'), runtime: perWorker('runtime') },
     { figure: 'heap per queued task', bare: perQueued('bare'), runtime: perQueued('runtime') },

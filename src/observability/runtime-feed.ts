@@ -16,7 +16,7 @@
 import type { GovernorSnapshot, GovernorStats } from '../governor/governor.js';
 import type { NodeUsageSnapshot } from '../admission/node-usage-tracker.js';
 import type { NodeStats, Runtime, SandboxStats } from '../runtime.js';
-import type { TaskEndEvent } from '../runtime-options.js';
+import type { RuntimeOptions, TaskEndEvent } from '../runtime-options.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import type { SchedulerStats } from '../scheduler/task-scheduler.js';
 
@@ -46,10 +46,7 @@ export interface RuntimeFeedOptions {
 /**
  * `options` with `feed.onTaskEnd` as its `onTaskEnd` (called before one the options already had).
  */
-export function withTaskEnds<T extends { onTaskEnd?: ((event: TaskEndEvent) => void) | undefined }>(
-  options: T,
-  feed: RuntimeFeed,
-): T {
+export function withTaskEnds(options: RuntimeOptions, feed: RuntimeFeed): RuntimeOptions {
   const own = options.onTaskEnd;
   return {
     ...options,

@@ -43,11 +43,12 @@
  * Plus Node's default process metrics (prom-client `collectDefaultMetrics`) under the same prefix
  * (`query_sandbox_process_cpu_user_seconds_total`, `query_sandbox_nodejs_eventloop_lag_seconds`, ...).
  */
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { TaskEndEvent } from '../runtime-options.js';
 import { RESOURCES } from '../sandbox/sandbox.js';
 import { SnapshotMetrics } from './metric-builders.js';
 import type { RuntimeFeed, RuntimeSnapshot } from './runtime-feed.js';
+import { type CounterChild, type HistogramChild, TypedCounter, TypedHistogram } from './typed-series.js';
 
 export interface MetricsOptions {
   /** Prefix of every metric name, `[a-zA-Z_:][a-zA-Z0-9_:]*`. @default 'query_sandbox_' */
@@ -360,62 +361,55 @@ function governorSeries(m: SnapshotMetrics<RuntimeSnapshot>): void {
 
 /** Per-sandbox task histograms and CPU time, fed by task ends (never by scrapes). */
 function taskSeries(registry: Registry, prefix: string, feed: RuntimeFeed): void {
-  const labelNames = ['sandbox_id', 'sandbox_name'] as const;
-  const wait = new Histogram({
-    name: `${prefix}task_queue_wait_seconds`,
-    help: 'Time a task waited for a worker.',
-    labelNames,
-    buckets: [...TASK_SECONDS_BUCKETS],
-    registers: [registry],
-    // Series of deleted sandboxes go at the next scrape: the labels stay bounded by the sandbox count.
-    collect: () => {
-      const present = new Set(feed.snapshot().sandboxes.map((x) => x.id));
-      for (const [id, c] of children) {
-        if (present.has(id)) continue;
-        wait.remove(id, c.name);
-        cpu.remove(id, c.name);
-        for (const outcome of c.run.keys()) run.remove(id, c.name, outcome);
-        children.delete(id);
-      }
-    },
-  });
-  const run = new Histogram({
-    name: `${prefix}task_run_seconds`,
-    help: 'Time from a task being handed to a worker to its end, by outcome.',
-    labelNames: [...labelNames, 'outcome'],
-    buckets: [...TASK_SECONDS_BUCKETS],
-    registers: [registry],
-  });
-  const cpu = new Counter({
-    name: `${prefix}task_cpu_seconds_total`,
-    help: "CPU time of the tasks' worker threads while they ran.",
-    labelNames,
-    registers: [registry],
-  });
-  // Label lookups cost a hash of the labels: cached per sandbox, rebuilt when its name changes.
-  const children = new Map<string, Children>();
-  type Children = {
-    readonly name: string;
-    readonly wait: { observe(v: number): void };
-    readonly cpu: { inc(v: number): void };
-    readonly run: Map<TaskEndEvent['outcome'], { observe(v: number): void }>;
+  // Series of deleted sandboxes go at the next scrape: the labels stay bounded by the sandbox count.
+  const prune = () => {
+    const present = new Set(feed.snapshot().sandboxes.map((x) => x.id));
+    for (const [id, c] of children) if (!present.has(id)) children.delete(id);
+    const keep = (labels: Readonly<Record<string, string>>) => present.has(labels['sandbox_id']!);
+    wait.retain(keep);
+    run.retain(keep);
+    cpu.retain(keep);
   };
+  const wait = new TypedHistogram(
+    registry,
+    `${prefix}task_queue_wait_seconds`,
+    'Time a task waited for a worker.',
+    TASK_SECONDS_BUCKETS,
+    prune,
+  );
+  const run = new TypedHistogram(
+    registry,
+    `${prefix}task_run_seconds`,
+    'Time from a task being handed to a worker to its end, by outcome (completed, cancelled, failed).',
+    TASK_SECONDS_BUCKETS,
+    prune,
+  );
+  const cpu = new TypedCounter(
+    registry,
+    `${prefix}task_cpu_seconds_total`,
+    "CPU time of the tasks' worker threads while they ran.",
+    prune,
+  );
+  interface Children {
+    readonly name: string;
+    readonly wait: HistogramChild;
+    readonly cpu: CounterChild;
+    readonly run: Map<TaskEndEvent['outcome'], HistogramChild>;
+  }
+  // Resolved once per sandbox (and outcome), rebuilt when its name changes.
+  const children = new Map<string, Children>();
   feed.onTask((event, name) => {
     let c = children.get(event.sandboxId);
     if (c === undefined || c.name !== name) {
-      c = {
-        name,
-        wait: wait.labels(event.sandboxId, name),
-        cpu: cpu.labels(event.sandboxId, name),
-        run: new Map(),
-      };
+      const labels = { sandbox_id: event.sandboxId, sandbox_name: name };
+      c = { name, wait: wait.child(labels), cpu: cpu.child(labels), run: new Map() };
       children.set(event.sandboxId, c);
     }
     c.wait.observe(event.waitMs / 1000);
     c.cpu.inc(event.cpuTimeNs / 1e9);
     let r = c.run.get(event.outcome);
     if (r === undefined) {
-      r = run.labels(event.sandboxId, name, event.outcome);
+      r = run.child({ sandbox_id: event.sandboxId, sandbox_name: name, outcome: event.outcome });
       c.run.set(event.outcome, r);
     }
     r.observe(event.runMs / 1000);

@@ -167,3 +167,26 @@ describe('Prometheus metrics of a runtime', () => {
     expect(samplesOf(m, `${P}task_queue_wait_seconds_count`, { sandbox_id: batch.id })).toHaveLength(0);
   });
 });
+
+describe('the Grafana dashboard in docs/', () => {
+  it('queries only metrics that the node and the coordinator expose', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { CoordinatorMetrics, CoordinatorFeed } = await import('../../src/observability/coordinator-metrics.js');
+    const { RuntimeMetrics } = await import('../../src/observability/runtime-metrics.js');
+    const names = new Set<string>();
+    const registries = [
+      new RuntimeMetrics(new RuntimeFeed(), { processMetrics: false }).registry,
+      new CoordinatorMetrics(new CoordinatorFeed(undefined as never), { processMetrics: false }).registry,
+    ];
+    for (const registry of registries) {
+      for (const metric of registry.getMetricsAsArray()) {
+        names.add(metric.name);
+        if (String(metric.type) === 'histogram') for (const s of ['_bucket', '_sum', '_count']) names.add(metric.name + s);
+      }
+    }
+    const dashboard = readFileSync(fileURLToPath(new URL('../../docs/grafana-dashboard.json', import.meta.url)), 'utf8');
+    const used = [...new Set(dashboard.match(/query_sandbox_[a-z_]+/g))];
+    expect(used.length).toBeGreaterThan(15);
+    expect(used.filter((name) => !names.has(name))).toEqual([]);
+  });
+});
