@@ -18,11 +18,11 @@
  * | `data_node_rank` | gauge | node_id (Elasticsearch's C3 rank, lower is better; absent without response stats) |
  * | `data_node_ranking_queue_size`, `data_node_ranking_response_time_seconds`, `data_node_ranking_service_time_seconds` | gauge | node_id |
  */
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import { c3Rank } from '../admission/replica-ranking.js';
 import type { Coordinator, CoordinatorStats } from '../cluster/coordinator.js';
 import { SnapshotMetrics } from './metric-builders.js';
-import { checkPrefix, type MetricsOptions } from './runtime-metrics.js';
+import { checkPrefix, type MetricsOptions, processMetricsRegistry } from './runtime-metrics.js';
 
 /** A coordinator's stats read at most every `maxAgeMs`. */
 export class CoordinatorFeed {
@@ -53,15 +53,16 @@ export function ranksOf(stats: CoordinatorStats): Map<string, number> {
 }
 
 export class CoordinatorMetrics {
-  readonly registry = new Registry();
+  readonly registry: Registry;
 
   /** @throws RangeError for a bad prefix. */
   constructor(feed: CoordinatorFeed, options: MetricsOptions = {}) {
     const prefix = checkPrefix(options.prefix ?? 'query_sandbox_');
-    const m = new SnapshotMetrics<CoordinatorStats>(this.registry, prefix, () => feed.snapshot());
+    const own = new Registry();
+    const m = new SnapshotMetrics<CoordinatorStats>(own, prefix, () => feed.snapshot());
     coordinatorSeries(m);
     dataNodeSeries(m);
-    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix });
+    this.registry = (options.processMetrics ?? true) ? Registry.merge([own, processMetricsRegistry(prefix)]) : own;
   }
 
   metrics(): Promise<string> {

@@ -66,6 +66,23 @@ const STATES = ['ok', 'rejecting', 'cancelling'] as const;
 const DURESS_LEVELS = ['none', 'reject', 'cancel'] as const;
 const ENFORCEMENT_MODES = ['enabled', 'monitor_only', 'disabled'] as const;
 
+const processRegistries = new Map<string, Registry>();
+
+/**
+ * Node's default process metrics under `prefix`, one registry per prefix for the whole process: they
+ * describe the process, whatever number of servers it runs, and each `collectDefaultMetrics` starts
+ * its own event-loop monitor and GC observer.
+ */
+export function processMetricsRegistry(prefix: string): Registry {
+  let registry = processRegistries.get(prefix);
+  if (registry === undefined) {
+    registry = new Registry();
+    collectDefaultMetrics({ register: registry, prefix });
+    processRegistries.set(prefix, registry);
+  }
+  return registry;
+}
+
 /** @throws RangeError for a prefix that is not a valid metric name start. */
 export function checkPrefix(prefix: string): string {
   if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(prefix)) {
@@ -76,22 +93,24 @@ export function checkPrefix(prefix: string): string {
 
 /** The registry of one runtime's metrics. */
 export class RuntimeMetrics {
-  readonly registry = new Registry();
+  /** This runtime's series, and the process metrics when asked for (shared, see `processMetricsRegistry`). */
+  readonly registry: Registry;
   readonly #feed: RuntimeFeed;
 
   /** @throws RangeError for a bad prefix. */
   constructor(feed: RuntimeFeed, options: MetricsOptions = {}) {
     const prefix = checkPrefix(options.prefix ?? 'query_sandbox_');
     this.#feed = feed;
-    const m = new SnapshotMetrics<RuntimeSnapshot>(this.registry, prefix, () => feed.snapshot());
+    const own = new Registry();
+    const m = new SnapshotMetrics<RuntimeSnapshot>(own, prefix, () => feed.snapshot());
     sandboxSeries(m);
     poolSeries(m);
     reservationSeries(m);
     schedulerSeries(m);
     nodeSeries(m);
     governorSeries(m);
-    taskSeries(this.registry, prefix, feed);
-    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix });
+    taskSeries(own, prefix, feed);
+    this.registry = (options.processMetrics ?? true) ? Registry.merge([own, processMetricsRegistry(prefix)]) : own;
   }
 
   /** Whether the per-task histograms are fed (the runtime was created with the feed's `onTaskEnd`). */
