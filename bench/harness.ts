@@ -92,7 +92,7 @@ export async function barChartSvg(chart: BarChart): Promise<string> {
     },
   };
   if (chart.color !== undefined) {
-    encoding['color'] = { field: chart.color, type: 'nominal', sort: null };
+    encoding['color'] = { field: chart.color, type: 'nominal', sort: null, legend: { labelLimit: 240 } };
     // Side by side within one x band; not when the colour is the x field itself (one bar per band).
     if (chart.color !== chart.x) encoding['xOffset'] = { field: chart.color, sort: null };
   }

@@ -383,7 +383,7 @@ function taskSeries(registry: Registry, prefix: string, feed: RuntimeFeed): void
   // Series of deleted sandboxes go at the next scrape: the labels stay bounded by the sandbox count.
   const prune = () => {
     const present = new Set(feed.snapshot().sandboxes.map((x) => x.id));
-    for (const [id, c] of children) if (!present.has(id)) children.delete(id);
+    for (const id of children.keys()) if (!present.has(id)) children.delete(id);
     const keep = (labels: Readonly<Record<string, string>>) => present.has(labels['sandbox_id']!);
     wait.retain(keep);
     run.retain(keep);
