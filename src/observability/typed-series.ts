@@ -3,8 +3,8 @@
  * metrics (the registry formats them like its own). prom-client's own `labels(...).observe(v)`
  * validates and hashes the label set on every call: about 1.2 µs per task end for the three task
  * series, 2–3 % of a trivial task. Here a child is resolved once per label set and an observation is
- * a scan of the bucket bounds and two additions (measured about 0.1 µs per task end; see
- * docs/observability.md).
+ * a scan of the bucket bounds and two additions: 0.032 µs per task end against 1.09 µs with
+ * prom-client's children in the same run (`node dist/bench/task-end-feed.js`).
  */
 import type { Registry } from 'prom-client';
 
