@@ -31,7 +31,9 @@ import { fileURLToPath } from 'node:url';
 import * as hdr from 'hdr-histogram-js';
 import { Piscina } from 'piscina';
 import { createRuntime, type Runtime } from '../src/index.js';
-import { type BarChart, median, printTable, writeResult } from './harness.js';
+import { CHARTS } from './charts.js';
+import { median, printTable, writeResult } from './harness.js';
+import { benchPhase } from './progress.js';
 
 const engineUrl = new URL('../src/engine/minisearch-engine.js', import.meta.url).href;
 const bareWorker = fileURLToPath(new URL('../../bench/workers/bare-engine.mjs', import.meta.url));
@@ -299,6 +301,7 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     );
     for (let round = 1; round <= rounds; round++) {
       // The background lane alone (enforcement off) against bare piscina, closed loop.
+      benchPhase(`round ${round}: flood capacity alone`);
       await configure(laned, 'disabled', {})();
       capacities.bare.push(await capacity(bareTarget, threads, phaseMs));
       capacities.background.push(await capacity(lanedTarget, threads, phaseMs));
@@ -306,12 +309,14 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       console.log(
         `  round ${round}: flood capacity alone: bare ${capacities.bare.at(-1)!.toFixed(1)}/s, background lane ${capacities.background.at(-1)!.toFixed(1)}/s`,
       );
+      benchPhase(`round ${round}: (a) alone`);
       await configure(laned, 'disabled', {})();
       const alone = await phase(lanedTarget, cheapPerSecond, 0, phaseMs);
       record('a', alone.result, 0);
       console.log(`  round ${round}: (a) alone, lanes                 p50 ${alone.result.p50Ms.toFixed(1)} ms, p99 ${alone.result.p99Ms.toFixed(1)} ms`);
       for (const load of [1.2, 2]) {
         for (const c of cases) {
+          benchPhase(`round ${round}: ${c.label}, ${load}x`);
           await c.setUp();
           const { result, floodPending, started } = await phase(c.target, cheapPerSecond, load * floodCapacity, phaseMs);
           await Promise.all(floodPending);
@@ -385,20 +390,8 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       bareVsAloneP99: get('b')!.p99VsAlone,
     };
   });
-  const chart: BarChart = {
-    title: 'High-priority p99 latency under a flood (ms, log scale; medians of rounds)',
-    rows: [{ case: '(a) alone', load: 'none', p99: aloneP99 }, ...rows.map((r) => ({ case: r.case, load: `${r.load}x`, p99: r.p99Ms }))],
-    x: 'case',
-    y: 'p99',
-    color: 'load',
-    yTitle: 'p99 latency, ms',
-    logY: true,
-  };
-  await writeResult(
-    'isolation',
-    { phaseMs, rounds, cheapPerSecond, floodCapacity, aloneP99, capacities, backgroundVsBare, rows, summary },
-    chart,
-  );
+  const data = { phaseMs, rounds, cheapPerSecond, floodCapacity, aloneP99, capacities, backgroundVsBare, rows, summary };
+  await writeResult('isolation', data, CHARTS['isolation']!(data));
   return { aloneP99, rows, summary, backgroundVsBare };
 }
 

@@ -54,6 +54,7 @@ import {
   type QueryPriorityStore,
 } from './scheduler/query-priority-store.js';
 import { LanePool, type PoolLaneStats } from './pool/lane-pool.js';
+import { DecisionLog } from './observability/decision-log.js';
 import {
   type ResolvedRuntimeOptions,
   type RuntimeOptions,
@@ -550,6 +551,8 @@ class GovernedRuntime implements Runtime {
         softCancel: (taskId, resource) => this.#softCancel(taskId, resource),
         hardCancel: (taskId, resource) => this.#hardCancel(taskId, resource),
         nowMs: () => performance.now(),
+        // State changes and cancellations, at info, rate-limited (observability/decision-log.ts).
+        decisions: new DecisionLog(log),
       },
     );
     this.#governor.start();

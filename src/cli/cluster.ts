@@ -704,7 +704,8 @@ export function readyLine(cluster: RunningCluster, options: ClusterOptions): str
   const replicas = assignedReplicas(options);
   return (
     `query-sandbox cluster ready: coordinator ${cluster.coordinator.url} | data nodes ${data} ` +
-    `(${options.shardsPerIndex} shards per index, ${replicas} replica${replicas === 1 ? '' : 's'}; Ctrl-C stops all)\n`
+    `(${options.shardsPerIndex} shards per index, ${replicas} replica${replicas === 1 ? '' : 's'}; Ctrl-C stops all)\n` +
+    `dashboard: ${cluster.coordinator.url}/_dashboard (each data node's at its URL + /_dashboard)\n`
   );
 }
 

@@ -18,6 +18,7 @@ import { readClusterFile } from '../cluster/cluster-spec.js';
 import { Coordinator } from '../cluster/coordinator.js';
 import { type DataNodePlacement, placeDataNode } from '../cluster/data-node-placement.js';
 import { InvalidArgumentError } from '../errors.js';
+import { RuntimeFeed, withTaskEnds } from '../observability/runtime-feed.js';
 import { createRuntime } from '../runtime.js';
 import { FileSandboxStore } from '../sandbox/file-sandbox-store.js';
 import { describeJsonError } from '../sandbox/json-error-position.js';
@@ -98,6 +99,11 @@ async function readQueryPriorityFile(file: string): Promise<unknown> {
   return document;
 }
 
+/** `http://host:port`, with an IPv6 host in brackets. */
+function urlOf(host: string, port: number): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
 /** The loud warning of `--insecure-skip-auth`, once at start. */
 function warnIfOpen(options: ServeOptions, log: pino.Logger): void {
   if (!options.insecureSkipAuth) return;
@@ -166,6 +172,8 @@ async function serveCoordinator(
   log.info(
     {
       url: `http://${options.host}:${port}`,
+      dashboard: `${urlOf(options.host, port)}/_dashboard`,
+      metrics: `${urlOf(options.host, port)}/_prometheus/metrics`,
       startMs: Math.round(performance.now() - started),
       dataNodes: coordinator.routingTable.nodeIds,
       indices: coordinator.routingTable.indices,
@@ -174,6 +182,7 @@ async function serveCoordinator(
     'query-sandbox coordinator listening',
   );
   warnIfOpen(options, log);
+  process.stdout.write(`dashboard: ${urlOf(options.host, port)}/_dashboard\n`);
   printAdminToken(admin);
   notifyListening(coordinator.nodeId, port);
   stops.serving(async (signal) => {
@@ -214,7 +223,9 @@ export async function serve(options: ServeOptions): Promise<void> {
     options.queryPriorityFile === undefined ? undefined : await readQueryPriorityFile(options.queryPriorityFile);
   const connection = await connectClusterState(options, log);
   const shared = connection === undefined ? undefined : await sharedStores(connection, options.role === 'data');
-  const runtime = await createRuntime({
+  // Metrics and the dashboard read the runtime through this feed (task ends feed the histograms).
+  const feed = new RuntimeFeed();
+  const runtime = await createRuntime(withTaskEnds({
     ...options.runtime,
     ...(placement !== undefined ? { engineOptions: placement.engineOptions } : {}),
     ...(queryPriority !== undefined ? { queryPriority } : {}),
@@ -225,7 +236,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     sandboxStore: shared?.sandboxes ?? new FileSandboxStore(path.join(dataDir, 'sandboxes.json')),
     ...(shared?.indexMetadata !== undefined ? { indexMetadataStore: shared.indexMetadata } : {}),
     logger: log,
-  });
+  }, feed));
   // With shared metadata, the copies follow every change of the shard table made elsewhere.
   if (shared?.indexMetadata !== undefined && runtime.indices !== undefined) {
     const indices = runtime.indices;
@@ -237,6 +248,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   const app = buildHttpServer(runtime, {
     logger: log,
     adminToken: admin.token,
+    feed: feed.attach(runtime, true),
     ...(connection !== undefined ? { clusterState: () => connection.stats() } : {}),
     writerToken: secrets.writerToken,
     clusterSecret: secrets.clusterSecret,
@@ -288,6 +300,8 @@ export async function serve(options: ServeOptions): Promise<void> {
   log.info(
     {
       url: `http://${options.host}:${port}`,
+      dashboard: `${urlOf(options.host, port)}/_dashboard`,
+      metrics: `${urlOf(options.host, port)}/_prometheus/metrics`,
       startMs: Math.round(performance.now() - started),
       workerStartupMs: node.workerStartupMs.map((ms) => Math.round(ms)),
       indices: node.engineIndices,
@@ -298,6 +312,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     'query-sandbox listening',
   );
   warnIfOpen(options, log);
+  process.stdout.write(`dashboard: ${urlOf(options.host, port)}/_dashboard\n`);
   printAdminToken(admin);
   notifyListening(node.nodeId, port);
   stops.serving(async (signal) => {

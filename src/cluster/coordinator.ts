@@ -47,6 +47,7 @@ import {
   type ShardFailure,
   ShardsFailedError,
 } from '../errors.js';
+import { DecisionLog } from '../observability/decision-log.js';
 import { isPlainObject } from '../sandbox/is-plain-object.js';
 import type { DataNodeAddress } from './cluster-spec.js';
 import { ClusterWrites } from './cluster-writes.js';
@@ -162,6 +163,8 @@ interface NodeState {
   shardRequests: number;
   failures: number;
   retriedAway: number;
+  /** Searches refused before fan-out because this node was over its admission limit, per resource. */
+  readonly admissionRejections: { cpu: number; heap: number };
   downUntilMs: number;
   /** The last call to the node got no answer or a failure (not a client error); false until one fails. */
   lastCallFailed: boolean;
@@ -244,6 +247,8 @@ export class Coordinator {
   readonly #backoffMs: number;
   readonly #clusterSecret: string | undefined;
   readonly #log: pino.Logger;
+  /** Admission rejections at info, rate-limited. */
+  readonly #decisions: DecisionLog;
   readonly #closing = new AbortController();
   #writes: ClusterWrites | undefined;
   #membership: MembershipWatcher | undefined;
@@ -279,6 +284,7 @@ export class Coordinator {
         shardRequests: 0,
         failures: 0,
         retriedAway: 0,
+        admissionRejections: { cpu: 0, heap: 0 },
         downUntilMs: 0,
         lastCallFailed: false,
       });
@@ -291,6 +297,7 @@ export class Coordinator {
     this.#backoffMs = parts.backoffMs;
     this.#clusterSecret = parts.clusterSecret;
     this.#log = parts.log;
+    this.#decisions = new DecisionLog(parts.log);
   }
 
   /**
@@ -487,6 +494,16 @@ export class Coordinator {
       this.#rejected++;
       const { refusal } = decision;
       const target = targets[refusal.shardIndex]!;
+      const refused = this.#nodes.get(refusal.nodeId);
+      if (refused !== undefined) refused.admissionRejections[refusal.resource]++;
+      this.#decisions.admissionRejected({
+        nodeId: refusal.nodeId,
+        resource: refusal.resource,
+        usage: refusal.usage,
+        limit: refusal.limit,
+        index: target.index,
+        shard: target.shard,
+      });
       throw new AdmissionRejectedError(
         refusal.nodeId,
         refusal.resource,
@@ -711,6 +728,7 @@ export class Coordinator {
         failures: node.failures,
         lastCallFailed: node.lastCallFailed,
         retriedAway: node.retriedAway,
+        admissionRejections: { ...node.admissionRejections },
         outstandingShards: this.#ranking.outstanding(node.nodeId),
         ranking: this.#ranking.nodeStats(node.nodeId),
       });

@@ -22,6 +22,7 @@ import { type Coordinator, type CoordinatorStats, RemoteClientError } from '../c
 import type { ConnectionLimits } from './connection-limits.js';
 import { createApiServer, registerSearchRoutes, sendError } from './http-server.js';
 import { registerIndexRoutes } from './index-routes.js';
+import { coordinatorObservability, registerObservabilityRoutes } from './observability-routes.js';
 
 export interface CoordinatorServerOptions {
   /** Header carrying the end user, passed on to the data nodes. @default 'x-user' */
@@ -116,6 +117,7 @@ export function coordinatorStatsView(stats: CoordinatorStats): Record<string, un
       failures: n.failures,
       last_call_failed: n.lastCallFailed,
       retried_away: n.retriedAway,
+      admission_rejections: { cpu: n.admissionRejections.cpu, heap: n.admissionRejections.heap },
       ranking: {
         outstanding_shards: n.outstandingShards,
         ...(n.ranking === undefined
@@ -184,6 +186,7 @@ export function buildCoordinatorServer(
   });
   app.get('/_nodes/stats', async () => coordinatorStatsView(coordinator.nodesStats()));
   registerIndexRoutes(app, coordinator.writes, { bulkBodyLimitBytes: options.bulkBodyLimitBytes });
+  registerObservabilityRoutes(app, coordinatorObservability(coordinator));
   app.get('/', async () => ({
     name: coordinator.nodeId,
     roles: ['coordinator'],

@@ -27,6 +27,8 @@ import { toErrorResponse } from './error-body.js';
 import { registerIndexRoutes } from './index-routes.js';
 import { parseJsonBody } from './json-body.js';
 import { type AuthOptions, installRouteAuth, type RouteAuth } from './route-auth.js';
+import { registerObservabilityRoutes, runtimeObservability } from './observability-routes.js';
+import type { RuntimeFeed } from '../observability/runtime-feed.js';
 import { nodeStatsView, type StatsQuery, sandboxStatsView, sandboxesView } from './stats-views.js';
 
 export interface HttpServerOptions {
@@ -55,6 +57,12 @@ export interface HttpServerOptions {
    * its `GET /_nodes/stats` entry. Default: `{"store": "local"}` (this node's own stores).
    */
   readonly clusterState?: () => unknown;
+  /**
+   * Where metrics and the dashboard read the runtime: a `RuntimeFeed` attached to it, whose
+   * `onTaskEnd` the runtime was created with (then the per-task histograms and latencies are fed).
+   * Default: a feed of the runtime's snapshots alone.
+   */
+  readonly feed?: RuntimeFeed;
 }
 
 /** The first value of a request header (lower-case `name`), or `undefined`. */
@@ -262,6 +270,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
     return view;
   });
   registerIndexRoutes(app, runtime.indices, { bulkBodyLimitBytes: options.bulkBodyLimitBytes });
+  registerObservabilityRoutes(app, runtimeObservability(runtime, options.feed));
   app.get('/', async () => ({
     name: runtime.options.nodeId,
     tagline: 'query-sandbox: governed search execution',
