@@ -45,7 +45,8 @@ export const ErrorCode = {
   ADMISSION_REJECTED: 'QS_ADMISSION_REJECTED',
   /**
    * Every shard of a search failed on every copy a coordinator tried (data nodes down, refusing or
-   * failing). HTTP 429 when every failure was a refusal (429), else 503.
+   * failing), or some did with `allow_partial_search_results=false`. HTTP status as Elasticsearch
+   * derives it from the shard failures (`shardFailuresStatus`: 429 when they were refusals).
    */
   SHARDS_FAILED: 'QS_SHARDS_FAILED',
   /** `PUT /{index}` for a name that is taken (a writable index or a corpus index). HTTP 400. */
@@ -268,20 +269,44 @@ export interface ShardFailure {
   readonly reason: { readonly type: string; readonly reason: string };
 }
 
-/** Every shard of a search failed (`failures` says how, per shard); `status` is 429 or 503. */
+/**
+ * The whole-request status of a search whose shards failed, as Elasticsearch's
+ * `SearchPhaseExecutionException.status()`: the first failure with 502..504 (retryable), else the last
+ * 5xx, else the first failure's status (a 429 refusal, a 4xx). A failure without an answer (status 0)
+ * counts as 503. 503 when there is no failure.
+ */
+export function shardFailuresStatus(failures: readonly { readonly status: number }[]): number {
+  let server: number | undefined;
+  for (const f of failures) {
+    const status = f.status === 0 ? 503 : f.status;
+    if (status >= 502 && status <= 504) return status;
+    if (status >= 500) server = status;
+  }
+  const first = failures[0]?.status;
+  return server ?? (first === undefined || first === 0 ? 503 : first);
+}
+
+/**
+ * Shards of a search failed and the search cannot answer (Elasticsearch's
+ * `search_phase_execution_exception`): every shard failed (`all shards failed`), or some did and the
+ * request has `allow_partial_search_results=false` (`Partial shards failure`). `failures` says how,
+ * per shard; `status` follows `shardFailuresStatus`.
+ */
 export class ShardsFailedError extends QuerySandboxError {
-  readonly status: 429 | 503;
+  readonly status: number;
   readonly failures: readonly ShardFailure[];
-  constructor(failures: readonly ShardFailure[]) {
-    const rejected = failures.length > 0 && failures.every((f) => f.status === 429);
+  readonly partial: boolean;
+  constructor(failures: readonly ShardFailure[], options: { readonly partial?: boolean } = {}) {
     const first = failures[0];
+    const partial = options.partial === true;
     super(
       ErrorCode.SHARDS_FAILED,
       'search_phase_execution_exception',
-      `all shards failed${first === undefined ? '' : `; first: [${first.index}][${first.shard}] on [${first.node ?? 'no node'}]: ${first.reason.reason}`}`,
+      `${partial ? 'Partial shards failure' : 'all shards failed'}${first === undefined ? '' : `; first: [${first.index}][${first.shard}] on [${first.node ?? 'no node'}]: ${first.reason.reason}`}`,
     );
-    this.status = rejected ? 429 : 503;
+    this.status = shardFailuresStatus(failures);
     this.failures = failures;
+    this.partial = partial;
   }
 }
 

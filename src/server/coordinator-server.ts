@@ -19,6 +19,7 @@ import { stripStatsHeader } from '../admission/stats-header.js';
 import { type Coordinator, type CoordinatorStats, RemoteClientError } from '../cluster/coordinator.js';
 import { createApiServer, registerSearchRoutes, sendError } from './http-server.js';
 import { registerIndexRoutes } from './index-routes.js';
+import { clusterUuidOf, registerRootRoutes } from './product-info.js';
 
 export interface CoordinatorServerOptions {
   /** Header carrying the end user, passed on to the data nodes. @default 'x-user' */
@@ -150,7 +151,7 @@ export function buildCoordinatorServer(
   const app = createApiServer({
     bodyLimitBytes: options.bodyLimitBytes,
     logger: log,
-    urlParameters: () => ({ names: ['pretty'], hint: '(only pretty; put size, from and the query in the body)' }),
+    urlParameters: () => ({ names: ['pretty'], hint: '(only pretty)' }),
   });
   // A stats header sent by a client is never believed, and none ever reaches a client.
   app.addHook('onRequest', async (request) => {
@@ -166,12 +167,15 @@ export function buildCoordinatorServer(
   });
   app.get('/_nodes/stats', async () => coordinatorStatsView(coordinator.nodesStats()));
   registerIndexRoutes(app, coordinator.writes, { bulkBodyLimitBytes: options.bulkBodyLimitBytes });
-  app.get('/', async () => ({
+  const clusterUuid = clusterUuidOf(coordinator.routingTable.nodeIds);
+  registerRootRoutes(app, () => ({
     name: coordinator.nodeId,
-    roles: ['coordinator'],
-    tagline: 'query-sandbox: governed search execution',
-    indices: coordinator.routingTable.indices,
-    data_nodes: coordinator.routingTable.nodeIds,
+    clusterUuid,
+    extra: {
+      roles: ['coordinator'],
+      indices: coordinator.routingTable.indices,
+      data_nodes: coordinator.routingTable.nodeIds,
+    },
   }));
   app.addHook('onClose', async () => coordinator.close());
   return app;

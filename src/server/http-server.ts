@@ -17,8 +17,10 @@ import { InvalidArgumentError, SandboxNotFoundError } from '../errors.js';
 import { toSandboxDocument } from '../sandbox/sandbox-document.js';
 import { checkAdminToken } from './admin-auth.js';
 import type { Runtime } from '../runtime.js';
-import { toErrorResponse } from './error-body.js';
+import { errorBody, toErrorResponse } from './error-body.js';
 import { registerIndexRoutes } from './index-routes.js';
+import { clusterUuidOf, installProductHeader, registerRootRoutes } from './product-info.js';
+import { applySearchParameters, SEARCH_URL_PARAMETERS } from './search-parameters.js';
 import { nodeStatsView, type StatsQuery, sandboxStatsView, sandboxesView } from './stats-views.js';
 
 export interface HttpServerOptions {
@@ -59,8 +61,6 @@ function ifMatchVersion(header: string | undefined): number | undefined {
 
 /** URL parameters each route takes (`*`: the others), and the hint a refusal gives. */
 const URL_PARAMETERS: Record<string, { readonly names: readonly string[]; readonly hint: string }> = {
-  '/:index/_search': { names: ['pretty'], hint: '(put size, from and the query in the body)' },
-  '/_search': { names: ['pretty'], hint: '(put size, from and the query in the body)' },
   '/_sandbox/_stats': { names: ['breach', 'from', 'size', 'pretty'], hint: '(breach, from, size, pretty)' },
   '*': { names: ['pretty'], hint: '(only pretty)' },
 };
@@ -190,10 +190,11 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
   });
   app.get('/_nodes/stats', async () => nodeStatsView(runtime));
   registerIndexRoutes(app, runtime.indices, { bulkBodyLimitBytes: options.bulkBodyLimitBytes });
-  app.get('/', async () => ({
+  const clusterUuid = clusterUuidOf([runtime.options.nodeId]);
+  registerRootRoutes(app, () => ({
     name: runtime.options.nodeId,
-    tagline: 'query-sandbox: governed search execution',
-    indices: runtime.nodeStats().engineIndices ?? null,
+    clusterUuid,
+    extra: { indices: runtime.nodeStats().engineIndices ?? null },
   }));
   return app;
 }
@@ -204,6 +205,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
  * answers 404 `no_handler_found_exception`.
  */
 export function installResponseHandlers(app: FastifyInstance, log: FastifyBaseLogger | undefined): void {
+  installProductHeader(app);
   // `?pretty` indents the JSON answer, as OpenSearch does.
   app.addHook('onSend', async (request, reply, payload) => {
     const pretty = (request.query as Record<string, unknown> | undefined)?.['pretty'];
@@ -222,13 +224,9 @@ export function installResponseHandlers(app: FastifyInstance, log: FastifyBaseLo
     return sendError(reply, error);
   });
   app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({
-      error: {
-        type: 'no_handler_found_exception',
-        reason: `no handler for ${request.method} ${request.url}`,
-      },
-      status: 404,
-    }),
+    reply
+      .code(404)
+      .send(errorBody(404, 'no_handler_found_exception', `no handler found for uri [${request.url}] and method [${request.method}]`)),
   );
 }
 
@@ -274,6 +272,8 @@ export function createApiServer(options: ApiServerOptions): FastifyInstance {
   app.addContentTypeParser('*', { parseAs: 'buffer' }, parseBody);
   // OpenSearch refuses URL parameters it does not know: silently ignoring `?size=1` would mislead.
   app.addHook('preHandler', async (request, reply) => {
+    // A route that does not exist answers 404 whatever its parameters (the not-found handler runs hooks too).
+    if (request.is404) return;
     const allowed =
       (request.routeOptions.config as RouteConfig | undefined)?.urlParameters ??
       options.urlParameters(request.routeOptions.url ?? '');
@@ -292,9 +292,9 @@ export function createApiServer(options: ApiServerOptions): FastifyInstance {
 }
 
 /**
- * `GET|POST /{index}/_search` and `/_search`: the body must be a JSON object (or absent); the user
- * and explicit sandbox come from the named headers; `search` answers, `sendFailure` turns its errors
- * into the error body.
+ * `GET|POST /{index}/_search` and `/_search`: the body must be a JSON object (or absent); the URL
+ * parameters of `search-parameters.ts` are folded into it; the user and explicit sandbox come from the
+ * named headers; `search` answers, `sendFailure` turns its errors into the error body.
  */
 export function registerSearchRoutes(
   app: FastifyInstance,
@@ -313,9 +313,10 @@ export function registerSearchRoutes(
       return sendError(reply, new InvalidArgumentError('body', 'must be a JSON object', body));
     }
     try {
+      const query = (request.query as Record<string, unknown> | undefined) ?? {};
       const result = await search({
         index,
-        body: body ?? {},
+        body: applySearchParameters(query, (body as Record<string, unknown> | undefined) ?? {}),
         user: headerValue(request, headers.userHeader),
         sandboxId: headerValue(request, headers.sandboxHeader),
       });
@@ -324,12 +325,15 @@ export function registerSearchRoutes(
       return sendFailure(reply, error);
     }
   };
+  const names = [...SEARCH_URL_PARAMETERS, 'pretty'];
+  const config = { auth: 'read', urlParameters: { names, hint: `(${names.join(', ')})` } };
   for (const method of ['GET', 'POST'] as const) {
     app.route<{ Params: { index: string } }>({
       method,
       url: '/:index/_search',
+      config,
       handler: (request, reply) => handle(request, reply, request.params.index),
     });
-    app.route({ method, url: '/_search', handler: (request, reply) => handle(request, reply, '_all') });
+    app.route({ method, url: '/_search', config, handler: (request, reply) => handle(request, reply, '_all') });
   }
 }

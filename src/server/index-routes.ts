@@ -15,7 +15,7 @@
  * node answers the index APIs with 400 too: its coordinator serves them.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError, TemplateNotFoundError } from '../errors.js';
 import { parseRefreshPolicy } from '../indices/bulk-response.js';
 import type { CatShardRow, IndexApi } from '../indices/writable-indices.js';
 import { sendError } from './http-server.js';
@@ -133,14 +133,7 @@ export function registerIndexRoutes(
     handle('GET /_index_template/{name}', (w, r, reply) => {
       const found = w.getTemplates(r.params.name);
       if ((found['index_templates'] as unknown[]).length === 0) {
-        return reply.code(404).send({
-          error: {
-            type: 'resource_not_found_exception',
-            reason: `index template matching [${r.params.name}] not found`,
-            code: 'QS_TEMPLATE_NOT_FOUND',
-          },
-          status: 404,
-        });
+        return sendError(reply, new TemplateNotFoundError(r.params.name));
       }
       return found;
     }),
