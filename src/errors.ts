@@ -59,6 +59,12 @@ export const ErrorCode = {
   INVALID_BULK: 'QS_INVALID_BULK',
   /** A write refused for indexing pressure: too many bulk bytes in flight on the node. HTTP 429. */
   WRITE_REJECTED: 'QS_WRITE_REJECTED',
+  /** A single-document write whose `if_seq_no`/`if_primary_term` or `create` met another document. HTTP 409. */
+  VERSION_CONFLICT: 'QS_VERSION_CONFLICT',
+  /** A document that does not exist: an update without upsert, `GET /{index}/_source/{id}`. HTTP 404. */
+  DOCUMENT_MISSING: 'QS_DOCUMENT_MISSING',
+  /** A single-document write whose shard could not take it (unreachable, failed log). HTTP 5xx. */
+  SHARD_WRITE_FAILED: 'QS_SHARD_WRITE_FAILED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -384,6 +390,46 @@ export class WriteRejectedError extends QuerySandboxError {
   }
 }
 
+/**
+ * A single-document write (`PUT /{index}/_doc/{id}`, `_create`, `_update`, `DELETE`) whose one bulk
+ * item failed on its shard: `type`, `status` and the message are the item's (Elasticsearch's
+ * `TransportSingleItemBulkWriteAction` throws the item's failure the same way); `code` follows the
+ * status: 409 `QS_VERSION_CONFLICT`, 404 `QS_DOCUMENT_MISSING`, 429 `QS_WRITE_REJECTED`, 403
+ * `QS_INDEX_READ_ONLY`, another 4xx `QS_INVALID_ARGUMENT`, 5xx `QS_SHARD_WRITE_FAILED`.
+ */
+export class DocumentWriteError extends QuerySandboxError {
+  readonly status: number;
+  readonly index: string;
+  readonly shard: string | undefined;
+  constructor(type: string, reason: string, status: number, index: string, shard: string | undefined) {
+    const code =
+      status === 409
+        ? ErrorCode.VERSION_CONFLICT
+        : status === 404
+          ? ErrorCode.DOCUMENT_MISSING
+          : status === 429
+            ? ErrorCode.WRITE_REJECTED
+            : status === 403
+              ? ErrorCode.INDEX_READ_ONLY
+              : status >= 400 && status < 500
+                ? ErrorCode.INVALID_ARGUMENT
+                : ErrorCode.SHARD_WRITE_FAILED;
+    super(code, type, reason);
+    this.status = status;
+    this.index = index;
+    this.shard = shard;
+  }
+}
+
+/** `GET /{index}/_source/{id}` of a document that does not exist (Elasticsearch: `resource_not_found_exception`). */
+export class DocumentMissingError extends QuerySandboxError {
+  readonly index: string;
+  constructor(index: string, id: string) {
+    super(ErrorCode.DOCUMENT_MISSING, 'resource_not_found_exception', `Document not found [${index}]/[${id}]`);
+    this.index = index;
+  }
+}
+
 /** The runtime is not accepting work. */
 export class NotRunningError extends QuerySandboxError {
   constructor(message = 'the runtime is closed') {
@@ -403,6 +449,7 @@ export function clientErrorStatusOf(error: unknown): number | undefined {
 /** HTTP status for an error: the one place where codes map to statuses. */
 export function httpStatusOf(error: unknown): number {
   if (!isQuerySandboxError(error)) return 500;
+  if (error instanceof DocumentWriteError) return error.status;
   switch (error.code) {
     case ErrorCode.REJECTED:
     case ErrorCode.CANCELLED:
@@ -442,6 +489,12 @@ export function httpStatusOf(error: unknown): number {
       return (error as InvalidBulkError).status;
     case ErrorCode.WRITE_REJECTED:
       return 429;
+    case ErrorCode.VERSION_CONFLICT:
+      return 409;
+    case ErrorCode.DOCUMENT_MISSING:
+      return 404;
+    case ErrorCode.SHARD_WRITE_FAILED:
+      return 503;
     default:
       return 500;
   }

@@ -15,6 +15,7 @@
 import {
   AdmissionRejectedError,
   clientErrorStatusOf,
+  DocumentWriteError,
   httpStatusOf,
   IndexNotFoundError,
   isQuerySandboxError,
@@ -97,6 +98,10 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
       extra['resource.id'] = error.index;
       extra['index_uuid'] = '_na_';
       extra['index'] = error.index;
+    }
+    if (error instanceof DocumentWriteError) {
+      extra['index'] = error.index;
+      if (error.shard !== undefined) extra['shard'] = error.shard;
     }
     if (error instanceof InvalidBulkError && error.line !== undefined) extra['line'] = error.line;
     if (error instanceof WriteRejectedError) {

@@ -18,6 +18,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidArgumentError, TemplateNotFoundError } from '../errors.js';
 import { parseRefreshPolicy } from '../indices/bulk-response.js';
 import type { CatShardRow, IndexApi } from '../indices/writable-indices.js';
+import { registerDocumentRoutes } from './document-routes.js';
 import { sendError } from './http-server.js';
 
 export interface IndexRoutesOptions {
@@ -143,14 +144,7 @@ export function registerIndexRoutes(
     { config: config([]) },
     handle('DELETE /_index_template/{name}', (w, r) => w.deleteTemplate(r.params.name)),
   );
-  app.get<{ Params: { index: string; id: string } }>(
-    '/:index/_doc/:id',
-    { config: config(['routing']) },
-    handle('GET /{index}/_doc/{id}', async (w, r, reply) => {
-      const doc = await w.getDocument(r.params.index, r.params.id, routingParameter(query(r)));
-      return doc.found ? doc : reply.code(404).send(doc);
-    }),
-  );
+  registerDocumentRoutes(app, service);
   for (const method of ['POST', 'PUT'] as const) {
     for (const url of ['/_bulk', '/:index/_bulk']) {
       app.route<{ Params: { index?: string } }>({
