@@ -139,6 +139,8 @@ export interface Runtime {
    * resolve index expressions over the engine's indices and these.
    */
   readonly indices: WritableIndices | undefined;
+  /** What the engine's `prepare` reported (indices, shards, documents, mappings). */
+  readonly engineDescription: EngineDescription;
   /** Per-sandbox stats keyed by sandbox id. */
   sandboxStats(): ReadonlyMap<string, SandboxStats>;
   nodeStats(): NodeStats;
@@ -404,6 +406,7 @@ class GovernedRuntime implements Runtime {
   readonly #indices: readonly string[] | undefined;
   readonly sandboxRegistry: SandboxRegistry;
   readonly indices: WritableIndices | undefined;
+  readonly engineDescription: EngineDescription;
   // Swapped whole on every accepted sandbox change (see #applySandboxes); never mutated in place.
   #sandboxes: readonly Sandbox[];
   #byId: ReadonlyMap<string, Sandbox>;
@@ -448,6 +451,7 @@ class GovernedRuntime implements Runtime {
     this.options = options;
     this.#engine = engine;
     this.#indices = description.indices;
+    this.engineDescription = description;
     this.sandboxRegistry = registry;
     this.#scheduler = new TaskScheduler<QueuedTask>({
       capacity: options.threads,

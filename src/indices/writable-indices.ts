@@ -168,6 +168,13 @@ export function settingsView(meta: IndexMetadata): Record<string, unknown> {
   };
 }
 
+/** `GET /{index}/_mapping` entries of `names`: the mappings each index was created with, else `{}`. */
+export function mappingsView(metadata: IndexMetadataStore, names: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const name of names) out[name] = { mappings: metadata.get(name)?.mappings ?? {} };
+  return out;
+}
+
 /** The routing shard of a GET. @throws InvalidArgumentError (path `routing`) on a partitioned index without one. */
 export function getShard(settings: IndexSettings, index: string, id: string, routing: string | undefined): number {
   if (settings.routingPartitionSize !== 1 && routing === undefined) {
@@ -185,10 +192,14 @@ export function getShard(settings: IndexSettings, index: string, id: string, rou
  * `WritableIndices`, or a cluster coordinator's `ClusterWrites`.
  */
 export interface IndexApi {
+  /** Writable index names, in creation order. */
+  names(): readonly string[];
   createIndex(name: string, body: unknown): Promise<Record<string, unknown>>;
   deleteIndex(expression: string): Promise<Record<string, unknown>>;
   updateSettings(expression: string, body: unknown): Promise<Record<string, unknown>>;
   getSettings(expression: string): Record<string, unknown>;
+  /** `GET /{index}/_mapping`: `{"<index>": {"mappings": {...}}}` (the mappings given at creation, else `{}`). */
+  getMappings(expression: string): Record<string, unknown>;
   putTemplate(name: string, body: unknown, create: boolean): Promise<Record<string, unknown>>;
   deleteTemplate(name: string): Promise<Record<string, unknown>>;
   getTemplates(name?: string): Record<string, unknown>;
@@ -319,6 +330,11 @@ export class WritableIndices implements IndexApi {
     const out: Record<string, unknown> = {};
     for (const name of this.#resolve(expression, undefined)) out[name] = settingsView(this.metadata.get(name)!);
     return out;
+  }
+
+  /** `GET /{index}/_mapping`: `{"<index>": {"mappings": {...}}}`. */
+  getMappings(expression: string): Record<string, unknown> {
+    return mappingsView(this.metadata, this.#resolve(expression, undefined));
   }
 
   /** `PUT /_index_template/{name}` (`?create=true` refuses to replace). */

@@ -18,6 +18,8 @@ import type {
 import { stripStatsHeader } from '../admission/stats-header.js';
 import { type Coordinator, type CoordinatorStats, RemoteClientError } from '../cluster/coordinator.js';
 import { createApiServer, registerSearchRoutes, sendError } from './http-server.js';
+import { coordinatorCatalog } from './index-catalogs.js';
+import { registerIndexInfoRoutes } from './index-info-routes.js';
 import { registerIndexRoutes } from './index-routes.js';
 import { clusterUuidOf, registerRootRoutes } from './product-info.js';
 
@@ -167,6 +169,7 @@ export function buildCoordinatorServer(
   });
   app.get('/_nodes/stats', async () => coordinatorStatsView(coordinator.nodesStats()));
   registerIndexRoutes(app, coordinator.writes, { bulkBodyLimitBytes: options.bulkBodyLimitBytes });
+  registerIndexInfoRoutes(app, coordinatorCatalog(coordinator), { userHeader, sandboxHeader });
   const clusterUuid = clusterUuidOf(coordinator.routingTable.nodeIds);
   registerRootRoutes(app, () => ({
     name: coordinator.nodeId,

@@ -117,6 +117,10 @@ export function registerDataNodeRoutes(
     indices: runtime.nodeStats().engineIndices ?? [],
     shards_per_index: options.shardsPerIndex,
     copies: options.copies,
+    ...(runtime.engineDescription.docsPerIndex === undefined
+      ? {}
+      : { docs_per_index: runtime.engineDescription.docsPerIndex }),
+    ...(runtime.engineDescription.mappings === undefined ? {} : { mappings: runtime.engineDescription.mappings }),
   });
   app.get(NODE_INFO_PATH, async () => info);
 

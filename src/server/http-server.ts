@@ -18,6 +18,8 @@ import { toSandboxDocument } from '../sandbox/sandbox-document.js';
 import { checkAdminToken } from './admin-auth.js';
 import type { Runtime } from '../runtime.js';
 import { errorBody, toErrorResponse } from './error-body.js';
+import { nodeCatalog } from './index-catalogs.js';
+import { registerIndexInfoRoutes } from './index-info-routes.js';
 import { registerIndexRoutes } from './index-routes.js';
 import { clusterUuidOf, installProductHeader, registerRootRoutes } from './product-info.js';
 import { applySearchParameters, SEARCH_URL_PARAMETERS } from './search-parameters.js';
@@ -190,6 +192,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
   });
   app.get('/_nodes/stats', async () => nodeStatsView(runtime));
   registerIndexRoutes(app, runtime.indices, { bulkBodyLimitBytes: options.bulkBodyLimitBytes });
+  registerIndexInfoRoutes(app, nodeCatalog(runtime), { userHeader, sandboxHeader });
   const clusterUuid = clusterUuidOf([runtime.options.nodeId]);
   registerRootRoutes(app, () => ({
     name: runtime.options.nodeId,

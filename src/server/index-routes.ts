@@ -2,14 +2,16 @@
  * The index and bulk routes of a node that serves writable indices (`runtime.indices`), in
  * Elasticsearch's shapes:
  *
- * - `PUT /{index}` `{settings?, mappings?}`; `DELETE /{index}`; `PUT|GET /{index}/_settings`;
+ * - `PUT /{index}` `{settings?, mappings?}`; `DELETE /{index}`; `PUT /{index}/_settings`;
  * - `PUT|POST /_index_template/{name}` (`?create=true`), `GET /_index_template[/{name}]`,
  *   `DELETE /_index_template/{name}`;
- * - `GET /{index}/_doc/{id}` (`?routing=`): 200 with the document, 404 `{"found": false}`;
+ * - the single-document APIs (`document-routes.ts`);
  * - `POST|PUT /_bulk`, `POST|PUT /{index}/_bulk` (`?refresh=true|false|wait_for`, `?routing=`): NDJSON
  *   whatever the content type (`application/x-ndjson`, `application/json`, none), up to
  *   `bulkBodyLimitBytes`;
- * - `GET /_cat/shards[/{index}]` (`?format=json`, `?v`); `POST|GET /{index}/_refresh`, `/_refresh`.
+ * - `GET /_cat/shards[/{index}]` (`?format=json`, `?v`).
+ *
+ * `GET /{index}/_settings`, `_refresh` and the other calls over every index are in `index-info-routes.ts`.
  *
  * A node whose engine serves no writable indices answers these with 400 naming the route. A cluster data
  * node answers the index APIs with 400 too: its coordinator serves them.
@@ -104,11 +106,6 @@ export function registerIndexRoutes(
     { config: config([]) },
     handle('PUT /{index}/_settings', (w, r) => w.updateSettings(r.params.index, r.body)),
   );
-  app.get<{ Params: { index: string } }>(
-    '/:index/_settings',
-    { config: config([]) },
-    handle('GET /{index}/_settings', (w, r) => w.getSettings(r.params.index)),
-  );
   for (const method of ['PUT', 'POST'] as const) {
     app.route<{ Params: { name: string } }>({
       method,
@@ -172,18 +169,4 @@ export function registerIndexRoutes(
   };
   app.get('/_cat/shards', { config: config(['format', 'v']) }, handle('GET /_cat/shards', cat));
   app.get('/_cat/shards/:index', { config: config(['format', 'v']) }, handle('GET /_cat/shards', cat));
-  for (const method of ['POST', 'GET'] as const) {
-    app.route<{ Params: { index?: string } }>({
-      method,
-      url: '/:index/_refresh',
-      config: config([]),
-      handler: handle('POST /{index}/_refresh', (w, r) => w.refresh(r.params.index)),
-    });
-    app.route({
-      method,
-      url: '/_refresh',
-      config: config([]),
-      handler: handle('POST /_refresh', (w) => w.refresh()),
-    });
-  }
 }
