@@ -280,6 +280,24 @@ describe('coordinator: failures', () => {
     expect((await search({ size: 1 })).statusCode).toBe(429);
   });
 
+  it('fails a search whose shards partly failed when allow_partial_search_results is false, with the failures\' status', async () => {
+    nodes[0]!.failWith = { status: 429, type: 'rejected_execution_exception' };
+    nodes[1]!.failWith = { status: 429, type: 'rejected_execution_exception' };
+    const { app } = await coordinatorWith();
+    const partial = await app.inject({ method: 'POST', url: '/_search', payload: '{"size": 1}' });
+    expect(partial.statusCode).toBe(200);
+    expect(partial.json()._shards.failed).toBeGreaterThan(0);
+    const strict = await app.inject({ method: 'POST', url: '/_search?allow_partial_search_results=false', payload: '{"size": 1}' });
+    expect(strict.statusCode).toBe(429);
+    expect(strict.json().error).toMatchObject({
+      type: 'search_phase_execution_exception',
+      reason: expect.stringMatching(/^Partial shards failure/),
+      code: 'QS_SHARDS_FAILED',
+      phase: 'query',
+      root_cause: expect.arrayContaining([expect.objectContaining({ type: 'rejected_execution_exception' })]),
+    });
+  });
+
   it('passes a data node client error on as it is', async () => {
     for (const n of nodes) n.failWith = { status: 400, type: 'parsing_exception' };
     const { search } = await coordinatorWith();
