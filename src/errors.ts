@@ -57,7 +57,10 @@ export const ErrorCode = {
   TEMPLATE_NOT_FOUND: 'QS_TEMPLATE_NOT_FOUND',
   /** A bulk body the format refuses as a whole (the parser's type and status: 400, or 413 when too large). */
   INVALID_BULK: 'QS_INVALID_BULK',
-  /** A write refused for indexing pressure: too many bulk bytes in flight on the node. HTTP 429. */
+  /**
+   * A write refused for back-pressure, HTTP 429: a bulk refused whole for indexing pressure (too many
+   * bulk bytes in flight on the node), or a shard's items refused because the node's write queue is full.
+   */
   WRITE_REJECTED: 'QS_WRITE_REJECTED',
   /** A single-document write whose `if_seq_no`/`if_primary_term` or `create` met another document. HTTP 409. */
   VERSION_CONFLICT: 'QS_VERSION_CONFLICT',
@@ -427,6 +430,17 @@ export class DocumentMissingError extends QuerySandboxError {
   constructor(index: string, id: string) {
     super(ErrorCode.DOCUMENT_MISSING, 'resource_not_found_exception', `Document not found [${index}]/[${id}]`);
     this.index = index;
+  }
+}
+
+/**
+ * A shard bulk refused because its node holds its limit of shard writes (the write queue,
+ * `indices/write-queue.ts`; Elasticsearch's full `write` thread pool): 429 `es_rejected_execution_exception`
+ * for that shard's items only.
+ */
+export class ShardWriteRejectedError extends QuerySandboxError {
+  constructor(message: string) {
+    super(ErrorCode.WRITE_REJECTED, 'es_rejected_execution_exception', message);
   }
 }
 

@@ -329,6 +329,7 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
           durability: resolved.translogDurability,
           syncIntervalMs: resolved.translogSyncIntervalMs,
           indexingPressureBytes: resolved.indexingPressureBytes,
+          writeQueueSize: resolved.writeQueueSize,
           log,
         })
       : undefined;

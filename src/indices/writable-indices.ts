@@ -49,6 +49,7 @@ import {
   toShardWriteItem,
 } from './bulk-response.js';
 import { IndexingPressure } from './indexing-pressure.js';
+import { WriteQueue } from './write-queue.js';
 import {
   type IndexMetadata,
   IndexMetadataStore,
@@ -110,6 +111,8 @@ export interface WritableIndicesOptions {
   readonly syncIntervalMs?: number | undefined;
   /** Indexing-pressure limit, bytes. @default 10 % of the heap limit */
   readonly indexingPressureBytes?: number | undefined;
+  /** Shard bulks this node holds at once before it refuses a shard's items with 429 (`write-queue.ts`). @default 10000 */
+  readonly writeQueueSize?: number | undefined;
   /** Bulk parser limits. */
   readonly bulk?: BulkRequestParserOptions | undefined;
   /** Chooses the shard of single-shard bulks. @default uniform random */
@@ -214,6 +217,8 @@ export class WritableIndices implements IndexApi {
   readonly metadata: IndexMetadataStore;
   readonly shards: LocalShards;
   readonly pressure: IndexingPressure;
+  /** The bound on shard bulks in flight on this node (primaries). */
+  readonly writeQueue: WriteQueue;
   readonly #options: WritableIndicesOptions;
   readonly #parser: BulkRequestParser;
   readonly #planner: BulkPlanner;
@@ -230,6 +235,7 @@ export class WritableIndices implements IndexApi {
     this.metadata = metadata;
     this.shards = shards;
     this.pressure = new IndexingPressure(options.indexingPressureBytes);
+    this.writeQueue = new WriteQueue(options.nodeId, options.writeQueueSize);
     this.#parser = new BulkRequestParser(options.bulk);
     this.#planner = new BulkPlanner({ chooseShard: options.chooseShard });
   }
@@ -477,7 +483,8 @@ export class WritableIndices implements IndexApi {
   /**
    * One shard bulk on this node's primary copy (see module doc).
    * @throws IndexNotFoundError / EngineRequestError `shard_not_found_exception` (404) when this node
-   *   does not hold the primary; EngineFailureError when the copy is failed.
+   *   does not hold the primary; ShardWriteRejectedError (429) when the write queue is full (nothing
+   *   is written); EngineFailureError when the copy is failed.
    */
   async executePrimary(
     index: string,
@@ -486,6 +493,20 @@ export class WritableIndices implements IndexApi {
     refresh: RefreshPolicy,
   ): Promise<ShardBulkOutcome> {
     const local = this.#primaryCopy(index, shard);
+    const release = this.writeQueue.acquire(index, shard);
+    try {
+      return await this.#executeOnPrimary(local, shard, items, refresh);
+    } finally {
+      release();
+    }
+  }
+
+  async #executeOnPrimary(
+    local: LocalCopy,
+    shard: number,
+    items: readonly ShardWriteItem[],
+    refresh: RefreshPolicy,
+  ): Promise<ShardBulkOutcome> {
     const { results, operations, durable } = local.copy.write(items);
     try {
       await durable;
