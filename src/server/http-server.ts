@@ -103,6 +103,11 @@ export function parseBody(
     done(null, body);
     return;
   }
+  // A route that does not exist answers 404, whatever its body (an NDJSON `_msearch` is no JSON).
+  if (request.is404) {
+    done(null, undefined);
+    return;
+  }
   const text = typeof body === 'string' ? body : body.toString('utf8');
   if (text.trim().length === 0) {
     done(null, undefined);

@@ -54,9 +54,9 @@ export function coordinatorCatalog(coordinator: Coordinator): IndexCatalog {
           const nodes = [...table.copiesOf(name, shard)].sort((a, b) => Number(down.has(a)) - Number(down.has(b)));
           replicas = Math.max(replicas, nodes.length - 1);
           if (nodes.length === 0) copies.push({ shard, primary: true, state: 'UNASSIGNED' });
-          nodes.forEach((node, i) =>
-            copies.push({ shard, primary: i === 0, state: down.has(node) ? 'UNASSIGNED' : 'STARTED' }),
-          );
+          nodes.forEach((node, i) => {
+            copies.push({ shard, primary: i === 0, state: down.has(node) ? 'UNASSIGNED' : 'STARTED' });
+          });
         }
         const details = table.detailsOf(name);
         return { name, numberOfShards: shards, numberOfReplicas: replicas, copies, docs: details.docs, mappings: details.mappings };

@@ -125,8 +125,8 @@ describe('HTTP server', () => {
   });
 
   it('answers a route that does not exist with 404 no_handler_found_exception, whatever its parameters', async () => {
-    for (const url of ['/idx/_doc/1/extra?refresh=true', '/_nothing/a/b?v&format=json']) {
-      const r = await app.inject({ method: 'DELETE', url });
+    for (const url of ['/idx/_doc/1/extra?refresh=true', '/_nothing/a/b?v&format=json', '/_msearch']) {
+      const r = await app.inject({ method: url === '/_msearch' ? 'POST' : 'DELETE', url, payload: '{}\n{"query":{}}\n' });
       expect(r.statusCode).toBe(404);
       expect(r.json().error.type).toBe('no_handler_found_exception');
       expect(r.json().error.root_cause).toEqual([{ type: 'no_handler_found_exception', reason: r.json().error.reason }]);
