@@ -74,7 +74,11 @@ export function compareHits(a: MergeableHit, b: MergeableHit): number {
   return identity(a, b);
 }
 
-function compareValue(a: number | string | null | undefined, b: number | string | null | undefined, order: 'asc' | 'desc'): number {
+function compareValue(
+  a: number | string | null | undefined,
+  b: number | string | null | undefined,
+  order: 'asc' | 'desc',
+): number {
   if (a === b) return 0;
   if (a === null || a === undefined) return 1;
   if (b === null || b === undefined) return -1;
@@ -99,7 +103,8 @@ export function mergeOrderOf(body: Readonly<Record<string, unknown>>): MergeOrde
   const raw = body['sort'];
   const entries = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
   const sortOrders = entries.map((entry): 'asc' | 'desc' => {
-    const [field, spec] = typeof entry === 'string' ? [entry, undefined] : (Object.entries(entry ?? {})[0] ?? ['', undefined]);
+    const [field, spec] =
+      typeof entry === 'string' ? [entry, undefined] : (Object.entries(entry ?? {})[0] ?? ['', undefined]);
     const order = isPlainObject(spec) ? spec['order'] : spec;
     if (order === 'asc' || order === 'desc') return order;
     return field === '_score' ? 'desc' : 'asc';
@@ -162,7 +167,12 @@ export function readNodeHits(response: unknown): NodeHits | undefined {
  * @param size hits to keep, integer >= 0.
  * @param order the request's sort orders and `track_total_hits`; default by score, totals up to 10000.
  */
-export function mergeHits(parts: readonly NodeHits[], from: number, size: number, order: MergeOrder = BY_SCORE): MergedHits {
+export function mergeHits(
+  parts: readonly NodeHits[],
+  from: number,
+  size: number,
+  order: MergeOrder = BY_SCORE,
+): MergedHits {
   let value = 0;
   let gte = false;
   let counted = false;

@@ -55,7 +55,11 @@ function tokenize(text: string, where: string): string[] {
     while (j < text.length && !/\s/.test(text[j]!)) {
       if (text[j] === '"') {
         const end = text.indexOf('"', j + 1);
-        if (end < 0) fail(where, `unterminated phrase (a '"' without its closing '"'); received ${formatReceived(text)}`);
+        if (end < 0)
+          fail(
+            where,
+            `unterminated phrase (a '"' without its closing '"'); received ${formatReceived(text)}`,
+          );
         token += text.slice(j, end + 1);
         j = end + 1;
         continue;
@@ -102,7 +106,8 @@ export function parseQueryString(
   let negateNext = false;
   for (const token of tokenize(text, where)) {
     if (token === 'AND' || token === '&&' || token === 'OR' || token === '||') {
-      if (clauses.length === 0) fail(where, `[${token}] has no clause before it; received ${formatReceived(text)}`);
+      if (clauses.length === 0)
+        fail(where, `[${token}] has no clause before it; received ${formatReceived(text)}`);
       pendingConjunction = token === 'AND' || token === '&&' ? 'and' : 'or';
       continue;
     }
@@ -177,10 +182,19 @@ function clausePlan(
       if (exact.length === 0) fail(where, `[${field}:] has no value; received ${formatReceived(text)}`);
       chargeTerms(where, 1);
       const date = field === 'date' && /^-?\d+$/.test(exact) ? Number(exact) : exact;
-      return { kind: 'term', target: field === '_id' ? 'id' : 'date', field, values: [date], caseInsensitive: false };
+      return {
+        kind: 'term',
+        target: field === '_id' ? 'id' : 'date',
+        field,
+        values: [date],
+        caseInsensitive: false,
+      };
     }
     if (!(SEARCH_FIELDS as readonly string[]).includes(field)) {
-      fail(where, `unknown field [${field}]; the fields a query string can search are ${[...SEARCH_FIELDS, '_id', 'date'].join(', ')}`);
+      fail(
+        where,
+        `unknown field [${field}]; the fields a query string can search are ${[...SEARCH_FIELDS, '_id', 'date'].join(', ')}`,
+      );
     }
     fields = [field as SearchField];
   }
@@ -194,7 +208,10 @@ function clausePlan(
   if (!phrase && value.endsWith('*')) {
     const stem = value.slice(0, -1);
     if (stem.length === 0 || stem.includes('*')) {
-      fail(where, `only a trailing * after at least one character is supported; received ${formatReceived(text)}`);
+      fail(
+        where,
+        `only a trailing * after at least one character is supported; received ${formatReceived(text)}`,
+      );
     }
     chargeTerms(where, Math.max(1, tokenizeMail(stem).length) * fields.length);
     if (fields.length === 1) return { kind: 'prefix', field: fields[0]!, value: stem };

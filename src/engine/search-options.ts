@@ -94,7 +94,9 @@ export function parseSourceFilter(raw: unknown): SourceFilter {
       excludes: exc === undefined ? [] : patternList(exc, '[_source][excludes]'),
     };
   }
-  return fail(`[_source] must be true, false, a field pattern, an array of them or {includes, excludes}; received ${formatReceived(raw)}`);
+  return fail(
+    `[_source] must be true, false, a field pattern, an array of them or {includes, excludes}; received ${formatReceived(raw)}`,
+  );
 }
 
 function sortKey(field: string, order: unknown, where: string): SortKey {
@@ -123,8 +125,15 @@ export function parseSort(raw: unknown): SortKey[] {
   return entries.map((entry, i) => {
     const where = `[sort][${i}]`;
     if (typeof entry === 'string') return sortKey(entry, undefined, where);
-    if (typeof entry !== 'object' || entry === null || Array.isArray(entry) || Object.keys(entry).length !== 1) {
-      return fail(`${where} must be a field name or {"<field>": "asc"|"desc"}; received ${formatReceived(entry)}`);
+    if (
+      typeof entry !== 'object' ||
+      entry === null ||
+      Array.isArray(entry) ||
+      Object.keys(entry).length !== 1
+    ) {
+      return fail(
+        `${where} must be a field name or {"<field>": "asc"|"desc"}; received ${formatReceived(entry)}`,
+      );
     }
     const [field, spec] = Object.entries(entry as Record<string, unknown>)[0]!;
     if (typeof spec === 'string' || spec === undefined) return sortKey(field, spec, `${where}[${field}]`);
@@ -189,7 +198,10 @@ function matchesPattern(pattern: string, path: string): boolean {
 /** A pattern names `path` or one of its ancestors (`user` keeps `user.name`). */
 function coversPath(patterns: readonly string[], path: string): boolean {
   return patterns.some(
-    (p) => matchesPattern(p, path) || (!p.includes('*') && path.startsWith(`${p}.`)) || matchesPattern(p, `${path}.`),
+    (p) =>
+      matchesPattern(p, path) ||
+      (!p.includes('*') && path.startsWith(`${p}.`)) ||
+      matchesPattern(p, `${path}.`),
   );
 }
 
@@ -213,7 +225,10 @@ export function filterSource(
   filter: SourceFilter,
 ): Readonly<Record<string, unknown>> {
   if (filter.includes.length === 0 && filter.excludes.length === 0) return source;
-  const walk = (node: Readonly<Record<string, unknown>>, prefix: string): Record<string, unknown> | undefined => {
+  const walk = (
+    node: Readonly<Record<string, unknown>>,
+    prefix: string,
+  ): Record<string, unknown> | undefined => {
     const out: Record<string, unknown> = {};
     let kept = false;
     for (const [key, value] of Object.entries(node)) {

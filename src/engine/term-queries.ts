@@ -61,7 +61,8 @@ function targetOf(field: string): Pick<TermQueryPlan, 'target' | 'field'> {
 function singleField(raw: unknown, where: string): [string, unknown] {
   if (!isObject(raw)) fail(`${where} must be a JSON object; received ${formatReceived(raw)}`);
   const fields = Object.keys(raw).filter((k) => k !== 'boost' && k !== '_name');
-  if (fields.length !== 1) fail(`${where} query must name exactly one field; received ${formatReceived(raw)}`);
+  if (fields.length !== 1)
+    fail(`${where} query must name exactly one field; received ${formatReceived(raw)}`);
   return [fields[0]!, raw[fields[0]!]];
 }
 
@@ -70,7 +71,11 @@ function singleField(raw: unknown, where: string): [string, unknown] {
  * @param charge counts the clause against the query's budget (`max_clause_count`).
  * @throws EngineRequestError `parsing_exception` (400) naming the path and the received value.
  */
-export function parseTermQuery(raw: unknown, at: string, charge: (where: string, n: number) => void): TermQueryPlan {
+export function parseTermQuery(
+  raw: unknown,
+  at: string,
+  charge: (where: string, n: number) => void,
+): TermQueryPlan {
   const where = `${at}[term]`;
   const [field, spec] = singleField(raw, where);
   let value: unknown = spec;
@@ -100,16 +105,24 @@ export function parseTermQuery(raw: unknown, at: string, charge: (where: string,
  * @throws EngineRequestError `parsing_exception` (400): not an array, a value that is not a scalar,
  *   more than `MAX_TERMS_COUNT` values, or a terms lookup (`{"index", "id", "path"}`).
  */
-export function parseTermsQuery(raw: unknown, at: string, charge: (where: string, n: number) => void): TermQueryPlan {
+export function parseTermsQuery(
+  raw: unknown,
+  at: string,
+  charge: (where: string, n: number) => void,
+): TermQueryPlan {
   const where = `${at}[terms]`;
   const [field, spec] = singleField(raw, where);
   if (isObject(spec)) fail(`${where}[${field}]: terms lookup is not supported; give the values as an array`);
-  if (!Array.isArray(spec)) fail(`${where}[${field}] must be an array of values; received ${formatReceived(spec)}`);
+  if (!Array.isArray(spec))
+    fail(`${where}[${field}] must be an array of values; received ${formatReceived(spec)}`);
   if (spec.length > MAX_TERMS_COUNT) {
-    fail(`${where}[${field}] has ${spec.length} values; at most ${MAX_TERMS_COUNT} are allowed (index.max_terms_count)`);
+    fail(
+      `${where}[${field}] has ${spec.length} values; at most ${MAX_TERMS_COUNT} are allowed (index.max_terms_count)`,
+    );
   }
   spec.forEach((v, i) => {
-    if (!isTermValue(v)) fail(`${where}[${field}][${i}] must be a string, number or boolean; received ${formatReceived(v)}`);
+    if (!isTermValue(v))
+      fail(`${where}[${field}][${i}] must be a string, number or boolean; received ${formatReceived(v)}`);
   });
   const target = targetOf(field);
   // A text field looks every term up in the index; a keyword comparison is one set lookup per document.
@@ -121,18 +134,25 @@ export function parseTermsQuery(raw: unknown, at: string, charge: (where: string
  * `{"ids": {"values": ["1", "2"]}}`: documents with one of these `_id`s, score 1.
  * @throws EngineRequestError `parsing_exception` (400) naming the path and the received value.
  */
-export function parseIdsQuery(raw: unknown, at: string, charge: (where: string, n: number) => void): TermQueryPlan {
+export function parseIdsQuery(
+  raw: unknown,
+  at: string,
+  charge: (where: string, n: number) => void,
+): TermQueryPlan {
   const where = `${at}[ids]`;
   if (!isObject(raw)) fail(`${where} must be a JSON object; received ${formatReceived(raw)}`);
   for (const key of Object.keys(raw)) {
-    if (key !== 'values' && key !== 'boost' && key !== '_name') fail(`${where} does not support [${key}]; expected values`);
+    if (key !== 'values' && key !== 'boost' && key !== '_name')
+      fail(`${where} does not support [${key}]; expected values`);
   }
   const values = raw['values'];
   if (!Array.isArray(values) || !values.every((v) => typeof v === 'string' || typeof v === 'number')) {
     fail(`${where}[values] must be an array of ids; received ${formatReceived(values)}`);
   }
   if (values.length > MAX_TERMS_COUNT) {
-    fail(`${where}[values] has ${values.length} ids; at most ${MAX_TERMS_COUNT} are allowed (index.max_terms_count)`);
+    fail(
+      `${where}[values] has ${values.length} ids; at most ${MAX_TERMS_COUNT} are allowed (index.max_terms_count)`,
+    );
   }
   charge(where, 1);
   return { kind: 'term', target: 'id', field: '_id', values: values.map(String), caseInsensitive: false };
@@ -147,7 +167,11 @@ export function termTextField(plan: TermQueryPlan): SearchField {
  * Whether a stored value matches one of the plan's values as a keyword: equal scalars (a number
  * also equals its decimal text, as a keyword field holds it), or an array holding one.
  */
-export function keywordMatches(stored: unknown, values: readonly TermValue[], caseInsensitive: boolean): boolean {
+export function keywordMatches(
+  stored: unknown,
+  values: readonly TermValue[],
+  caseInsensitive: boolean,
+): boolean {
   if (Array.isArray(stored)) return stored.some((v) => keywordMatches(v, values, caseInsensitive));
   if (!isTermValue(stored)) return false;
   const text = String(stored);

@@ -129,9 +129,17 @@ export async function writeDocument(api: DocumentBulk, write: DocumentWrite): Pr
     refresh: write.refresh ?? 'false',
   });
   const item = response.items[0];
-  const entry = (item === undefined ? undefined : Object.values(item)[0]) as Record<string, unknown> | undefined;
+  const entry = (item === undefined ? undefined : Object.values(item)[0]) as
+    | Record<string, unknown>
+    | undefined;
   if (entry === undefined) {
-    throw new DocumentWriteError('exception', 'the bulk gave no result for the write', 500, write.index, undefined);
+    throw new DocumentWriteError(
+      'exception',
+      'the bulk gave no result for the write',
+      500,
+      write.index,
+      undefined,
+    );
   }
   const { status, error, ...rest } = entry as { status: number; error?: Record<string, unknown> };
   if (error !== undefined) {

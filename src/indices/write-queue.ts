@@ -70,6 +70,11 @@ export class WriteQueue {
 
   /** A plain snapshot of the counters. */
   stats(): WriteQueueStats {
-    return { inFlight: this.#inFlight, capacity: this.capacity, accepted: this.#accepted, rejected: this.#rejected };
+    return {
+      inFlight: this.#inFlight,
+      capacity: this.capacity,
+      accepted: this.#accepted,
+      rejected: this.#rejected,
+    };
   }
 }

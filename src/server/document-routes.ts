@@ -32,7 +32,8 @@ function routeConfig(names: readonly string[], auth: 'read' | 'write') {
 function routing(query: Query): string | undefined {
   const value = query['routing'];
   if (value === undefined || value === '') return undefined;
-  if (typeof value !== 'string') throw new InvalidArgumentError('url parameter [routing]', 'must be given once', value);
+  if (typeof value !== 'string')
+    throw new InvalidArgumentError('url parameter [routing]', 'must be given once', value);
   return value;
 }
 
@@ -50,9 +51,14 @@ function sourceParameters(query: Query): SourceFilter {
   const excludes = query['_source_excludes'];
   if (source === 'false') return parseSourceFilter(false);
   if (includes === undefined && excludes === undefined) {
-    return source === undefined || source === 'true' ? parseSourceFilter(true) : parseSourceFilter(split(source));
+    return source === undefined || source === 'true'
+      ? parseSourceFilter(true)
+      : parseSourceFilter(split(source));
   }
-  return parseSourceFilter({ includes: split(includes ?? (source === 'true' ? undefined : source)), excludes: split(excludes) });
+  return parseSourceFilter({
+    includes: split(includes ?? (source === 'true' ? undefined : source)),
+    excludes: split(excludes),
+  });
 }
 
 function shownDocument(doc: GetResponse, filter: SourceFilter): Record<string, unknown> {
@@ -67,7 +73,14 @@ function shownDocument(doc: GetResponse, filter: SourceFilter): Record<string, u
  */
 export function registerDocumentRoutes(app: FastifyInstance, service: (what: string) => IndexApi): void {
   const run =
-    <P>(what: string, handler: (api: IndexApi, request: FastifyRequest<{ Params: P }>, reply: FastifyReply) => Promise<unknown>) =>
+    <P>(
+      what: string,
+      handler: (
+        api: IndexApi,
+        request: FastifyRequest<{ Params: P }>,
+        reply: FastifyReply,
+      ) => Promise<unknown>,
+    ) =>
     async (request: FastifyRequest<{ Params: P }>, reply: FastifyReply) => {
       try {
         const result = await handler(service(what), request, reply);
@@ -107,7 +120,12 @@ export function registerDocumentRoutes(app: FastifyInstance, service: (what: str
       url: '/:index/_create/:id',
       config: routeConfig(DOCUMENT_WRITE_PARAMETERS.create, 'write'),
       handler: run('PUT /{index}/_create/{id}', (api, r, reply) =>
-        write(api, reply, query(r), { action: 'create', index: r.params.index, id: r.params.id, body: r.body }),
+        write(api, reply, query(r), {
+          action: 'create',
+          index: r.params.index,
+          id: r.params.id,
+          body: r.body,
+        }),
       ),
     });
   }
@@ -115,7 +133,11 @@ export function registerDocumentRoutes(app: FastifyInstance, service: (what: str
     '/:index/_doc',
     { config: routeConfig(DOCUMENT_WRITE_PARAMETERS.index, 'write') },
     run('POST /{index}/_doc', (api, r, reply) =>
-      write(api, reply, query(r), { action: opTypeAction(query(r)['op_type']), index: r.params.index, body: r.body }),
+      write(api, reply, query(r), {
+        action: opTypeAction(query(r)['op_type']),
+        index: r.params.index,
+        body: r.body,
+      }),
     ),
   );
   app.post<{ Params: Doc }>(

@@ -128,7 +128,11 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
           : 'parsing_exception';
     const isJson = e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError;
     const text = isJson ? `request body is not valid JSON: ${reason}` : reason;
-    const code = isJson ? { code: 'QS_INVALID_ARGUMENT' } : typeof e.code === 'string' ? { code: e.code } : {};
+    const code = isJson
+      ? { code: 'QS_INVALID_ARGUMENT' }
+      : typeof e.code === 'string'
+        ? { code: e.code }
+        : {};
     return { status, body: errorBody(status, type, text, code) };
   }
   return { status: 500, body: errorBody(500, 'exception', 'internal error; see the server log') };

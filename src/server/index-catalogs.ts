@@ -22,7 +22,10 @@ export function nodeCatalog(runtime: Runtime): IndexCatalog {
         name,
         numberOfShards: shards,
         numberOfReplicas: 0,
-        copies: Array.from({ length: shards }, (_, shard): ShardCopyState => ({ shard, primary: true, state: 'STARTED' })),
+        copies: Array.from(
+          { length: shards },
+          (_, shard): ShardCopyState => ({ shard, primary: true, state: 'STARTED' }),
+        ),
         docs: description.docsPerIndex?.[name],
         mappings: description.mappings,
       }));
@@ -51,7 +54,9 @@ export function coordinatorCatalog(coordinator: Coordinator): IndexCatalog {
         let replicas = 0;
         for (let shard = 0; shard < shards; shard++) {
           // Any copy of a read-only shard serves it: an active one counts as the primary.
-          const nodes = [...table.copiesOf(name, shard)].sort((a, b) => Number(down.has(a)) - Number(down.has(b)));
+          const nodes = [...table.copiesOf(name, shard)].sort(
+            (a, b) => Number(down.has(a)) - Number(down.has(b)),
+          );
           replicas = Math.max(replicas, nodes.length - 1);
           if (nodes.length === 0) copies.push({ shard, primary: true, state: 'UNASSIGNED' });
           nodes.forEach((node, i) => {
@@ -59,7 +64,14 @@ export function coordinatorCatalog(coordinator: Coordinator): IndexCatalog {
           });
         }
         const details = table.detailsOf(name);
-        return { name, numberOfShards: shards, numberOfReplicas: replicas, copies, docs: details.docs, mappings: details.mappings };
+        return {
+          name,
+          numberOfShards: shards,
+          numberOfReplicas: replicas,
+          copies,
+          docs: details.docs,
+          mappings: details.mappings,
+        };
       });
     },
     search: (request) => coordinator.search(request),

@@ -54,7 +54,12 @@ export interface IndexCatalog {
   /** The writable indices, when served. */
   readonly writable: IndexApi | undefined;
   /** Runs a search (the node's runtime or the coordinator). */
-  search(request: { index: string; body: unknown; user: string | undefined; sandboxId: string | undefined }): Promise<unknown>;
+  search(request: {
+    index: string;
+    body: unknown;
+    user: string | undefined;
+    sandboxId: string | undefined;
+  }): Promise<unknown>;
 }
 
 /** Headers that carry the user and the sandbox choice (passed on to `_count` searches). */
@@ -76,13 +81,15 @@ function routeConfig(names: readonly string[], auth: 'read' | 'admin' = 'read') 
 }
 
 /** The states of a writable index's copies from `_cat/shards` rows. */
-function writableStates(api: IndexApi, names: readonly string[], rows: Awaited<ReturnType<IndexApi['catShards']>>): IndexShardStates[] {
+function writableStates(
+  api: IndexApi,
+  names: readonly string[],
+  rows: Awaited<ReturnType<IndexApi['catShards']>>,
+): IndexShardStates[] {
   const settings = names.length === 0 ? {} : api.getSettings(names.join(','));
   return names.map((index) => {
-    const flat = ((settings[index] as { settings: { index: Record<string, string> } } | undefined)?.settings.index ?? {}) as Record<
-      string,
-      string
-    >;
+    const flat = ((settings[index] as { settings: { index: Record<string, string> } } | undefined)?.settings
+      .index ?? {}) as Record<string, string>;
     return {
       index,
       numberOfShards: Number(flat['number_of_shards'] ?? 1),
@@ -95,10 +102,16 @@ function writableStates(api: IndexApi, names: readonly string[], rows: Awaited<R
 }
 
 /** Registers the routes (see module doc) on `app`. */
-export function registerIndexInfoRoutes(app: FastifyInstance, catalog: IndexCatalog, headers: IdentityHeaders): void {
+export function registerIndexInfoRoutes(
+  app: FastifyInstance,
+  catalog: IndexCatalog,
+  headers: IdentityHeaders,
+): void {
   const query = (request: FastifyRequest) => (request.query as Query | undefined) ?? {};
   const run =
-    <P>(handler: (request: FastifyRequest<{ Params: P }>, reply: FastifyReply) => Promise<unknown> | unknown) =>
+    <P>(
+      handler: (request: FastifyRequest<{ Params: P }>, reply: FastifyReply) => Promise<unknown> | unknown,
+    ) =>
     async (request: FastifyRequest<{ Params: P }>, reply: FastifyReply) => {
       try {
         const result = await handler(request, reply);
@@ -160,7 +173,12 @@ export function registerIndexInfoRoutes(app: FastifyInstance, catalog: IndexCata
       const index = ro.get(name);
       return index === undefined
         ? w.get(name)!
-        : { index: name, numberOfShards: index.numberOfShards, numberOfReplicas: index.numberOfReplicas, copies: index.copies };
+        : {
+            index: name,
+            numberOfShards: index.numberOfShards,
+            numberOfReplicas: index.numberOfReplicas,
+            copies: index.copies,
+          };
     });
   };
 
@@ -184,16 +202,36 @@ export function registerIndexInfoRoutes(app: FastifyInstance, catalog: IndexCata
       return out;
     }),
   );
-  app.get('/_mapping', { config: routeConfig([]) }, run(() => mappingsOf('_all')));
-  app.get<{ Params: { index: string } }>('/:index/_mapping', { config: routeConfig([]) }, run((r) => mappingsOf(r.params.index)));
-  app.get('/_settings', { config: routeConfig([]) }, run(() => settingsOf('_all')));
-  app.get<{ Params: { index: string } }>('/:index/_settings', { config: routeConfig([]) }, run((r) => settingsOf(r.params.index)));
+  app.get(
+    '/_mapping',
+    { config: routeConfig([]) },
+    run(() => mappingsOf('_all')),
+  );
+  app.get<{ Params: { index: string } }>(
+    '/:index/_mapping',
+    { config: routeConfig([]) },
+    run((r) => mappingsOf(r.params.index)),
+  );
+  app.get(
+    '/_settings',
+    { config: routeConfig([]) },
+    run(() => settingsOf('_all')),
+  );
+  app.get<{ Params: { index: string } }>(
+    '/:index/_settings',
+    { config: routeConfig([]) },
+    run((r) => settingsOf(r.params.index)),
+  );
   app.put(
     '/_settings',
     { config: routeConfig([], 'admin') },
     run((r) => {
       if (catalog.writable === undefined) {
-        throw new InvalidArgumentError('url', 'is not served: the engine serves no writable indices', 'PUT /_settings');
+        throw new InvalidArgumentError(
+          'url',
+          'is not served: the engine serves no writable indices',
+          'PUT /_settings',
+        );
       }
       return catalog.writable.updateSettings('_all', r.body);
     }),
@@ -207,9 +245,14 @@ export function registerIndexInfoRoutes(app: FastifyInstance, catalog: IndexCata
     }
     const wanted = q['wait_for_status'];
     if (wanted !== undefined && wanted !== 'green' && wanted !== 'yellow' && wanted !== 'red') {
-      throw new InvalidArgumentError('url parameter [wait_for_status]', 'must be green, yellow or red', wanted);
+      throw new InvalidArgumentError(
+        'url parameter [wait_for_status]',
+        'must be green, yellow or red',
+        wanted,
+      );
     }
-    const timeoutMs = q['timeout'] === undefined ? 30_000 : parseTimeValueMs(q['timeout'], 'url parameter [timeout]');
+    const timeoutMs =
+      q['timeout'] === undefined ? 30_000 : parseTimeValueMs(q['timeout'], 'url parameter [timeout]');
     const deadline = performance.now() + Math.max(0, timeoutMs);
     for (;;) {
       const states = await shardStates(expression);
@@ -236,8 +279,19 @@ export function registerIndexInfoRoutes(app: FastifyInstance, catalog: IndexCata
       await new Promise((resolve) => setTimeout(resolve, Math.min(100, deadline - performance.now())));
     }
   };
-  const healthParameters = ['level', 'wait_for_status', 'timeout', 'local', 'master_timeout', 'wait_for_no_relocating_shards'];
-  app.get('/_cluster/health', { config: routeConfig(healthParameters) }, run((r, reply) => health('_all', query(r), reply)));
+  const healthParameters = [
+    'level',
+    'wait_for_status',
+    'timeout',
+    'local',
+    'master_timeout',
+    'wait_for_no_relocating_shards',
+  ];
+  app.get(
+    '/_cluster/health',
+    { config: routeConfig(healthParameters) },
+    run((r, reply) => health('_all', query(r), reply)),
+  );
   app.get<{ Params: { index: string } }>(
     '/_cluster/health/:index',
     { config: routeConfig(healthParameters) },
@@ -245,7 +299,18 @@ export function registerIndexInfoRoutes(app: FastifyInstance, catalog: IndexCata
   );
 
   // ---- _cat/indices -------------------------------------------------------------------------------
-  const CAT_COLUMNS = ['health', 'status', 'index', 'uuid', 'pri', 'rep', 'docs.count', 'docs.deleted', 'store.size', 'pri.store.size'];
+  const CAT_COLUMNS = [
+    'health',
+    'status',
+    'index',
+    'uuid',
+    'pri',
+    'rep',
+    'docs.count',
+    'docs.deleted',
+    'store.size',
+    'pri.store.size',
+  ];
   const catIndices = async (expression: string, q: Query, reply: FastifyReply) => {
     const states = await shardStates(expression);
     const h = clusterHealth(states);
@@ -258,11 +323,14 @@ export function registerIndexInfoRoutes(app: FastifyInstance, catalog: IndexCata
       const docs =
         readOnly !== undefined
           ? readOnly.docs
-          : rows.filter((r) => r.index === s.index && r.prirep === 'p').reduce((n, r) => n + Number(r.docs ?? 0), 0);
+          : rows
+              .filter((r) => r.index === s.index && r.prirep === 'p')
+              .reduce((n, r) => n + Number(r.docs ?? 0), 0);
       const uuid =
         readOnly !== undefined
           ? readOnlyIndexUuid(s.index)
-          : ((settings[s.index] as { settings: { index: { uuid?: string } } } | undefined)?.settings.index.uuid ?? null);
+          : ((settings[s.index] as { settings: { index: { uuid?: string } } } | undefined)?.settings.index
+              .uuid ?? null);
       const row: Record<string, string | null> = {
         health: h.indices.get(s.index)!.status,
         status: 'open',
@@ -290,7 +358,11 @@ export function registerIndexInfoRoutes(app: FastifyInstance, catalog: IndexCata
     return reply.type('text/plain; charset=UTF-8').send(catText(out, columns, q['v'] !== undefined));
   };
   const catParameters = ['format', 'v', 'h', 's', 'health', 'bytes', 'pri', 'expand_wildcards'];
-  app.get('/_cat/indices', { config: routeConfig(catParameters) }, run((r, reply) => catIndices('_all', query(r), reply)));
+  app.get(
+    '/_cat/indices',
+    { config: routeConfig(catParameters) },
+    run((r, reply) => catIndices('_all', query(r), reply)),
+  );
   app.get<{ Params: { index: string } }>(
     '/_cat/indices/:index',
     { config: routeConfig(catParameters) },
@@ -305,7 +377,8 @@ export function registerIndexInfoRoutes(app: FastifyInstance, catalog: IndexCata
     }
     const spec = (body ?? {}) as Record<string, unknown>;
     for (const key of Object.keys(spec)) {
-      if (key !== 'query') throw new InvalidArgumentError(`body.${key}`, 'is not a count key (expected query)', spec[key]);
+      if (key !== 'query')
+        throw new InvalidArgumentError(`body.${key}`, 'is not a count key (expected query)', spec[key]);
     }
     const q = query(request);
     const searchQuery = typeof q['q'] === 'string' ? queryStringOf(q, q['q']) : spec['query'];
@@ -317,7 +390,11 @@ export function registerIndexInfoRoutes(app: FastifyInstance, catalog: IndexCata
     })) as { hits?: { total?: { value?: number } }; _shards?: Record<string, unknown> };
     const total = response.hits?.total?.value;
     if (typeof total !== 'number') {
-      throw new InvalidArgumentError('engine', 'answered the count without hits.total (it must report exact totals)', response.hits);
+      throw new InvalidArgumentError(
+        'engine',
+        'answered the count without hits.total (it must report exact totals)',
+        response.hits,
+      );
     }
     const shards = response._shards ?? {};
     return {
@@ -331,7 +408,12 @@ export function registerIndexInfoRoutes(app: FastifyInstance, catalog: IndexCata
     };
   };
   for (const method of ['GET', 'POST'] as const) {
-    app.route({ method, url: '/_count', config: routeConfig(COUNT_URL_PARAMETERS), handler: run((r) => count('_all', r)) });
+    app.route({
+      method,
+      url: '/_count',
+      config: routeConfig(COUNT_URL_PARAMETERS),
+      handler: run((r) => count('_all', r)),
+    });
     app.route<{ Params: { index: string } }>({
       method,
       url: '/:index/_count',
@@ -347,7 +429,9 @@ export function registerIndexInfoRoutes(app: FastifyInstance, catalog: IndexCata
     let successful = 0;
     let failed = 0;
     if (writable.length > 0) {
-      const done = (await catalog.writable!.refresh(writable.join(','))) as { _shards: { total: number; successful: number; failed: number } };
+      const done = (await catalog.writable!.refresh(writable.join(','))) as {
+        _shards: { total: number; successful: number; failed: number };
+      };
       total += done._shards.total;
       successful += done._shards.successful;
       failed += done._shards.failed;
@@ -376,12 +460,26 @@ export function catColumns(raw: unknown, known: readonly string[]): string[] {
   if (raw === undefined) return [...known];
   if (typeof raw !== 'string') throw new InvalidArgumentError('url parameter [h]', 'must be given once', raw);
   const out: string[] = [];
-  for (const name of raw.split(',').map((c) => c.trim()).filter((c) => c.length > 0)) {
+  for (const name of raw
+    .split(',')
+    .map((c) => c.trim())
+    .filter((c) => c.length > 0)) {
     const matches = name.includes('*')
-      ? known.filter((k) => new RegExp(`^${name.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`).test(k))
+      ? known.filter((k) =>
+          new RegExp(
+            `^${name
+              .split('*')
+              .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+              .join('.*')}$`,
+          ).test(k),
+        )
       : known.filter((k) => k === name);
     if (matches.length === 0) {
-      throw new InvalidArgumentError('url parameter [h]', `names an unknown column (columns: ${known.join(', ')})`, name);
+      throw new InvalidArgumentError(
+        'url parameter [h]',
+        `names an unknown column (columns: ${known.join(', ')})`,
+        name,
+      );
     }
     for (const m of matches) if (!out.includes(m)) out.push(m);
   }
@@ -389,11 +487,19 @@ export function catColumns(raw: unknown, known: readonly string[]): string[] {
 }
 
 /** Rows sorted by `?s=col[:asc|desc],...` (numeric columns by value). @throws InvalidArgumentError. */
-function sortRows(rows: Record<string, string | null>[], spec: string, known: readonly string[]): Record<string, string | null>[] {
+function sortRows(
+  rows: Record<string, string | null>[],
+  spec: string,
+  known: readonly string[],
+): Record<string, string | null>[] {
   const keys = spec.split(',').map((part) => {
     const [column, order = 'asc'] = part.trim().split(':');
     if (!known.includes(column!) || (order !== 'asc' && order !== 'desc')) {
-      throw new InvalidArgumentError('url parameter [s]', `must be column[:asc|desc],... (columns: ${known.join(', ')})`, spec);
+      throw new InvalidArgumentError(
+        'url parameter [s]',
+        `must be column[:asc|desc],... (columns: ${known.join(', ')})`,
+        spec,
+      );
     }
     return { column: column!, sign: order === 'asc' ? 1 : -1 };
   });
@@ -403,7 +509,14 @@ function sortRows(rows: Record<string, string | null>[], spec: string, known: re
       const y = b[column] ?? '';
       const nx = Number(x);
       const ny = Number(y);
-      const c = x !== '' && y !== '' && Number.isFinite(nx) && Number.isFinite(ny) ? nx - ny : x < y ? -1 : x > y ? 1 : 0;
+      const c =
+        x !== '' && y !== '' && Number.isFinite(nx) && Number.isFinite(ny)
+          ? nx - ny
+          : x < y
+            ? -1
+            : x > y
+              ? 1
+              : 0;
       if (c !== 0) return c * sign;
     }
     return 0;
@@ -411,9 +524,21 @@ function sortRows(rows: Record<string, string | null>[], spec: string, known: re
 }
 
 /** A cat table as text: space-aligned columns, a header line with `?v`. */
-export function catText(rows: readonly Record<string, string | null>[], columns: readonly string[], header: boolean): string {
+export function catText(
+  rows: readonly Record<string, string | null>[],
+  columns: readonly string[],
+  header: boolean,
+): string {
   const table = rows.map((r) => columns.map((c) => r[c] ?? ''));
   if (header) table.unshift([...columns]);
   const widths = columns.map((_, i) => Math.max(0, ...table.map((row) => row[i]!.length)));
-  return table.map((row) => `${row.map((cell, i) => cell.padEnd(widths[i]!)).join(' ').trimEnd()}\n`).join('');
+  return table
+    .map(
+      (row) =>
+        `${row
+          .map((cell, i) => cell.padEnd(widths[i]!))
+          .join(' ')
+          .trimEnd()}\n`,
+    )
+    .join('');
 }

@@ -29,7 +29,10 @@ export const CLUSTER_NAME = 'query-sandbox';
  * what identifies the cluster: the single node's id, or the coordinator's data node ids.
  */
 export function clusterUuidOf(members: readonly string[]): string {
-  return createHash('sha256').update(`${CLUSTER_NAME}\u0000${members.join('\u0000')}`).digest('base64url').slice(0, 22);
+  return createHash('sha256')
+    .update(`${CLUSTER_NAME}\u0000${members.join('\u0000')}`)
+    .digest('base64url')
+    .slice(0, 22);
 }
 
 /** What `GET /` describes. */

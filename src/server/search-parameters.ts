@@ -31,7 +31,8 @@ export const COUNT_URL_PARAMETERS = ['q', 'df', 'default_operator'] as const;
 function single(query: Readonly<Record<string, unknown>>, name: string): string | undefined {
   const value = query[name];
   if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new InvalidArgumentError(`url parameter [${name}]`, 'must be given once', value);
+  if (typeof value !== 'string')
+    throw new InvalidArgumentError(`url parameter [${name}]`, 'must be given once', value);
   return value;
 }
 
@@ -61,7 +62,11 @@ export function sortParameter(text: string): unknown[] {
     if (colon < 0) return entry;
     const order = entry.slice(colon + 1);
     if (order !== 'asc' && order !== 'desc') {
-      throw new InvalidArgumentError('url parameter [sort]', 'must be field or field:asc|desc, comma separated', text);
+      throw new InvalidArgumentError(
+        'url parameter [sort]',
+        'must be field or field:asc|desc, comma separated',
+        text,
+      );
     }
     return { [entry.slice(0, colon)]: order };
   });
@@ -102,12 +107,19 @@ export function applySearchParameters(
   const sort = single(query, 'sort');
   if (sort !== undefined) {
     const existing = body['sort'];
-    out['sort'] = [...(existing === undefined ? [] : Array.isArray(existing) ? existing : [existing]), ...sortParameter(sort)];
+    out['sort'] = [
+      ...(existing === undefined ? [] : Array.isArray(existing) ? existing : [existing]),
+      ...sortParameter(sort),
+    ];
   }
   const q = single(query, 'q');
   if (q !== undefined) out['query'] = queryStringOf(query, q);
   else if (query['df'] !== undefined || query['default_operator'] !== undefined) {
-    throw new InvalidArgumentError('url parameter [df] / [default_operator]', 'applies only with q', query['df'] ?? query['default_operator']);
+    throw new InvalidArgumentError(
+      'url parameter [df] / [default_operator]',
+      'applies only with q',
+      query['df'] ?? query['default_operator'],
+    );
   }
   return out;
 }

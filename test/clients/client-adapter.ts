@@ -24,13 +24,29 @@ export interface ClientAdapter {
   /** Responses seen, and `ProductNotSupportedError`s among them. */
   readonly counters: { responses: number; productNotSupported: number };
   /** The client's `ResponseError` class. */
-  readonly ResponseError: new (...args: never[]) => Error;
+  readonly ResponseError: new (
+    ...args: never[]
+  ) => Error;
   info(): Promise<Json>;
   indicesExists(index: string): Promise<boolean>;
   createIndex(index: string, settings: Json, mappings?: Json): Promise<Json>;
-  index(p: { index: string; id?: string; document: Json; refresh?: boolean | 'wait_for'; routing?: string; if_seq_no?: number; if_primary_term?: number }): Promise<Json>;
+  index(p: {
+    index: string;
+    id?: string;
+    document: Json;
+    refresh?: boolean | 'wait_for';
+    routing?: string;
+    if_seq_no?: number;
+    if_primary_term?: number;
+  }): Promise<Json>;
   create(p: { index: string; id: string; document: Json; refresh?: boolean }): Promise<Json>;
-  update(p: { index: string; id: string; doc: Json; refresh?: boolean; doc_as_upsert?: boolean }): Promise<Json>;
+  update(p: {
+    index: string;
+    id: string;
+    doc: Json;
+    refresh?: boolean;
+    doc_as_upsert?: boolean;
+  }): Promise<Json>;
   delete(p: { index: string; id: string; refresh?: boolean }): Promise<Json>;
   get(p: { index: string; id: string; routing?: string; _source_includes?: string[] }): Promise<Json>;
   exists(p: { index: string; id: string }): Promise<boolean>;
@@ -89,7 +105,8 @@ function elasticsearch(
     ResponseError: errors.ResponseError as never,
     info: () => c.info(),
     indicesExists: (index) => c.indices.exists({ index }),
-    createIndex: (index, settings, mappings) => c.indices.create({ index, settings, ...(mappings ? { mappings } : {}) }),
+    createIndex: (index, settings, mappings) =>
+      c.indices.create({ index, settings, ...(mappings ? { mappings } : {}) }),
     index: ({ document, ...p }) => c.index({ ...p, document }),
     create: ({ document, ...p }) => c.create({ ...p, document }),
     update: (p) => c.update(p),
@@ -118,7 +135,10 @@ function elasticsearch(
 function opensearch(url: string, bearer: string | undefined): ClientAdapter {
   // The OpenSearch client has no bearer option: the header is set for every request.
   // biome-ignore lint/suspicious/noExplicitAny: the client's API is read freely
-  const c: any = new OpenSearchClient({ node: url, ...(bearer === undefined ? {} : { headers: { authorization: `Bearer ${bearer}` } }) });
+  const c: any = new OpenSearchClient({
+    node: url,
+    ...(bearer === undefined ? {} : { headers: { authorization: `Bearer ${bearer}` } }),
+  });
   const counters = { responses: 0, productNotSupported: 0 };
   c.on('response', () => {
     counters.responses++;
@@ -131,15 +151,18 @@ function opensearch(url: string, bearer: string | undefined): ClientAdapter {
     ResponseError: osErrors.ResponseError as never,
     info: () => body(c.info()),
     indicesExists: (index) => body(c.indices.exists({ index })),
-    createIndex: (index, settings, mappings) => body(c.indices.create({ index, body: { settings, ...(mappings ? { mappings } : {}) } })),
+    createIndex: (index, settings, mappings) =>
+      body(c.indices.create({ index, body: { settings, ...(mappings ? { mappings } : {}) } })),
     index: ({ document, ...p }) => body(c.index({ ...p, body: document })),
     create: ({ document, ...p }) => body(c.create({ ...p, body: document })),
-    update: ({ doc, doc_as_upsert, ...p }) => body(c.update({ ...p, body: { doc, ...(doc_as_upsert ? { doc_as_upsert } : {}) } })),
+    update: ({ doc, doc_as_upsert, ...p }) =>
+      body(c.update({ ...p, body: { doc, ...(doc_as_upsert ? { doc_as_upsert } : {}) } })),
     delete: (p) => body(c.delete(p)),
     get: (p) => body(c.get(p)),
     exists: (p) => body(c.exists(p)),
     search: (index, b, params = {}) => body(c.search({ index, body: b, ...params })),
-    count: (index, query, params = {}) => body(c.count({ index, ...(query ? { body: { query } } : {}), ...params })),
+    count: (index, query, params = {}) =>
+      body(c.count({ index, ...(query ? { body: { query } } : {}), ...params })),
     bulk: (operations, refresh) => body(c.bulk({ body: operations, ...(refresh ? { refresh: true } : {}) })),
     helpersBulk: (options) => c.helpers.bulk(options),
     health: (params = {}) => body(c.cluster.health(params)),
@@ -161,4 +184,8 @@ export function clientFor(family: ClientAdapter['family'], url: string, bearer?:
   return family === 'opensearch-3' ? opensearch(url, bearer) : elasticsearch(family, url, bearer);
 }
 
-export const FAMILIES: readonly ClientAdapter['family'][] = ['elasticsearch-8', 'elasticsearch-9', 'opensearch-3'];
+export const FAMILIES: readonly ClientAdapter['family'][] = [
+  'elasticsearch-8',
+  'elasticsearch-9',
+  'opensearch-3',
+];

@@ -50,7 +50,11 @@ export async function expectResponseError(
 }
 
 /** Runs every call on `client` (see module doc); `index` is this run's own index name prefix. */
-export async function runClientSuite(client: ClientAdapter, target: SuiteTarget, prefix: string): Promise<ReportLine[]> {
+export async function runClientSuite(
+  client: ClientAdapter,
+  target: SuiteTarget,
+  prefix: string,
+): Promise<ReportLine[]> {
   const report: ReportLine[] = [];
   const step = async <T>(call: string, run: () => Promise<T>, show: (value: T) => string): Promise<T> => {
     const value = await run();
@@ -60,7 +64,11 @@ export async function runClientSuite(client: ClientAdapter, target: SuiteTarget,
   const index = `${prefix}-docs`;
 
   // ---- handshake ----
-  const info = await step('info (GET /)', () => client.info(), (r) => `version.number ${r.version.number}, cluster ${r.cluster_name}`);
+  const info = await step(
+    'info (GET /)',
+    () => client.info(),
+    (r) => `version.number ${r.version.number}, cluster ${r.cluster_name}`,
+  );
   expect(info.version.number).toBe('9.3.0');
   expect(info.cluster_uuid).toMatch(/^[A-Za-z0-9_-]{22}$/);
 
@@ -68,27 +76,58 @@ export async function runClientSuite(client: ClientAdapter, target: SuiteTarget,
   expect(await step('indices.exists (missing)', () => client.indicesExists(index), String)).toBe(false);
   await step(
     'indices.create',
-    () => client.createIndex(index, { number_of_shards: 3, number_of_replicas: target.kind === 'cluster' ? 1 : 0 }, { properties: { subject: { type: 'text' } } }),
+    () =>
+      client.createIndex(
+        index,
+        { number_of_shards: 3, number_of_replicas: target.kind === 'cluster' ? 1 : 0 },
+        { properties: { subject: { type: 'text' } } },
+      ),
     (r) => `acknowledged ${r.acknowledged}`,
   );
   expect(await step('indices.exists (created)', () => client.indicesExists(index), String)).toBe(true);
-  await expectResponseError(client, client.createIndex(index, {}), 400, 'resource_already_exists_exception', /already exists/);
+  await expectResponseError(
+    client,
+    client.createIndex(index, {}),
+    400,
+    'resource_already_exists_exception',
+    /already exists/,
+  );
   report.push({ call: 'indices.create (again)', result: '400 resource_already_exists_exception' });
 
   // ---- single documents ----
   const created = await step(
     'index (with id)',
-    () => client.index({ index, id: 'd1', document: { subject: 'free money now', tag: 'spam', n: 1, date: '2024-01-01T00:00:00Z' } }),
+    () =>
+      client.index({
+        index,
+        id: 'd1',
+        document: { subject: 'free money now', tag: 'spam', n: 1, date: '2024-01-01T00:00:00Z' },
+      }),
     (r) => `${r.result} _version ${r._version} _seq_no ${r._seq_no}`,
   );
-  expect(created).toMatchObject({ _index: index, _id: 'd1', _version: 1, result: 'created', _primary_term: 1 });
+  expect(created).toMatchObject({
+    _index: index,
+    _id: 'd1',
+    _version: 1,
+    result: 'created',
+    _primary_term: 1,
+  });
   const auto = await step(
     'index (no id)',
-    () => client.index({ index, document: { subject: 'meeting linux', tag: 'ham', n: 2, date: '2024-01-02T00:00:00Z' }, refresh: true }),
+    () =>
+      client.index({
+        index,
+        document: { subject: 'meeting linux', tag: 'ham', n: 2, date: '2024-01-02T00:00:00Z' },
+        refresh: true,
+      }),
     (r) => `${r.result} _id ${r._id}`,
   );
   expect(auto._id).toMatch(/^[A-Za-z0-9_-]{20}$/);
-  await step('create', () => client.create({ index, id: 'd3', document: { subject: 'linux kernel', tag: 'ham', n: 3 } }), (r) => r.result);
+  await step(
+    'create',
+    () => client.create({ index, id: 'd3', document: { subject: 'linux kernel', tag: 'ham', n: 3 } }),
+    (r) => r.result,
+  );
   await expectResponseError(
     client,
     client.create({ index, id: 'd3', document: { subject: 'again' } }),
@@ -96,12 +135,29 @@ export async function runClientSuite(client: ClientAdapter, target: SuiteTarget,
     'version_conflict_engine_exception',
     /version conflict, document already exists/,
   );
-  report.push({ call: 'create (existing id)', result: '409 version_conflict_engine_exception, reason in the message' });
-  const updated = await step('update (partial doc)', () => client.update({ index, id: 'd1', doc: { n: 10 }, refresh: true }), (r) => `${r.result} _version ${r._version}`);
+  report.push({
+    call: 'create (existing id)',
+    result: '409 version_conflict_engine_exception, reason in the message',
+  });
+  const updated = await step(
+    'update (partial doc)',
+    () => client.update({ index, id: 'd1', doc: { n: 10 }, refresh: true }),
+    (r) => `${r.result} _version ${r._version}`,
+  );
   expect(updated).toMatchObject({ result: 'updated', _version: 2 });
-  await expectResponseError(client, client.update({ index, id: 'nope', doc: { n: 1 } }), 404, 'document_missing_exception', /document missing/);
+  await expectResponseError(
+    client,
+    client.update({ index, id: 'nope', doc: { n: 1 } }),
+    404,
+    'document_missing_exception',
+    /document missing/,
+  );
   report.push({ call: 'update (missing)', result: '404 document_missing_exception' });
-  const got = await step('get', () => client.get({ index, id: 'd1' }), (r) => `found ${r.found}, _source.n ${r._source.n}`);
+  const got = await step(
+    'get',
+    () => client.get({ index, id: 'd1' }),
+    (r) => `found ${r.found}, _source.n ${r._source.n}`,
+  );
   expect(got).toMatchObject({ found: true, _version: 2, _source: { subject: 'free money now', n: 10 } });
   expect((await client.get({ index, id: 'd1', _source_includes: ['n'] }))._source).toEqual({ n: 10 });
   expect(await step('exists (present)', () => client.exists({ index, id: 'd1' }), String)).toBe(true);
@@ -115,12 +171,24 @@ export async function runClientSuite(client: ClientAdapter, target: SuiteTarget,
   );
   expect(conflict.body.error.root_cause[0].type).toBe('version_conflict_engine_exception');
   report.push({ call: 'index (stale if_seq_no)', result: '409 version_conflict_engine_exception' });
-  await step('index (d9, then delete)', () => client.index({ index, id: 'd9', document: { n: 9 } }), (r) => r.result);
-  const deleted = await step('delete', () => client.delete({ index, id: 'd9', refresh: true }), (r) => r.result);
+  await step(
+    'index (d9, then delete)',
+    () => client.index({ index, id: 'd9', document: { n: 9 } }),
+    (r) => r.result,
+  );
+  const deleted = await step(
+    'delete',
+    () => client.delete({ index, id: 'd9', refresh: true }),
+    (r) => r.result,
+  );
   expect(deleted.result).toBe('deleted');
 
   // ---- search ----
-  const all = await step('search (match_all)', () => client.search(index, { query: { match_all: {} } }), (r) => `hits.total ${r.hits.total.value} ${r.hits.total.relation}`);
+  const all = await step(
+    'search (match_all)',
+    () => client.search(index, { query: { match_all: {} } }),
+    (r) => `hits.total ${r.hits.total.value} ${r.hits.total.relation}`,
+  );
   expect(all.hits.total).toEqual({ value: 3, relation: 'eq' });
   const matched = await step(
     'search (match, size/from as URL parameters)',
@@ -129,22 +197,42 @@ export async function runClientSuite(client: ClientAdapter, target: SuiteTarget,
   );
   expect(matched.hits.total.value).toBe(2);
   expect(matched.hits.hits).toHaveLength(1);
-  const byTerm = await step('search (term)', () => client.search(index, { query: { term: { tag: 'ham' } } }), (r) => `total ${r.hits.total.value}`);
+  const byTerm = await step(
+    'search (term)',
+    () => client.search(index, { query: { term: { tag: 'ham' } } }),
+    (r) => `total ${r.hits.total.value}`,
+  );
   expect(byTerm.hits.total.value).toBe(2);
-  expect((await client.search(index, { query: { terms: { tag: ['spam', 'ham'] } } })).hits.total.value).toBe(3);
-  const byIds = await step('search (ids)', () => client.search(index, { query: { ids: { values: ['d1', 'd3'] } } }), (r) => `total ${r.hits.total.value}`);
+  expect((await client.search(index, { query: { terms: { tag: ['spam', 'ham'] } } })).hits.total.value).toBe(
+    3,
+  );
+  const byIds = await step(
+    'search (ids)',
+    () => client.search(index, { query: { ids: { values: ['d1', 'd3'] } } }),
+    (r) => `total ${r.hits.total.value}`,
+  );
   expect(byIds.hits.hits.map((h: Json) => h._id).sort()).toEqual(['d1', 'd3']);
   const sorted = await step(
     'search (sort on date, _source filter, track_total_hits)',
-    () => client.search(index, { query: { match_all: {} }, sort: [{ date: { order: 'desc' } }], _source: ['n'], track_total_hits: 2 }),
-    (r) => `order ${r.hits.hits.map((h: Json) => h._source.n).join(',')}, total ${r.hits.total.value} ${r.hits.total.relation}`,
+    () =>
+      client.search(index, {
+        query: { match_all: {} },
+        sort: [{ date: { order: 'desc' } }],
+        _source: ['n'],
+        track_total_hits: 2,
+      }),
+    (r) =>
+      `order ${r.hits.hits.map((h: Json) => h._source.n).join(',')}, total ${r.hits.total.value} ${r.hits.total.relation}`,
   );
   expect(sorted.hits.hits.map((h: Json) => h._source)).toEqual([{ n: 2 }, { n: 10 }, { n: 3 }]);
   expect(sorted.hits.total).toEqual({ value: 2, relation: 'gte' });
   expect(sorted.hits.hits[0].sort).toEqual([Date.parse('2024-01-02T00:00:00Z')]);
-  const viaQ = await step('search (q, timeout, allow_partial_search_results as URL parameters)', () =>
-    client.search(index, {}, { q: 'subject:linux', timeout: '5s', allow_partial_search_results: false }),
-  (r) => `total ${r.hits.total.value}, timed_out ${r.timed_out}`);
+  const viaQ = await step(
+    'search (q, timeout, allow_partial_search_results as URL parameters)',
+    () =>
+      client.search(index, {}, { q: 'subject:linux', timeout: '5s', allow_partial_search_results: false }),
+    (r) => `total ${r.hits.total.value}, timed_out ${r.timed_out}`,
+  );
   expect(viaQ.hits.total.value).toBe(2);
   const noTotal = await client.search(index, { track_total_hits: false, _source: false, size: 1 });
   expect(noTotal.hits.total).toBeUndefined();
@@ -155,13 +243,29 @@ export async function runClientSuite(client: ClientAdapter, target: SuiteTarget,
     (r) => `total ${r.hits.total.value}`,
   );
   expect(corpus.hits.total.value).toBe(target.corpusDocs);
-  await expectResponseError(client, client.search(index, { aggs: { tags: { terms: { field: 'tag' } } } }), 400, 'parsing_exception', /aggregations are not supported/);
+  await expectResponseError(
+    client,
+    client.search(index, { aggs: { tags: { terms: { field: 'tag' } } } }),
+    400,
+    'parsing_exception',
+    /aggregations are not supported/,
+  );
   report.push({ call: 'search (aggs)', result: '400 parsing_exception: aggregations are not supported' });
-  await expectResponseError(client, client.search(`${prefix}-missing`, {}), 404, 'index_not_found_exception', /no such index/);
+  await expectResponseError(
+    client,
+    client.search(`${prefix}-missing`, {}),
+    404,
+    'index_not_found_exception',
+    /no such index/,
+  );
   report.push({ call: 'search (missing index)', result: '404 index_not_found_exception' });
 
   // ---- count ----
-  const counted = await step('count (query)', () => client.count(index, { term: { tag: 'ham' } }), (r) => `count ${r.count}`);
+  const counted = await step(
+    'count (query)',
+    () => client.count(index, { term: { tag: 'ham' } }),
+    (r) => `count ${r.count}`,
+  );
   expect(counted.count).toBe(2);
   expect((await client.count(index)).count).toBe(3);
   expect((await client.count(index, undefined, { q: 'money' })).count).toBe(1);
@@ -182,14 +286,18 @@ export async function runClientSuite(client: ClientAdapter, target: SuiteTarget,
         ],
         true,
       ),
-    (r) => `errors ${r.errors}, statuses ${r.items.map((i: Json) => (Object.values(i)[0] as Json).status).join(',')}`,
+    (r) =>
+      `errors ${r.errors}, statuses ${r.items.map((i: Json) => (Object.values(i)[0] as Json).status).join(',')}`,
   );
   expect(bulk.errors).toBe(true);
   expect(bulk.items.map((i: Json) => (Object.values(i)[0] as Json).status)).toEqual([201, 409, 200, 200]);
 
   // ---- helpers.bulk under write pressure ----
   const loadIndex = `${prefix}-load`;
-  await client.createIndex(loadIndex, { number_of_shards: 3, number_of_replicas: target.kind === 'cluster' ? 1 : 0 });
+  await client.createIndex(loadIndex, {
+    number_of_shards: 3,
+    number_of_replicas: target.kind === 'cluster' ? 1 : 0,
+  });
   const n = target.bulkDocuments;
   const base = Date.parse('2020-01-01T00:00:00Z');
   const docs = Array.from({ length: n }, (_, i) => ({ n: i, date: base + i, subject: `load document ${i}` }));
@@ -220,41 +328,93 @@ export async function runClientSuite(client: ClientAdapter, target: SuiteTarget,
   const ids = await distinctIds(client, loadIndex, base, n);
   expect(ids.ids).toBe(n);
   expect(ids.values).toBe(n);
-  report.push({ call: `helpers.bulk check (search by _id)`, result: `${ids.ids} distinct _id, ${ids.values} distinct n, count ${ids.count}` });
+  report.push({
+    call: `helpers.bulk check (search by _id)`,
+    result: `${ids.ids} distinct _id, ${ids.values} distinct n, count ${ids.count}`,
+  });
 
   // ---- cluster, cat, settings, mappings, templates ----
-  const health = await step('cluster.health', () => client.health(), (r) => `status ${r.status}, active_shards ${r.active_shards}`);
+  const health = await step(
+    'cluster.health',
+    () => client.health(),
+    (r) => `status ${r.status}, active_shards ${r.active_shards}`,
+  );
   expect(['green', 'yellow']).toContain(health.status);
   expect(health.number_of_data_nodes).toBeGreaterThan(0);
-  const waited = await step('cluster.health (wait_for_status=yellow)', () => client.health({ wait_for_status: 'yellow', timeout: '5s' }), (r) => `timed_out ${r.timed_out}`);
+  const waited = await step(
+    'cluster.health (wait_for_status=yellow)',
+    () => client.health({ wait_for_status: 'yellow', timeout: '5s' }),
+    (r) => `timed_out ${r.timed_out}`,
+  );
   expect(waited.timed_out).toBe(false);
-  const cat = await step('cat.indices (format=json)', () => client.catIndices({ index, format: 'json' }), (r) => `${r[0].index} docs.count ${r[0]['docs.count']} health ${r[0].health}`);
+  const cat = await step(
+    'cat.indices (format=json)',
+    () => client.catIndices({ index, format: 'json' }),
+    (r) => `${r[0].index} docs.count ${r[0]['docs.count']} health ${r[0].health}`,
+  );
   expect(cat).toEqual([expect.objectContaining({ index, pri: '3', 'docs.count': '3', status: 'open' })]);
-  const catText = await step('cat.indices (text, v)', () => client.catIndices({ v: true }), (r) => `${String(r).split('\n').length - 1} lines`);
+  const catText = await step(
+    'cat.indices (text, v)',
+    () => client.catIndices({ v: true }),
+    (r) => `${String(r).split('\n').length - 1} lines`,
+  );
   expect(String(catText)).toMatch(/^health\s+status\s+index/);
-  const settings = await step('indices.getSettings', () => client.getSettings(index), (r) => `number_of_shards ${r[index].settings.index.number_of_shards}`);
+  const settings = await step(
+    'indices.getSettings',
+    () => client.getSettings(index),
+    (r) => `number_of_shards ${r[index].settings.index.number_of_shards}`,
+  );
   expect(settings[index].settings.index.number_of_shards).toBe('3');
-  await step('indices.putSettings', () => client.putSettings(index, { refresh_interval: '2s' }), (r) => `acknowledged ${r.acknowledged}`);
+  await step(
+    'indices.putSettings',
+    () => client.putSettings(index, { refresh_interval: '2s' }),
+    (r) => `acknowledged ${r.acknowledged}`,
+  );
   expect((await client.getSettings(index))[index].settings.index.refresh_interval).toBe('2s');
   const corpusSettings = await client.getSettings(target.corpusIndex);
   expect(corpusSettings[target.corpusIndex].settings.index.blocks.write).toBe('true');
-  const mapping = await step('indices.getMapping (corpus)', () => client.getMapping(target.corpusIndex), (r) => Object.keys(r[target.corpusIndex].mappings.properties).join(','));
+  const mapping = await step(
+    'indices.getMapping (corpus)',
+    () => client.getMapping(target.corpusIndex),
+    (r) => Object.keys(r[target.corpusIndex].mappings.properties).join(','),
+  );
   expect(mapping[target.corpusIndex].mappings.properties.body).toEqual({ type: 'text' });
   const template = `${prefix}-template`;
   await step(
     'indices.putIndexTemplate',
-    () => client.putTemplate(template, { index_patterns: [`${prefix}-logs-*`], template: { settings: { number_of_shards: 2 } } }),
+    () =>
+      client.putTemplate(template, {
+        index_patterns: [`${prefix}-logs-*`],
+        template: { settings: { number_of_shards: 2 } },
+      }),
     (r) => `acknowledged ${r.acknowledged}`,
   );
   expect(await step('indices.existsIndexTemplate', () => client.existsTemplate(template), String)).toBe(true);
-  const templates = await step('indices.getIndexTemplate', () => client.getTemplate(template), (r) => r.index_templates[0].name);
+  const templates = await step(
+    'indices.getIndexTemplate',
+    () => client.getTemplate(template),
+    (r) => r.index_templates[0].name,
+  );
   expect(templates.index_templates[0].index_template.index_patterns).toEqual([`${prefix}-logs-*`]);
   await client.index({ index: `${prefix}-logs-1`, id: 'l', document: { a: 1 } });
-  expect((await client.getSettings(`${prefix}-logs-1`))[`${prefix}-logs-1`].settings.index.number_of_shards).toBe('2');
-  report.push({ call: 'index into a new index matching the template', result: 'auto-created with number_of_shards 2' });
-  await step('indices.deleteIndexTemplate', () => client.deleteTemplate(template), (r) => `acknowledged ${r.acknowledged}`);
+  expect(
+    (await client.getSettings(`${prefix}-logs-1`))[`${prefix}-logs-1`].settings.index.number_of_shards,
+  ).toBe('2');
+  report.push({
+    call: 'index into a new index matching the template',
+    result: 'auto-created with number_of_shards 2',
+  });
+  await step(
+    'indices.deleteIndexTemplate',
+    () => client.deleteTemplate(template),
+    (r) => `acknowledged ${r.acknowledged}`,
+  );
   expect(await client.existsTemplate(template)).toBe(false);
-  await step('indices.refresh (all)', () => client.refresh(), (r) => `_shards.failed ${r._shards.failed}`);
+  await step(
+    'indices.refresh (all)',
+    () => client.refresh(),
+    (r) => `_shards.failed ${r._shards.failed}`,
+  );
 
   expect(client.counters.productNotSupported).toBe(0);
   report.push({

@@ -40,7 +40,12 @@ let url: string;
 beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'qs-clients-cluster-'));
   for (const id of IDS) {
-    const placement = placeDataNode({ nodeId: id, cluster: spec, engineOptions: ENGINE, builtInEngine: true });
+    const placement = placeDataNode({
+      nodeId: id,
+      cluster: spec,
+      engineOptions: ENGINE,
+      builtInEngine: true,
+    });
     const runtime = await createRuntime({
       cacheDir: path.join(dir, 'cache'),
       threads: 1,

@@ -50,7 +50,11 @@ describe('helpers.bulk against a node under write pressure', () => {
     try {
       await client.createIndex('load', { number_of_shards: 3, number_of_replicas: 0 });
       const base = Date.parse('2020-01-01T00:00:00Z');
-      const docs = Array.from({ length: DOCUMENTS }, (_, i) => ({ n: i, date: base + i, subject: `load document ${i}` }));
+      const docs = Array.from({ length: DOCUMENTS }, (_, i) => ({
+        n: i,
+        date: base + i,
+        subject: `load document ${i}`,
+      }));
       let dropped = 0;
       let refusedAnswers = 0;
       const stats = await client.helpersBulk({

@@ -10,14 +10,30 @@ import { buildShards } from '../../src/engine/mail-index.js';
 import { filterSource, parseSort, parseTrackTotalHits } from '../../src/engine/search-options.js';
 import { parseSearchBody } from '../../src/engine/search-request.js';
 import type { MailDocument } from '../../src/engine/spam-assassin-corpus.js';
-import { type IndexedDocument, toIndexedDocument, WRITABLE_INDEX_OPTIONS } from '../../src/engine/writable-shards.js';
+import {
+  type IndexedDocument,
+  toIndexedDocument,
+  WRITABLE_INDEX_OPTIONS,
+} from '../../src/engine/writable-shards.js';
 import { EngineRequestError } from '../../src/errors.js';
 import { errorOf } from './parse-error-of.js';
 
 const ms = (iso: string): number => Date.parse(iso);
 const MAILS: readonly MailDocument[] = [
-  { id: 'a', subject: 'free money', from: 'x@spam.example', body: 'money now', date: ms('2002-08-01T10:00:00Z') },
-  { id: 'b', subject: 'Meeting', from: 'ann@work.example', body: 'linux kernel', date: ms('2002-08-02T00:00:00Z') },
+  {
+    id: 'a',
+    subject: 'free money',
+    from: 'x@spam.example',
+    body: 'money now',
+    date: ms('2002-08-01T10:00:00Z'),
+  },
+  {
+    id: 'b',
+    subject: 'Meeting',
+    from: 'ann@work.example',
+    body: 'linux kernel',
+    date: ms('2002-08-02T00:00:00Z'),
+  },
   { id: 'c', subject: 'free linux', from: 'bob@lists.example', body: 'money linux', date: null },
   { id: 'd', subject: 'offer', from: 'x@spam.example', body: 'free offer', date: ms('2002-09-15T12:00:00Z') },
 ];
@@ -27,7 +43,9 @@ function writableShard(docs: Record<string, Record<string, unknown>>): MiniSearc
   const search = new MiniSearch<IndexedDocument>(WRITABLE_INDEX_OPTIONS);
   let seqNo = 0;
   for (const [id, source] of Object.entries(docs)) {
-    search.add(toIndexedDocument({ op: 'index', id, seqNo: seqNo++, routing: id === 'p3' ? 'r1' : undefined, source }));
+    search.add(
+      toIndexedDocument({ op: 'index', id, seqNo: seqNo++, routing: id === 'p3' ? 'r1' : undefined, source }),
+    );
   }
   return search;
 }
@@ -36,15 +54,27 @@ const PRODUCTS = new Map([
     'products',
     [
       writableShard({
-        p1: { title: 'Lamp', tags: ['home', 'light'], price: 10, user: { id: 'kimchy', name: 'Shay' }, date: '2024-01-02' },
+        p1: {
+          title: 'Lamp',
+          tags: ['home', 'light'],
+          price: 10,
+          user: { id: 'kimchy', name: 'Shay' },
+          date: '2024-01-02',
+        },
         p2: { title: 'Desk', tags: ['home'], price: 99, user: { id: 'ann' }, subject: 'oak desk' },
       }),
-      writableShard({ p3: { title: 'Lamp', tags: 'office', price: 12, user: { id: 'kimchy' }, date: 1_700_000_000_000 } }),
+      writableShard({
+        p3: { title: 'Lamp', tags: 'office', price: 12, user: { id: 'kimchy' }, date: 1_700_000_000_000 },
+      }),
     ],
   ],
 ]);
 
-function run(body: unknown, loaded: ReadonlyMap<string, readonly (MiniSearch | undefined)[]> = CORPUS, checkpoint = () => {}): SearchResponse {
+function run(
+  body: unknown,
+  loaded: ReadonlyMap<string, readonly (MiniSearch | undefined)[]> = CORPUS,
+  checkpoint = () => {},
+): SearchResponse {
   const name = [...loaded.keys()][0]!;
   return executeSearch(loaded, [name], parseSearchBody(body), checkpoint);
 }
@@ -75,7 +105,8 @@ describe('track_total_hits', () => {
 });
 
 describe('_source', () => {
-  const first = (body: unknown) => run({ query: { ids: { values: ['p1'] } }, ...(body as object) }, PRODUCTS).hits.hits[0]!;
+  const first = (body: unknown) =>
+    run({ query: { ids: { values: ['p1'] } }, ...(body as object) }, PRODUCTS).hits.hits[0]!;
 
   it('drops it with false and keeps it whole by default', () => {
     expect(first({ _source: false })).not.toHaveProperty('_source');
@@ -85,9 +116,17 @@ describe('_source', () => {
   it('keeps the included fields, nested paths and wildcards, and removes the excluded ones', () => {
     expect(first({ _source: 'title' })._source).toEqual({ title: 'Lamp' });
     expect(first({ _source: ['user.id', 'price'] })._source).toEqual({ price: 10, user: { id: 'kimchy' } });
-    expect(first({ _source: { includes: ['user'], excludes: ['user.name'] } })._source).toEqual({ user: { id: 'kimchy' } });
-    expect(first({ _source: { includes: 't*' } })._source).toEqual({ title: 'Lamp', tags: ['home', 'light'] });
-    expect(first({ _source: { excludes: ['tags', 'user', 'date'] } })._source).toEqual({ title: 'Lamp', price: 10 });
+    expect(first({ _source: { includes: ['user'], excludes: ['user.name'] } })._source).toEqual({
+      user: { id: 'kimchy' },
+    });
+    expect(first({ _source: { includes: 't*' } })._source).toEqual({
+      title: 'Lamp',
+      tags: ['home', 'light'],
+    });
+    expect(first({ _source: { excludes: ['tags', 'user', 'date'] } })._source).toEqual({
+      title: 'Lamp',
+      price: 10,
+    });
   });
 
   it('filters the stored fields of corpus mails too, and never changes the stored document', () => {
@@ -100,7 +139,9 @@ describe('_source', () => {
 
   it('refuses a malformed filter naming it', () => {
     expect(errorOf({ _source: 3 }).message).toMatch(/^\[_source\] must be true, false, a field pattern/);
-    expect(errorOf({ _source: { include: 'a', fields: 'b' } }).message).toMatch(/^\[_source\] does not support \[fields\]/);
+    expect(errorOf({ _source: { include: 'a', fields: 'b' } }).message).toMatch(
+      /^\[_source\] does not support \[fields\]/,
+    );
   });
 });
 
@@ -108,7 +149,12 @@ describe('sort', () => {
   it('sorts on date either way with dateless documents last, and gives sort values without scores', () => {
     const asc = run({ sort: [{ date: 'asc' }] });
     expect(ids(asc)).toEqual(['a', 'b', 'd', 'c']);
-    expect(asc.hits.hits.map((h) => h.sort)).toEqual([[MAILS[0]!.date], [MAILS[1]!.date], [MAILS[3]!.date], [null]]);
+    expect(asc.hits.hits.map((h) => h.sort)).toEqual([
+      [MAILS[0]!.date],
+      [MAILS[1]!.date],
+      [MAILS[3]!.date],
+      [null],
+    ]);
     expect(asc.hits.hits.every((h) => h._score === null)).toBe(true);
     expect(asc.hits.max_score).toBeNull();
     expect(ids(run({ sort: { date: { order: 'desc' } } }))).toEqual(['d', 'b', 'a', 'c']);
@@ -122,8 +168,12 @@ describe('sort', () => {
   });
 
   it('refuses other fields and bad orders', () => {
-    expect(() => parseSort([{ price: 'asc' }])).toThrow(/sorting on \[price\] is not supported; the fields a search can sort on are _score, date/);
-    expect(errorOf({ sort: [{ date: 'up' }] }).message).toBe('[sort][0][date][order] must be "asc" or "desc"; received "up"');
+    expect(() => parseSort([{ price: 'asc' }])).toThrow(
+      /sorting on \[price\] is not supported; the fields a search can sort on are _score, date/,
+    );
+    expect(errorOf({ sort: [{ date: 'up' }] }).message).toBe(
+      '[sort][0][date][order] must be "asc" or "desc"; received "up"',
+    );
   });
 });
 
@@ -162,7 +212,9 @@ describe('term, terms and ids', () => {
     expect(ids(run({ query: { term: { subject: 'free' } } })).sort()).toEqual(['a', 'c']);
     expect(ids(run({ query: { term: { subject: 'meeting' } } }))).toEqual(['b']);
     expect(ids(run({ query: { term: { subject: 'Meeting' } } }))).toEqual([]);
-    expect(ids(run({ query: { term: { subject: { value: 'FREE', case_insensitive: true } } } })).sort()).toEqual(['a', 'c']);
+    expect(
+      ids(run({ query: { term: { subject: { value: 'FREE', case_insensitive: true } } } })).sort(),
+    ).toEqual(['a', 'c']);
     expect(ids(run({ query: { term: { body: 'free offer' } } }))).toEqual([]);
   });
 
@@ -179,17 +231,29 @@ describe('term, terms and ids', () => {
     expect(p({ term: { date: '2024-01-02' } })).toEqual(['p1']);
     expect(p({ term: { nothing: 'x' } })).toEqual([]);
     expect(p({ ids: { values: ['p3', 'p9'] } })).toEqual(['p3']);
-    expect(p({ bool: { filter: [{ term: { 'user.id': 'kimchy' } }], must_not: [{ terms: { tags: ['office'] } }] } })).toEqual(['p1']);
+    expect(
+      p({
+        bool: { filter: [{ term: { 'user.id': 'kimchy' } }], must_not: [{ terms: { tags: ['office'] } }] },
+      }),
+    ).toEqual(['p1']);
   });
 
   it('refuses malformed queries naming the path and the value', () => {
     expect(errorOf({ query: { term: { subject: ['a'] } } }).message).toBe(
       '[term][subject] must be a string, number or boolean value; received ["a"]',
     );
-    expect(errorOf({ query: { terms: { tags: 'home' } } }).message).toBe('[terms][tags] must be an array of values; received "home"');
-    expect(errorOf({ query: { terms: { tags: { index: 'i', id: '1', path: 'p' } } } }).message).toMatch(/terms lookup is not supported/);
-    expect(errorOf({ query: { ids: { values: 'a' } } }).message).toBe('[ids][values] must be an array of ids; received "a"');
-    expect(errorOf({ query: { term: { a: 1, b: 2 } } }).message).toMatch(/^\[term\] query must name exactly one field/);
+    expect(errorOf({ query: { terms: { tags: 'home' } } }).message).toBe(
+      '[terms][tags] must be an array of values; received "home"',
+    );
+    expect(errorOf({ query: { terms: { tags: { index: 'i', id: '1', path: 'p' } } } }).message).toMatch(
+      /terms lookup is not supported/,
+    );
+    expect(errorOf({ query: { ids: { values: 'a' } } }).message).toBe(
+      '[ids][values] must be an array of ids; received "a"',
+    );
+    expect(errorOf({ query: { term: { a: 1, b: 2 } } }).message).toMatch(
+      /^\[term\] query must name exactly one field/,
+    );
   });
 });
 

@@ -51,7 +51,11 @@ const bulk = async (lines: unknown[], url = '/_bulk') => {
 
 describe('write back-pressure', () => {
   it('refuses only the items of the shard the full write queue cannot take; their retry lands them once', async () => {
-    await app.inject({ method: 'PUT', url: '/bp', payload: '{"settings":{"number_of_shards":2,"number_of_replicas":0}}' });
+    await app.inject({
+      method: 'PUT',
+      url: '/bp',
+      payload: '{"settings":{"number_of_shards":2,"number_of_replicas":0}}',
+    });
     const routing = resolveShardRouting({ numberOfShards: 2 });
     const ids = Array.from({ length: 8 }, (_, i) => `doc-${i}`);
     const shards = new Set(ids.map((id) => shardId(routing, id)));
@@ -70,7 +74,10 @@ describe('write back-pressure', () => {
     expect(refused[0].index.error).toMatchObject({ type: 'es_rejected_execution_exception', index: 'bp' });
     expect(refused[0].index.error.reason).toMatch(/queue capacity = 1/);
     const retryIds = refused.map((i: Json) => i.index._id as string);
-    const retry = await bulk(retryIds.flatMap((id: string) => [{ index: { _index: 'bp', _id: id } }, { n: id }]), '/_bulk?refresh=true');
+    const retry = await bulk(
+      retryIds.flatMap((id: string) => [{ index: { _index: 'bp', _id: id } }, { n: id }]),
+      '/_bulk?refresh=true',
+    );
     expect(retry.json.errors).toBe(false);
     await app.inject({ method: 'POST', url: '/bp/_refresh' });
     const count = await app.inject({ method: 'GET', url: '/bp/_count' });
@@ -80,12 +87,16 @@ describe('write back-pressure', () => {
 
   it('refuses a whole bulk for indexing pressure, the coordinating step (429 for the request)', async () => {
     const big = 'x'.repeat(3000);
-    const lines = (n: number) => Array.from({ length: n }, (_, i) => [{ index: { _index: 'bp2', _id: `p${i}` } }, { big }]).flat();
+    const lines = (n: number) =>
+      Array.from({ length: n }, (_, i) => [{ index: { _index: 'bp2', _id: `p${i}` } }, { big }]).flat();
     const [a, b] = await Promise.all([bulk(lines(1)), bulk(lines(1))]);
     const statuses = [a.status, b.status].sort();
     expect(statuses).toEqual([200, 429]);
     const refused = a.status === 429 ? a : b;
-    expect(refused.json.error).toMatchObject({ type: 'es_rejected_execution_exception', code: 'QS_WRITE_REJECTED' });
+    expect(refused.json.error).toMatchObject({
+      type: 'es_rejected_execution_exception',
+      code: 'QS_WRITE_REJECTED',
+    });
     expect(refused.json.error.root_cause[0].type).toBe('es_rejected_execution_exception');
   });
 });

@@ -40,7 +40,9 @@ async function call(method: 'GET' | 'PUT' | 'POST' | 'DELETE' | 'HEAD', url: str
   const r = await app.inject({
     method,
     url,
-    ...(body === undefined ? {} : { payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+    ...(body === undefined
+      ? {}
+      : { payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
   });
   let json: Json;
   try {
@@ -52,7 +54,7 @@ async function call(method: 'GET' | 'PUT' | 'POST' | 'DELETE' | 'HEAD', url: str
 }
 
 describe('single-document writes', () => {
-  it('indexes with an id (201 created, then 200 updated) in Elasticsearch\'s shape', async () => {
+  it("indexes with an id (201 created, then 200 updated) in Elasticsearch's shape", async () => {
     const first = await call('PUT', '/docs/_doc/1', { subject: 'hello', n: 1 });
     expect(first.status).toBe(201);
     expect(first.json).toEqual({
@@ -97,14 +99,20 @@ describe('single-document writes', () => {
     await call('PUT', '/docs/_doc/g1', { subject: 's', user: { id: 'u', name: 'n' } });
     const got = await call('GET', '/docs/_doc/g1');
     expect(got.json).toMatchObject({ _index: 'docs', _id: 'g1', found: true, _version: 1, _primary_term: 1 });
-    expect((await call('GET', '/docs/_doc/g1?_source_includes=user.id')).json._source).toEqual({ user: { id: 'u' } });
+    expect((await call('GET', '/docs/_doc/g1?_source_includes=user.id')).json._source).toEqual({
+      user: { id: 'u' },
+    });
     expect((await call('GET', '/docs/_doc/g1?_source=false')).json).not.toHaveProperty('_source');
     expect((await call('GET', '/docs/_source/g1?_source_excludes=user')).json).toEqual({ subject: 's' });
     expect((await call('HEAD', '/docs/_doc/g1')).status).toBe(200);
     const missing = await call('HEAD', '/docs/_doc/none');
     expect(missing.status).toBe(404);
     expect(missing.body).toBe('');
-    expect((await call('GET', '/docs/_doc/none')).json).toEqual({ _index: 'docs', _id: 'none', found: false });
+    expect((await call('GET', '/docs/_doc/none')).json).toEqual({
+      _index: 'docs',
+      _id: 'none',
+      found: false,
+    });
     expect((await call('GET', '/docs/_source/none')).json.error.code).toBe('QS_DOCUMENT_MISSING');
   });
 
@@ -120,7 +128,10 @@ describe('single-document writes', () => {
     expect(upserted.json.result).toBe('created');
     const missing = await call('POST', '/docs/_update/u3', { doc: { a: 1 } });
     expect(missing.status).toBe(404);
-    expect(missing.json.error).toMatchObject({ type: 'document_missing_exception', code: 'QS_DOCUMENT_MISSING' });
+    expect(missing.json.error).toMatchObject({
+      type: 'document_missing_exception',
+      code: 'QS_DOCUMENT_MISSING',
+    });
     const noDoc = await call('POST', '/docs/_update/u1', {});
     expect(noDoc.status).toBe(400);
     expect(noDoc.json.error.reason).toMatch(/script or doc is missing/);
@@ -147,8 +158,16 @@ describe('single-document writes', () => {
       `[v1]: version conflict, required seqNo [${stale}], primary term [1]. current document has seqNo [${ok.json._seq_no}] and primary term [1]`,
     );
     expect((await call('DELETE', `/docs/_doc/v1?if_seq_no=${stale}&if_primary_term=1`)).status).toBe(409);
-    expect((await call('POST', `/docs/_update/v1?if_seq_no=${ok.json._seq_no}&if_primary_term=1`, { doc: { b: 1 } })).status).toBe(200);
-    expect((await call('PUT', '/docs/_doc/v1?if_seq_no=1', { a: 1 })).json.error.reason).toMatch(/ifSeqNo is set, but primary term is \[0\]/);
+    expect(
+      (
+        await call('POST', `/docs/_update/v1?if_seq_no=${ok.json._seq_no}&if_primary_term=1`, {
+          doc: { b: 1 },
+        })
+      ).status,
+    ).toBe(200);
+    expect((await call('PUT', '/docs/_doc/v1?if_seq_no=1', { a: 1 })).json.error.reason).toMatch(
+      /ifSeqNo is set, but primary term is \[0\]/,
+    );
   });
 
   it('routes by ?routing: the document is stored with it, found with it and searchable by it', async () => {
@@ -164,7 +183,10 @@ describe('single-document writes', () => {
   it('refuses bad input with a 400 naming it, and writes to a corpus index with 403', async () => {
     const noBody = await call('PUT', '/docs/_doc/x');
     expect(noBody.status).toBe(400);
-    expect(noBody.json.error).toMatchObject({ type: 'action_request_validation_exception', reason: 'Validation Failed: 1: source is missing;' });
+    expect(noBody.json.error).toMatchObject({
+      type: 'action_request_validation_exception',
+      reason: 'Validation Failed: 1: source is missing;',
+    });
     const array = await call('PUT', '/docs/_doc/x', [1]);
     expect(array.status).toBe(400);
     expect(array.json.error.type).toBe('document_parsing_exception');

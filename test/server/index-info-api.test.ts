@@ -29,8 +29,14 @@ beforeAll(async () => {
     engineOptions: { maxDocumentsPerIndex: DOCS },
   });
   app = buildHttpServer(runtime);
-  await call('PUT', '/books', { settings: { number_of_shards: 2, number_of_replicas: 0 }, mappings: { properties: { title: { type: 'text' } } } });
-  const lines = [1, 2, 3].flatMap((i) => [{ index: { _index: 'books', _id: `b${i}` } }, { subject: `book ${i}`, n: i }]);
+  await call('PUT', '/books', {
+    settings: { number_of_shards: 2, number_of_replicas: 0 },
+    mappings: { properties: { title: { type: 'text' } } },
+  });
+  const lines = [1, 2, 3].flatMap((i) => [
+    { index: { _index: 'books', _id: `b${i}` } },
+    { subject: `book ${i}`, n: i },
+  ]);
   await app.inject({
     method: 'POST',
     url: '/_bulk?refresh=true',
@@ -49,7 +55,9 @@ async function call(method: 'GET' | 'PUT' | 'POST' | 'DELETE' | 'HEAD', url: str
   const r = await app.inject({
     method,
     url,
-    ...(body === undefined ? {} : { payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+    ...(body === undefined
+      ? {}
+      : { payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
   });
   let json: Json;
   try {
@@ -84,12 +92,18 @@ describe('indices', () => {
   it('lists mappings and settings of every index, and changes the writable ones with PUT /_settings', async () => {
     const mappings = await call('GET', '/_mapping');
     expect(Object.keys(mappings.json)).toEqual(expect.arrayContaining(['easy-ham-1', 'spam-2', 'books']));
-    expect((await call('GET', '/spam-*/_mapping')).json['spam-2'].mappings.properties.subject).toEqual({ type: 'text' });
+    expect((await call('GET', '/spam-*/_mapping')).json['spam-2'].mappings.properties.subject).toEqual({
+      type: 'text',
+    });
     const settings = await call('GET', '/_settings');
     expect(settings.json['hard-ham-1'].settings.index.blocks.write).toBe('true');
-    expect((await call('PUT', '/_settings', { index: { refresh_interval: '5s' } })).json).toEqual({ acknowledged: true });
+    expect((await call('PUT', '/_settings', { index: { refresh_interval: '5s' } })).json).toEqual({
+      acknowledged: true,
+    });
     expect((await call('GET', '/books/_settings')).json.books.settings.index.refresh_interval).toBe('5s');
-    expect((await call('GET', '/spam-1/_settings')).json['spam-1'].settings.index.provided_name).toBe('spam-1');
+    expect((await call('GET', '/spam-1/_settings')).json['spam-1'].settings.index.provided_name).toBe(
+      'spam-1',
+    );
   });
 });
 
@@ -111,7 +125,11 @@ describe('_cluster/health', () => {
     const yellow = await call('GET', '/_cluster/health?level=indices');
     expect(yellow.json.status).toBe('yellow');
     expect(yellow.json.unassigned_shards).toBe(1);
-    expect(yellow.json.indices.replicated).toMatchObject({ status: 'yellow', number_of_shards: 1, number_of_replicas: 1 });
+    expect(yellow.json.indices.replicated).toMatchObject({
+      status: 'yellow',
+      number_of_shards: 1,
+      number_of_replicas: 1,
+    });
     expect((await call('GET', '/_cluster/health/spam-*')).json.status).toBe('green');
     expect((await call('GET', '/_cluster/health?wait_for_status=yellow&timeout=1s')).status).toBe(200);
     const waited = await call('GET', '/_cluster/health/replicated?wait_for_status=green&timeout=50ms');
@@ -129,7 +147,14 @@ describe('_cat/indices', () => {
     const text = await call('GET', '/_cat/indices?v&s=index');
     const lines = text.body.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^health\s+status\s+index\s+uuid\s+pri\s+rep\s+docs\.count/);
-    expect(lines.slice(1).map((l) => l.split(/\s+/)[2])).toEqual(['books', 'easy-ham-1', 'easy-ham-2', 'hard-ham-1', 'spam-1', 'spam-2']);
+    expect(lines.slice(1).map((l) => l.split(/\s+/)[2])).toEqual([
+      'books',
+      'easy-ham-1',
+      'easy-ham-2',
+      'hard-ham-1',
+      'spam-1',
+      'spam-2',
+    ]);
     const json = await call('GET', '/_cat/indices?format=json');
     const books = json.json.find((r: Json) => r.index === 'books');
     expect(books).toMatchObject({ health: 'green', status: 'open', pri: '2', rep: '0', 'docs.count': '3' });
@@ -145,7 +170,10 @@ describe('_cat/indices', () => {
 
 describe('_count and _refresh', () => {
   it('counts the documents a query matches, from the body or q', async () => {
-    expect((await call('GET', '/books/_count')).json).toEqual({ count: 3, _shards: { total: 2, successful: 2, skipped: 0, failed: 0 } });
+    expect((await call('GET', '/books/_count')).json).toEqual({
+      count: 3,
+      _shards: { total: 2, successful: 2, skipped: 0, failed: 0 },
+    });
     expect((await call('POST', '/books/_count', { query: { term: { n: 2 } } })).json.count).toBe(1);
     expect((await call('GET', '/books/_count?q=subject:book')).json.count).toBe(3);
     expect((await call('GET', '/spam-*/_count')).json.count).toBe(2 * DOCS);
@@ -158,7 +186,11 @@ describe('_count and _refresh', () => {
   it('refreshes every index: the writable ones, and the corpus ones count as refreshed', async () => {
     const all = await call('POST', '/_refresh');
     expect(all.json._shards).toEqual({ total: 12, successful: 12, failed: 0 });
-    expect((await call('POST', '/spam-1/_refresh')).json._shards).toEqual({ total: 2, successful: 2, failed: 0 });
+    expect((await call('POST', '/spam-1/_refresh')).json._shards).toEqual({
+      total: 2,
+      successful: 2,
+      failed: 0,
+    });
     expect((await call('GET', '/books/_refresh')).json._shards.total).toBe(2);
   });
 });
