@@ -6,7 +6,13 @@
  *   piscina and for the runtime (trivial engine, `spareWorkers: 0`, heap probe on);
  * - per queued task: with every worker held by a long task, 20,000 more tasks are queued; the
  *   main-thread heap after a full GC, minus before, divided by 20,000.
- * Both sides run the same handler (`workers/sleep-task.mjs`). Reported: bytes, and runtime / bare.
+ * Both sides run the same handler (`workers/sleep-task.mjs`), the runtime with one lane, so that a
+ * "worker" means the same on both sides. Reported: bytes, and runtime / bare.
+ *
+ * Then the default engine (MiniSearch over the SpamAssassin corpus, its indices loaded in every
+ * worker) with the bundled sandboxes, lanes off (`cores` workers + 1 spare) and on (two lanes of
+ * `cores` + 1 each), fresh process each, after a few queries in every lane: total RSS, workers, and
+ * RSS per engine worker = (RSS with lanes − RSS without) / (their worker counts' difference).
  *
  * Usage: part of `npm run bench`; alone: `node --expose-gc dist/bench/memory.js`.
  */
@@ -17,6 +23,7 @@ import { createRuntime } from '../src/index.js';
 import { type BarChart, median, printTable, writeResult } from './harness.js';
 
 const workerFile = fileURLToPath(new URL('../../bench/workers/sleep-task.mjs', import.meta.url));
+const sandboxFile = fileURLToPath(new URL('../../config/sandboxes.json', import.meta.url));
 const self = fileURLToPath(import.meta.url);
 const QUEUED = 20_000;
 
@@ -40,6 +47,7 @@ async function probe(side: 'bare' | 'runtime', workers: number, queue: boolean):
       engine: workerFile,
       threads: workers,
       spareWorkers: 0,
+      lanes: false,
       maxQueuedTasks: QUEUED,
       dataDir: '.query-sandbox/bench',
     });
@@ -66,6 +74,42 @@ async function probe(side: 'bare' | 'runtime', workers: number, queue: boolean):
   await close();
 }
 
+/** In a child: the default engine with the bundled sandboxes, lanes on or off; print RSS and workers. */
+async function engineProbe(lanes: boolean): Promise<void> {
+  const runtime = await createRuntime({
+    sandboxes: sandboxFile,
+    dataDir: '.query-sandbox/bench',
+    ...(lanes ? {} : { lanes: false }),
+  });
+  try {
+    // A few queries in every lane: cheap ones (dashboards: foreground) and fuzzy ones (analysts: background).
+    const queries = [];
+    for (let i = 0; i < 8; i++) {
+      queries.push(runtime.search({ index: 'spam-*', body: { query: { match: { subject: 'money' } } }, user: 'dash_m' }));
+      queries.push(
+        runtime
+          .search({ index: '_all', body: { query: { match: { body: { query: 'mony ofer', fuzziness: 2 } } } }, user: `analyst_${i}` })
+          .catch(() => undefined),
+      );
+    }
+    await Promise.all(queries);
+    gc();
+    await new Promise((r) => setTimeout(r, 500));
+    const n = runtime.nodeStats();
+    process.stdout.write(JSON.stringify({ rss: process.memoryUsage().rss, workers: n.liveWorkers, mainHeap: process.memoryUsage().heapUsed }));
+  } finally {
+    await runtime.close();
+  }
+}
+
+function measureEngine(lanes: boolean): { rss: number; workers: number; mainHeap: number } {
+  const out = execFileSync(process.execPath, ['--expose-gc', self, '--engine-probe', lanes ? 'on' : 'off'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return JSON.parse(out);
+}
+
 function measure(side: 'bare' | 'runtime', workers: number, queue: boolean): { rss: number; heapPerQueuedTask: number } {
   const out = execFileSync(process.execPath, ['--expose-gc', self, '--probe', side, String(workers), queue ? 'queue' : ''], {
     encoding: 'utf8',
@@ -83,6 +127,14 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     );
   const perQueued = (side: 'bare' | 'runtime') =>
     median(Array.from({ length: repetitions }, () => measure(side, 2, true).heapPerQueuedTask));
+  const engine = { off: [] as ReturnType<typeof measureEngine>[], on: [] as ReturnType<typeof measureEngine>[] };
+  for (let i = 0; i < repetitions; i++) {
+    engine.off.push(measureEngine(false));
+    engine.on.push(measureEngine(true));
+  }
+  const lanesOff = { rss: median(engine.off.map((e) => e.rss)), workers: engine.off[0]!.workers };
+  const lanesOn = { rss: median(engine.on.map((e) => e.rss)), workers: engine.on[0]!.workers };
+  const rssPerEngineWorker = (lanesOn.rss - lanesOff.rss) / (lanesOn.workers - lanesOff.workers);
   const rows = [
     { figure: 'RSS per worker', bare: perWorker('bare'), runtime: perWorker('runtime') },
     { figure: 'heap per queued task', bare: perQueued('bare'), runtime: perQueued('runtime') },
@@ -92,6 +144,16 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     ['figure', 'bare piscina', 'runtime', 'runtime / bare'],
     rows.map((r) => [r.figure, `${(r.bare / 1024).toFixed(1)} KiB`, `${(r.runtime / 1024).toFixed(1)} KiB`, r.ratio]),
   );
+  const mib = (b: number) => `${(b / 1048576).toFixed(0)} MiB`;
+  console.log('\ndefault engine (its indices in every worker), bundled sandboxes:');
+  printTable(
+    ['pool', 'workers (spares included)', 'RSS total', 'RSS / worker (total / workers)'],
+    [
+      ['lanes off', lanesOff.workers, mib(lanesOff.rss), mib(lanesOff.rss / lanesOff.workers)],
+      ['lanes on', lanesOn.workers, mib(lanesOn.rss), mib(lanesOn.rss / lanesOn.workers)],
+    ],
+  );
+  console.log(`RSS per engine worker (the difference of the two over the difference of workers): ${mib(rssPerEngineWorker)}`);
   const chart: BarChart = {
     title: 'Memory overhead (KiB)',
     rows: rows.flatMap((r) => [
@@ -104,12 +166,15 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     color: 'side',
     column: 'figure',
   };
-  await writeResult('memory', { repetitions, queued: QUEUED, rows }, chart);
-  return { rows };
+  await writeResult('memory', { repetitions, queued: QUEUED, rows, engine: { lanesOff, lanesOn, rssPerEngineWorker } }, chart);
+  return { rows, engine: { lanesOff, lanesOn, rssPerEngineWorker } };
 }
 
 const at = process.argv.indexOf('--probe');
-if (at >= 0) {
+const engineAt = process.argv.indexOf('--engine-probe');
+if (engineAt >= 0) {
+  await engineProbe(process.argv[engineAt + 1] === 'on');
+} else if (at >= 0) {
   await probe(process.argv[at + 1] as 'bare' | 'runtime', Number(process.argv[at + 2]), process.argv[at + 3] === 'queue');
 } else if (import.meta.url === `file://${process.argv[1]}`) {
   await run(process.argv.includes('--full'));

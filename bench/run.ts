@@ -59,18 +59,28 @@ function summarise(name: string, r: Result): Line[] {
     for (const row of r['rows'] as Array<{ tasks: number; medianUs: number; p99Us: number; coreShare: number }>)
       add(`${row.tasks} tasks: median / p99 µs, share of a core`, `${Math.round(row.medianUs)} / ${Math.round(row.p99Us)}, ${pct(row.coreShare)}`, '', undefined);
   } else if (name === 'fidelity') {
-    for (const row of r['rows'] as Array<{ taskMs: number; medianError: number; p99Error: number }>)
-      add(`${row.taskMs} ms tasks: median |error| (p99)`, `${pct(row.medianError)} (${pct(row.p99Error)})`, '<= 2 %', row.medianError <= 0.02);
+    for (const row of r['rows'] as Array<{ case: string; taskMs: number; medianError: number; p99Error: number }>)
+      add(`${row.case}, ${row.taskMs} ms tasks: median |error| (p99)`, `${pct(row.medianError)} (${pct(row.p99Error)})`, '<= 2 %', row.medianError <= 0.02);
+    for (const u of r['usage'] as Array<{ case: string; maxNodeCpu: number; maxRootCpu: number }>)
+      add(`${u.case}: highest node / sandbox CPU usage`, `${u.maxNodeCpu.toFixed(3)} / ${u.maxRootCpu.toFixed(3)}`, '<= 1', u.maxNodeCpu <= 1 && u.maxRootCpu <= 1);
   } else if (name === 'isolation') {
-    for (const s of r['summary'] as Array<{ load: number; cVsAloneP99: number; bVsCP99: number; cReservedVsAloneP99: number; bVsCReservedP99: number }>) {
-      add(`flood ${s.load}x: runtime p99 / alone p99`, x(s.cVsAloneP99), '<= 1.5', s.cVsAloneP99 <= 1.5);
-      add(`flood ${s.load}x: bare p99 / runtime p99`, x(s.bVsCP99), '>= 10', s.bVsCP99 >= 10);
-      add(`flood ${s.load}x, 1 reserved worker: runtime p99 / alone p99`, x(s.cReservedVsAloneP99), '<= 1.5', s.cReservedVsAloneP99 <= 1.5);
-      add(`flood ${s.load}x, 1 reserved worker: bare p99 / runtime p99`, x(s.bVsCReservedP99), '>= 10', s.bVsCReservedP99 >= 10);
+    for (const s of r['summary'] as Array<{ load: number; lanesVsAloneP99: number; lanesDefaultVsAloneP99: number; lanesFloodVsBare: number; singleVsAloneP99: number; bareVsAloneP99: number; twoPoolsVsAloneP99: number }>) {
+      add(`flood ${s.load}x, lanes, enforcement off: p99 / alone`, x(s.lanesVsAloneP99), '<= 1.5', s.lanesVsAloneP99 <= 1.5);
+      add(`flood ${s.load}x, lanes, default config: p99 / alone`, x(s.lanesDefaultVsAloneP99), '<= 1.5', s.lanesDefaultVsAloneP99 <= 1.5);
+      add(`flood ${s.load}x, lanes, enforcement off: flood done / bare`, x(s.lanesFloodVsBare), '>= 0.9', s.lanesFloodVsBare >= 0.9);
+      add(`flood ${s.load}x, one lane (before lanes): p99 / alone`, x(s.singleVsAloneP99), '', undefined);
+      add(`flood ${s.load}x, bare piscina: p99 / alone`, x(s.bareVsAloneP99), '', undefined);
+      add(`flood ${s.load}x, two bare pools (kernel placement alone): p99 / alone`, x(s.twoPoolsVsAloneP99), '', undefined);
     }
+    const bg = r['backgroundVsBare'] as number;
+    add('background lane alone: flood capacity / bare', x(bg), '>= 0.95', bg >= 0.95);
   } else if (name === 'memory') {
     for (const row of r['rows'] as Array<{ figure: string; bare: number; runtime: number; ratio: number }>)
       add(`${row.figure}: runtime / bare (KiB)`, `${x(row.ratio)} (${(row.runtime / 1024).toFixed(1)} / ${(row.bare / 1024).toFixed(1)})`, '', undefined);
+    const e = r['engine'] as { lanesOff: { rss: number; workers: number }; lanesOn: { rss: number; workers: number }; rssPerEngineWorker: number };
+    const mib = (b: number) => `${(b / 1048576).toFixed(0)} MiB`;
+    add('default engine: RSS total, lanes off / on (workers)', `${mib(e.lanesOff.rss)} (${e.lanesOff.workers}) / ${mib(e.lanesOn.rss)} (${e.lanesOn.workers})`, '', undefined);
+    add('default engine: RSS per engine worker', mib(e.rssPerEngineWorker), '', undefined);
   }
   return lines;
 }

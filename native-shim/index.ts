@@ -21,3 +21,4 @@ export {
   readProcessIoBytes,
   type IoPressureSource,
 } from './io-pressure.js';
+export { applyThreadWeight, threadNice, type ThreadWeight, type ThreadWeightResult } from './thread-priority.js';

@@ -34,10 +34,12 @@ export const ErrorCode = {
   SANDBOX_CONFLICT: 'QS_SANDBOX_CONFLICT',
   /** Creating a sandbox would exceed the node's limit on active sandboxes. HTTP 429. */
   SANDBOX_LIMIT: 'QS_SANDBOX_LIMIT',
-  /** A change to sandboxes without an admin token. HTTP 401. */
+  /** A write, admin or internal route without a token (`Authorization: Bearer`). HTTP 401. */
   UNAUTHORIZED: 'QS_UNAUTHORIZED',
-  /** A change to sandboxes with a wrong admin token. HTTP 403. */
+  /** A write, admin or internal route with a wrong token, or one whose role does not cover it. HTTP 403. */
   ADMIN_FORBIDDEN: 'QS_ADMIN_FORBIDDEN',
+  /** The request's headers or body did not arrive within the server's time-out; the connection is closed. HTTP 408. */
+  REQUEST_TIMEOUT: 'QS_REQUEST_TIMEOUT',
   /**
    * A cluster coordinator refused a search before fanning it out: every copy of one of its shards is on
    * a data node whose piggy-backed usage is at or above the admission limit. HTTP 429.
@@ -68,6 +70,12 @@ export const ErrorCode = {
   DOCUMENT_MISSING: 'QS_DOCUMENT_MISSING',
   /** A single-document write whose shard could not take it (unreachable, failed log). HTTP 5xx. */
   SHARD_WRITE_FAILED: 'QS_SHARD_WRITE_FAILED',
+  /**
+   * A change to cluster state (sandboxes, query-priority rules, index metadata, the shard table) while
+   * the node cannot reach etcd: refused, nothing changed; the node keeps serving with the last state
+   * it saw. HTTP 503.
+   */
+  CLUSTER_STATE_UNAVAILABLE: 'QS_CLUSTER_STATE_UNAVAILABLE',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -234,17 +242,26 @@ export class SandboxLimitError extends QuerySandboxError {
   }
 }
 
-/** A sandbox change without an admin token (`Authorization: Bearer <token>`). */
+/** A write, admin or internal route without a token (`Authorization: Bearer <token>`). */
 export class UnauthorizedError extends QuerySandboxError {
   constructor(message: string) {
     super(ErrorCode.UNAUTHORIZED, 'security_exception', message);
   }
 }
 
-/** A sandbox change with a wrong admin token. */
+/** A write, admin or internal route with a wrong token, or with one whose role does not cover the route. */
 export class AdminForbiddenError extends QuerySandboxError {
   constructor(message: string) {
     super(ErrorCode.ADMIN_FORBIDDEN, 'security_exception', message);
+  }
+}
+
+/** The request's headers or body did not arrive in time (`what`: `headers` or `request`); answered 408, then closed. */
+export class RequestTimeoutError extends QuerySandboxError {
+  readonly timeoutMs: number;
+  constructor(timeoutMs: number, message: string) {
+    super(ErrorCode.REQUEST_TIMEOUT, 'request_timeout_exception', message);
+    this.timeoutMs = timeoutMs;
   }
 }
 
@@ -444,6 +461,25 @@ export class ShardWriteRejectedError extends QuerySandboxError {
   }
 }
 
+/**
+ * etcd, the cluster-state store, did not answer a change (or failed it): nothing was changed. The type
+ * is Elasticsearch's for a cluster without a reachable master (503 `master_not_discovered_exception`).
+ */
+export class ClusterStateUnavailableError extends QuerySandboxError {
+  /** What was being done (`create a sandbox`, `save the query-priority rules`). */
+  readonly operation: string;
+  constructor(operation: string, endpoints: readonly string[], cause?: unknown) {
+    const why = cause instanceof Error ? cause.message : cause === undefined ? 'unreachable' : String(cause);
+    super(
+      ErrorCode.CLUSTER_STATE_UNAVAILABLE,
+      'master_not_discovered_exception',
+      `cannot ${operation}: the cluster state store (etcd at ${endpoints.join(', ')}) is unavailable (${why}); nothing was changed, retry once it is back`,
+      { cause },
+    );
+    this.operation = operation;
+  }
+}
+
 /** The runtime is not accepting work. */
 export class NotRunningError extends QuerySandboxError {
   constructor(message = 'the runtime is closed') {
@@ -489,6 +525,8 @@ export function httpStatusOf(error: unknown): number {
       return 401;
     case ErrorCode.ADMIN_FORBIDDEN:
       return 403;
+    case ErrorCode.REQUEST_TIMEOUT:
+      return 408;
     case ErrorCode.ADMISSION_REJECTED:
       return 429;
     case ErrorCode.SHARDS_FAILED:
@@ -508,9 +546,21 @@ export function httpStatusOf(error: unknown): number {
     case ErrorCode.DOCUMENT_MISSING:
       return 404;
     case ErrorCode.SHARD_WRITE_FAILED:
+    case ErrorCode.CLUSTER_STATE_UNAVAILABLE:
       return 503;
     default:
       return 500;
+  }
+}
+
+/**
+ * A received value to print as the client wrote it, not as JSON: a number literal that JavaScript
+ * cannot hold (`1e309` parses to Infinity).
+ */
+export class VerbatimText {
+  constructor(readonly text: string) {}
+  toString(): string {
+    return this.text;
   }
 }
 
@@ -518,7 +568,14 @@ export function httpStatusOf(error: unknown): number {
 export function formatReceived(value: unknown): string {
   let text: string;
   try {
-    text = typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
+    if (value instanceof VerbatimText) return value.text.length > 120 ? `${value.text.slice(0, 117)}...` : value.text;
+    // JSON.stringify writes NaN and ±Infinity as null, which would name the wrong value.
+    text =
+      typeof value === 'string'
+        ? JSON.stringify(value)
+        : typeof value === 'number' && !Number.isFinite(value)
+          ? String(value)
+          : (JSON.stringify(value) ?? String(value));
   } catch {
     // Cyclic or too deeply nested for JSON.stringify (and for String(), which recurses too).
     text = Array.isArray(value) ? `[array of ${value.length}]` : `[${typeof value}]`;

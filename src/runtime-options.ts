@@ -28,6 +28,7 @@ export interface TaskEndEvent {
   /** Time from dispatch to its end, ms. */
   readonly runMs: number;
 }
+import type { IndexMetadataStore } from './indices/index-metadata-store.js';
 import type { QueryPriorityStore } from './scheduler/query-priority-store.js';
 import {
   DEFAULT_QUERY_PRIORITY,
@@ -36,6 +37,7 @@ import {
   type QueryPriorityConfig,
 } from './scheduler/query-priority.js';
 import { checkReservations } from './scheduler/worker-reservations.js';
+import { type LaneOptions, type ResolvedLane, resolveLanes } from './scheduler/lanes.js';
 
 export interface RuntimeOptions {
   /**
@@ -62,6 +64,11 @@ export interface RuntimeOptions {
    */
   queryPriorityStore?: QueryPriorityStore;
   /**
+   * A data node's writable-index metadata kept in the cluster state (etcd: see
+   * `cluster/etcd-index-metadata.ts`) instead of `<dataDir>/indices/metadata.json`. Default: the file.
+   */
+  indexMetadataStore?: IndexMetadataStore;
+  /**
    * Called on the main thread once for every task that ran (not for ones refused before running),
    * when it ends: its figures, for logs, billing or checks. It must be cheap; what it throws is logged
    * and ignored.
@@ -70,12 +77,22 @@ export interface RuntimeOptions {
   /** Most sandboxes besides the root (creates beyond it answer 429), integer 0..10000. Default 100. */
   maxSandboxes?: number;
   /**
-   * Loaded workers beyond `threads`, integer 0..64. Default 1: when a hard cancellation terminates a
-   * worker, a spare takes its place at once while piscina starts the replacement, which loads the
-   * engine again (0.7 to 0.9 s with the full default corpus, `npm run bench:replacement`). Costs one
-   * worker's memory (about 130 MB with the default corpus).
+   * Loaded workers beyond each lane's `workers`, integer 0..64 (a lane may set its own). Default 1:
+   * when a hard cancellation terminates a worker, a spare of the same lane takes its place at once
+   * while piscina starts the replacement, which loads the engine again (0.7 to 0.9 s with the full
+   * default corpus, `npm run bench:replacement`). Costs one worker's memory per lane (about 130 MB
+   * with the default corpus).
    */
   spareWorkers?: number;
+  /**
+   * The pool's lanes (see `scheduler/lanes.ts` and docs/lanes.md): each a set of workers with its
+   * own OS scheduling weight and a band of priorities. Default `DEFAULT_LANES`: `foreground`
+   * (priority >= 11, nice 0) and `background` (every lower priority, nice 19), each of `threads`
+   * workers plus `spareWorkers`, so the pool is oversubscribed 2x and the kernel preempts background
+   * work for foreground work. `false`: one lane of `threads` workers at nice 0 for every priority
+   * (no kernel isolation: the pool before lanes).
+   */
+  lanes?: readonly LaneOptions[] | false;
   /**
    * Probe the heap of a task that stopped checkpointing (none for `2 × intervalMs`) through the
    * in-process inspector, so an engine stuck in code without checkpoints still shows its memory.
@@ -89,11 +106,14 @@ export interface RuntimeOptions {
    * (measured by `bench/gc-blind-spot`). Default false.
    */
   singleThreadedGc?: boolean;
-  /** Worker threads, integer 1..1024. Default: the node's cores (cgroup quota aware), at least 1. */
+  /**
+   * Workers of each lane that does not set its own, integer 1..1024 (with `lanes: false`, of the one
+   * pool). Default: the node's cores (cgroup quota aware), at least 1.
+   */
   threads?: number;
   /** Old-generation heap limit of each worker, MiB, 64..65536. Default 1024. */
   workerHeapMb?: number;
-  /** Bytes that count as 100 % memory usage. Default: threads × workerHeapMb MiB. */
+  /** Bytes that count as 100 % memory usage. Default: the lanes' workers (spares excluded) × workerHeapMb MiB. */
   memoryBudgetBytes?: number;
   /**
    * Order of tasks waiting for a worker: `priority` (default; the sandbox's priority with bounded
@@ -203,8 +223,11 @@ export interface ResolvedRuntimeOptions {
   readonly engineOptions: Readonly<Record<string, unknown>>;
   readonly sandboxes: string | { readonly sandboxes: readonly unknown[] } | undefined;
   readonly maxSandboxes: number;
+  /** Workers per lane by default (`options.threads`). */
   readonly threads: number;
   readonly spareWorkers: number;
+  /** The lanes, highest band first, defaults filled in. */
+  readonly lanes: readonly ResolvedLane[];
   readonly heapProbe: boolean;
   readonly queueOrder: 'priority' | 'fifo';
   readonly agingMsPerPriority: number;
@@ -312,18 +335,20 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     );
   }
   const threads = integer('threads', options.threads, 1, 1024, Math.max(1, Math.round(cores)));
+  const spareWorkers = integer('spareWorkers', options.spareWorkers, 0, 64, 1);
+  const lanes = resolveLanes(options.lanes, { workers: threads, spareWorkers });
   const queryPriority =
     options.queryPriority === undefined
       ? DEFAULT_QUERY_PRIORITY
       : parseQueryPriority(options.queryPriority, 'options.queryPriority');
-  checkReservations(queryPriority, threads, 'options.queryPriority');
+  checkReservations(queryPriority, lanes, 'options.queryPriority');
   const workerHeapMb = integer('workerHeapMb', options.workerHeapMb, 64, 65536, 1024);
   const memoryBudgetBytes = integer(
     'memoryBudgetBytes',
     options.memoryBudgetBytes,
     1,
     Number.MAX_SAFE_INTEGER,
-    threads * workerHeapMb * 1024 * 1024,
+    lanes.reduce((sum, lane) => sum + lane.workers, 0) * workerHeapMb * 1024 * 1024,
   );
   const enforcement = options.enforcement ?? EnforcementMode.ENABLED;
   if (!Object.values(EnforcementMode).includes(enforcement)) {
@@ -419,7 +444,8 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     sandboxes: options.sandboxes,
     maxSandboxes: integer('maxSandboxes', options.maxSandboxes, 0, 10_000, 100),
     threads,
-    spareWorkers: integer('spareWorkers', options.spareWorkers, 0, 64, 1),
+    spareWorkers,
+    lanes,
     heapProbe: options.heapProbe ?? true,
     queueOrder,
     agingMsPerPriority,

@@ -53,7 +53,7 @@ import {
   openQueryPriority,
   type QueryPriorityStore,
 } from './scheduler/query-priority-store.js';
-import { WorkerPool } from './pool/worker-pool.js';
+import { LanePool, type PoolLaneStats } from './pool/lane-pool.js';
 import {
   type ResolvedRuntimeOptions,
   type RuntimeOptions,
@@ -99,15 +99,35 @@ export interface SandboxStats {
   readonly state: 'ok' | 'rejecting' | 'cancelling';
 }
 
+/** One lane of the pool, a plain snapshot (see `scheduler/lanes.ts`). */
+export interface LaneStats extends PoolLaneStats {
+  /** Lowest priority the lane takes; `null` for the lowest lane (every priority below the others). */
+  readonly minPriority: number | null;
+  readonly busy: number;
+  readonly queued: number;
+}
+
 /** Node stats, a plain snapshot. */
 export interface NodeStats {
   readonly nodeId: string;
   readonly cores: number;
-  /** Tasks that run at once. */
+  /** Tasks that run at once, over every lane. */
   readonly threads: number;
-  /** Workers beyond `threads`, loaded and idle, that keep the capacity while one is replaced. */
+  /** Workers beyond `threads`, loaded and idle, that keep the capacity while one is replaced (every lane's). */
   readonly spareWorkers: number;
+  /** Workers alive, loaded or not. */
   readonly liveWorkers: number;
+  /** Workers alive but still loading the engine (replacements, mostly). */
+  readonly loadingWorkers: number;
+  /**
+   * What the lanes give: `weighted` (two or more lanes, each running at the OS weight it asked for:
+   * the kernel preempts lower lanes for higher ones), `unweighted` (several lanes, but a weight could
+   * not be set: the lanes only time-slice, see each lane's `weightReason`), `single_lane` (one lane:
+   * nothing preempts a running task).
+   */
+  readonly isolation: 'weighted' | 'unweighted' | 'single_lane';
+  /** The lanes, highest band first, with their band and workers. */
+  readonly lanes: readonly LaneStats[];
   readonly running: number;
   readonly queued: number;
   readonly duress: boolean;
@@ -279,7 +299,7 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   const opened = await openQueryPriority(
     priorityStore,
     options.queryPriority === undefined ? undefined : resolved.queryPriority,
-    resolved.threads,
+    resolved.lanes,
   );
   const queryPriority = opened.config;
   log.info(
@@ -330,6 +350,7 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
           syncIntervalMs: resolved.translogSyncIntervalMs,
           indexingPressureBytes: resolved.indexingPressureBytes,
           writeQueueSize: resolved.writeQueueSize,
+          metadataStore: options.indexMetadataStore,
           log,
         })
       : undefined;
@@ -340,18 +361,18 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   }
   // Follows workers from their start, so a task that stops checkpointing can still be measured.
   const heapProbe = resolved.heapProbe ? new WorkerHeapProbe() : undefined;
-  const pool = await WorkerPool.start({
+  const pool = await LanePool.start({
     engineUrl,
     engineOptions:
       writable === undefined
         ? resolved.engineOptions
         : { ...resolved.engineOptions, [WRITABLE_INDICES_OPTION]: { board: writable.board } },
     cacheDir,
-    // Spare workers keep the capacity while a hard-cancelled worker's replacement loads the engine.
-    threads: resolved.threads + resolved.spareWorkers,
+    // Each lane's spare workers keep its capacity while a hard-cancelled worker's replacement loads.
+    lanes: resolved.lanes,
     workerHeapMb: resolved.workerHeapMb,
     // One slot per task handed to piscina; at most DISPATCH_DEPTH_PER_WORKER per worker.
-    slotCount: (resolved.threads + resolved.spareWorkers) * DISPATCH_DEPTH_PER_WORKER,
+    depthPerWorker: DISPATCH_DEPTH_PER_WORKER,
     startTimeoutMs: resolved.startTimeoutMs,
   }).catch(async (error: unknown) => {
     heapProbe?.close();
@@ -359,6 +380,7 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
     throw error;
   });
   log.info({ startupMs: pool.startups.map((s) => Math.round(s.startupMs)) }, 'workers ready');
+  logLanes(log, pool);
   try {
     await checkWorkerHeapLimit(pool, resolved.workerHeapMb);
   } catch (error) {
@@ -380,6 +402,35 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
 }
 
 /**
+ * Says at start what the lanes give, so that nothing claims isolation it does not have: a warning for
+ * every lane whose weight could not be set.
+ */
+function logLanes(log: pino.Logger, pool: LanePool): void {
+  const lanes = pool.laneStats();
+  for (const lane of lanes) {
+    if (!lane.weighted) {
+      log.warn(
+        { lane: lane.name, weight: lane.weight, reason: lane.weightReason },
+        `lane [${lane.name}] is unweighted: its threads could not be given weight ${lane.weight}; ` +
+          'the lanes time-slice but the kernel does not favour the foreground',
+      );
+    }
+  }
+  log.info(
+    {
+      lanes: lanes.map((l) => ({ name: l.name, weight: l.weight, nice: l.nice, workers: l.workers, spare: l.spareWorkers })),
+      isolation: isolationOf(lanes),
+    },
+    'lanes ready',
+  );
+}
+
+function isolationOf(lanes: readonly PoolLaneStats[]): NodeStats['isolation'] {
+  if (lanes.length < 2) return 'single_lane';
+  return lanes.every((l) => l.weighted) ? 'weighted' : 'unweighted';
+}
+
+/**
  * Refuses to run when a process-wide `--max-old-space-size` (command line or NODE_OPTIONS) has
  * replaced the workers' `resourceLimits`, whether larger or smaller: then a worker's heap limit is the
  * process's (seen: 4,144 MiB and 560 MiB where 1,024 were asked), memory ratios and messages are
@@ -387,7 +438,7 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
  * little to the limit (256 MiB gives 304), hence the margin above.
  * @throws InvalidArgumentError naming options.workerHeapMb; the pool is closed.
  */
-async function checkWorkerHeapLimit(pool: WorkerPool, workerHeapMb: number): Promise<void> {
+async function checkWorkerHeapLimit(pool: LanePool, workerHeapMb: number): Promise<void> {
   const limits = pool.startups.map((s) => s.heapLimitBytes / 1048576);
   const reportedMb = limits.find((mb) => mb < workerHeapMb || mb > workerHeapMb * 1.25 + 64);
   if (reportedMb !== undefined) {
@@ -412,7 +463,7 @@ class GovernedRuntime implements Runtime {
   #sandboxes: readonly Sandbox[];
   #byId: ReadonlyMap<string, Sandbox>;
   #classifier: SandboxClassifier;
-  readonly #pool: WorkerPool;
+  readonly #pool: LanePool;
   readonly #log: pino.Logger;
   readonly #allocator: SlotAllocator;
   readonly #tracker: UsageTracker;
@@ -422,7 +473,6 @@ class GovernedRuntime implements Runtime {
   readonly #governor: Governor;
   readonly #scheduler: TaskScheduler<QueuedTask>;
   readonly #running = new Map<number, RunningTask>();
-  readonly #initialWorkers: number;
   readonly #heapProbe: WorkerHeapProbe | undefined;
   readonly #priorityStore: QueryPriorityStore;
   /** `#searchableIndices()` for the writable indices' `names()` array `#searchableOf`. */
@@ -430,8 +480,6 @@ class GovernedRuntime implements Runtime {
   #searchableOf: readonly string[] | undefined;
   /** Query-priority changes, one at a time: validate, save, apply. */
   #priorityChanges: Promise<unknown> = Promise.resolve();
-  /** Tasks handed to piscina at once (see DISPATCH_DEPTH_PER_WORKER). */
-  readonly #dispatchDepth: number;
   #nextTaskId = 1;
   #closed = false;
 
@@ -440,7 +488,7 @@ class GovernedRuntime implements Runtime {
     engine: EngineModule,
     description: EngineDescription,
     registry: SandboxRegistry,
-    pool: WorkerPool,
+    pool: LanePool,
     log: pino.Logger,
     heapProbe: WorkerHeapProbe | undefined,
     priorityStore: QueryPriorityStore,
@@ -455,7 +503,7 @@ class GovernedRuntime implements Runtime {
     this.engineDescription = description;
     this.sandboxRegistry = registry;
     this.#scheduler = new TaskScheduler<QueuedTask>({
-      capacity: options.threads,
+      lanes: options.lanes,
       maxQueuedTasks: options.maxQueuedTasks,
       agingMsPerPriority: options.agingMsPerPriority,
       fifo: options.queueOrder === 'fifo',
@@ -466,11 +514,10 @@ class GovernedRuntime implements Runtime {
     this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
     this.#classifier = new SandboxClassifier(sandboxes);
     registry.onChange((list) => this.#applySandboxes(list));
+    // A shared store (etcd) hands over the rules other nodes saved: applied here, not saved again.
+    priorityStore.watch?.((document) => this.#applyStoredQueryPriority(document));
     this.#pool = pool;
     this.#log = log;
-    this.#initialWorkers = pool.workersStarted;
-    // Capacity is `threads` tasks at once; the spare workers only stand in for ones being replaced.
-    this.#dispatchDepth = options.threads * DISPATCH_DEPTH_PER_WORKER;
     this.#allocator = new SlotAllocator(pool.slots.slotCount);
     this.#tracker = new UsageTracker({
       slots: pool.slots,
@@ -704,9 +751,12 @@ class GovernedRuntime implements Runtime {
     );
   }
 
-  /** Hands queued tasks to free workers, as the scheduler picks them. */
+  /**
+   * Hands queued tasks to free workers of their lanes, as the scheduler picks them. The scheduler
+   * counts each lane's `workers` (not its spares): the spares only stand in for workers being replaced.
+   */
   #pump(): void {
-    while (this.#running.size < this.#dispatchDepth && !this.#closed) {
+    while (!this.#closed) {
       const dispatch = this.#scheduler.next(performance.now());
       if (dispatch === undefined) break;
       const queued = dispatch.item;
@@ -730,7 +780,7 @@ class GovernedRuntime implements Runtime {
       const running: RunningTask = { queued, dispatch, tracked };
       this.#running.set(queued.taskId, running);
       this.#tracker.add(tracked);
-      this.#pool.run({ taskId: queued.taskId, slot, request: queued.request }).then(
+      this.#pool.run(dispatch.lane, { taskId: queued.taskId, slot, request: queued.request }).then(
         (outcome) => this.#settle(running, outcome, undefined),
         (error: unknown) => this.#settle(running, undefined, error),
       );
@@ -860,7 +910,7 @@ class GovernedRuntime implements Runtime {
 
   #hardCancel(taskId: number, _resource: Resource): void {
     const r = this.#running.get(taskId);
-    if (r !== undefined) this.#pool.terminateWorkerOf(r.tracked.slot, taskId);
+    if (r !== undefined) this.#pool.terminateWorkerOf(r.dispatch.lane, r.tracked.slot, taskId);
   }
 
   sandboxes(): readonly Sandbox[] {
@@ -891,23 +941,31 @@ class GovernedRuntime implements Runtime {
 
   nodeStats(): NodeStats {
     const snapshot = this.#governor.snapshot;
-    const startups = this.#pool.startups;
-    const started = this.#pool.workersStarted;
+    const poolLanes = this.#pool.laneStats();
+    const scheduled = this.#scheduler.stats().lanes;
+    const lanes = poolLanes.map((lane, i) => ({
+      ...lane,
+      minPriority: scheduled[i]?.minPriority ?? null,
+      busy: scheduled[i]?.busy ?? 0,
+      queued: scheduled[i]?.queued ?? 0,
+    }));
     return {
       nodeId: this.options.nodeId,
       cores: this.options.cores,
-      threads: this.options.threads,
-      spareWorkers: this.options.spareWorkers,
+      threads: this.options.lanes.reduce((sum, l) => sum + l.workers, 0),
+      spareWorkers: this.options.lanes.reduce((sum, l) => sum + l.spareWorkers, 0),
       liveWorkers: this.#pool.liveWorkers,
+      loadingWorkers: this.#pool.loadingWorkers,
+      isolation: isolationOf(poolLanes),
+      lanes,
       running: this.#running.size,
       queued: this.#scheduler.length,
       duress: snapshot.duress,
       enforcement: this.#governor.enforcement,
       usage: { cpu: snapshot.node.cpu, memory: snapshot.node.memory },
-      workersStarted: started,
-      workerStartupMs: startups.slice(0, this.#initialWorkers).map((s) => s.startupMs),
-      lastReplacementStartupMs:
-        started > this.#initialWorkers ? startups[startups.length - 1]?.startupMs : undefined,
+      workersStarted: this.#pool.workersStarted,
+      workerStartupMs: this.#pool.initialStartups().map((s) => s.startupMs),
+      lastReplacementStartupMs: this.#pool.lastReplacement()?.startupMs,
       engineIndices: this.#indices,
       governorTicks: snapshot.ticks,
     };
@@ -942,7 +1000,7 @@ class GovernedRuntime implements Runtime {
     if (this.#closed) throw new NotRunningError();
     // Validate everything, then save: a refused document or a failed save changes nothing.
     const config = parseQueryPriority(document, 'body');
-    checkReservations(config, this.options.threads, 'body');
+    checkReservations(config, this.options.lanes, 'body');
     await this.#priorityStore.save(config.document);
     if (this.#closed) throw new NotRunningError();
     const dropped = this.#scheduler.configure(config);
@@ -954,6 +1012,25 @@ class GovernedRuntime implements Runtime {
     // Lanes may have opened (fewer reservations, lending on): hand out what they may take now.
     this.#pump();
     return config.document;
+  }
+
+  /** Rules another node saved in the shared store: applied in turn with local changes, not saved. */
+  #applyStoredQueryPriority(document: unknown): void {
+    const change = this.#priorityChanges.then(() => {
+      if (this.#closed) return;
+      let config: ReturnType<typeof parseQueryPriority>;
+      try {
+        config = parseQueryPriority(document);
+      } catch (error) {
+        this.#log.warn({ error: (error as Error).message }, 'query priority from the shared store refused; the rules in force stay');
+        return;
+      }
+      const dropped = this.#scheduler.configure(config);
+      this.#log.info({ rules: config.rules.length, enabled: config.enabled, dropped: dropped.length }, 'query priority changed by another node');
+      this.#rejectEvicted(dropped);
+      this.#pump();
+    });
+    this.#priorityChanges = change.catch(() => undefined);
   }
 
   schedulerStats(): SchedulerStats {

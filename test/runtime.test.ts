@@ -73,8 +73,16 @@ describe('runtime with a second, trivial engine', () => {
       indices: ['alpha', 'beta', 'gamma'],
     });
     const node = runtime.nodeStats();
-    expect(node.workerStartupMs).toHaveLength(3); // 2 workers and 1 spare
-    expect(node.spareWorkers).toBe(1);
+    // Two lanes (foreground, background), each of 2 workers and 1 spare.
+    expect(node.workerStartupMs).toHaveLength(6);
+    expect(node.threads).toBe(4);
+    expect(node.spareWorkers).toBe(2);
+    expect(node.lanes.map((l) => [l.name, l.minPriority, l.weight, l.workers, l.spareWorkers])).toEqual([
+      ['foreground', 11, 0, 2, 1],
+      ['background', null, 19, 2, 1],
+    ]);
+    expect(node.isolation).toBe('weighted');
+    expect(node.loadingWorkers).toBe(0);
     expect(node.engineIndices).toEqual(['alpha', 'beta', 'gamma']);
   });
 
@@ -314,6 +322,8 @@ describe('runtime queue and shutdown', () => {
       engine: echoEngine,
       threads: 1,
       spareWorkers: 0,
+      // One lane: the test is about the order inside one queue (lanes would run both at once).
+      lanes: false,
       queueOrder,
       sandboxes: {
         sandboxes: [
@@ -341,6 +351,7 @@ describe('runtime queue and shutdown', () => {
       engine: echoEngine,
       threads: 1,
       spareWorkers: 0,
+      lanes: false,
       maxQueuedTasks: 2,
       sandboxes: {
         sandboxes: [
@@ -463,6 +474,7 @@ describe('runtime query priority', () => {
       engine: echoEngine,
       threads: 2,
       spareWorkers: 0,
+      lanes: false,
       queryPriority: vipRules,
     });
     try {
@@ -470,7 +482,7 @@ describe('runtime query priority', () => {
       // Three slow low-priority tasks: one runs on the general worker, two wait; the reserved one idles.
       const lows = [1, 2, 3].map(() => runtime.search({ index: 'alpha', body: { sleepMs: 300 } }));
       await sleep(50);
-      expect(runtime.schedulerStats().lanes).toEqual([
+      expect(runtime.schedulerStats().lanes[0]!.reservations).toEqual([
         { minPriority: null, workers: 1, busy: 1 },
         { minPriority: 10, workers: 1, busy: 0 },
       ]);
@@ -492,8 +504,9 @@ describe('runtime query priority', () => {
   it('refuses a bad configuration naming the field and keeps the one in force', async () => {
     const runtime = await createRuntime({ engine: echoEngine, threads: 2, queryPriority: vipRules });
     try {
+      // Priority 1 runs in the background lane (every priority below 11): its 2 workers.
       await expect(runtime.setQueryPriority({ priorities: [{ priority: 1, reserved_workers: 2 }] })).rejects.toThrow(
-        "body.priorities must leave at least one of the pool's 2 workers unreserved",
+        "body.priorities must leave at least one of lane [background]'s 2 workers unreserved",
       );
       await expect(runtime.setQueryPriority({ priorities: [{ priority: 'high' }] })).rejects.toThrow(
         'body.priorities[0].priority must be an integer; received "high"',
@@ -501,6 +514,9 @@ describe('runtime query priority', () => {
       expect(runtime.queryPriority().priorities).toEqual(vipRules.priorities);
       await expect(
         createRuntime({ engine: echoEngine, threads: 1, queryPriority: { priorities: [{ priority: 1, reserved_workers: 1 }] } }),
+      ).rejects.toThrow("options.queryPriority.priorities must leave at least one of lane [background]'s 1 workers unreserved");
+      await expect(
+        createRuntime({ engine: echoEngine, threads: 1, lanes: false, queryPriority: { priorities: [{ priority: 1, reserved_workers: 1 }] } }),
       ).rejects.toThrow("options.queryPriority.priorities must leave at least one of the pool's 1 workers unreserved");
     } finally {
       await runtime.close();
@@ -554,8 +570,11 @@ describe('runtime query priority', () => {
     const smaller = await createRuntime({ engine: echoEngine, threads: 1, queryPriorityStore: new FileQueryPriorityStore(file) });
     try {
       expect(smaller.queryPriority().priorities).toEqual(vipRules.priorities);
-      expect(smaller.schedulerStats().reservationsSuspended).toBe('pool_too_small');
-      expect(smaller.schedulerStats().lanes).toEqual([{ minPriority: null, workers: 1, busy: 0 }]);
+      // The rule's priority (10) runs in the background lane, now of one worker: its reservation cannot fit.
+      const background = smaller.schedulerStats().lanes[1]!;
+      expect(background.name).toBe('background');
+      expect(background.reservationsSuspended).toBe('pool_too_small');
+      expect(background.reservations).toEqual([{ minPriority: null, workers: 1, busy: 0 }]);
     } finally {
       await smaller.close();
     }

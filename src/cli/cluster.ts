@@ -18,6 +18,11 @@
  * channel to the launcher and stop by themselves when it goes away, even by SIGKILL and even while
  * they are still starting: no orphans.
  *
+ * Credentials: one admin token for every node (`QUERY_SANDBOX_ADMIN_TOKEN`, else a random one kept in
+ * `<data-dir>/cluster/admin-token`) and one cluster secret for their internal calls
+ * (`QUERY_SANDBOX_CLUSTER_SECRET`, else a random one kept in `<data-dir>/cluster/cluster-secret`), both
+ * files readable by their owner only and passed to the nodes in their environment.
+ *
  * Each data node gets its share of the machine as its CPU capacity (`--node-cores`, default
  * `max(1, round(cores / data nodes))`), since on one machine the nodes compete for the same cores: a
  * node can then be saturated without saturating the machine, as a real node would be.
@@ -32,6 +37,8 @@ import { availableCores } from '../../native-shim/index.js';
 import { type ClusterSpec, formatClusterSpec } from '../cluster/cluster-spec.js';
 import { parseEngineOptions } from '../engine/engine-options.js';
 import { ensureIndexCache } from '../engine/index-cache.js';
+import { parseEtcdEndpoints } from '../cluster/etcd-endpoints.js';
+import { ETCD_INSTALL_HINT, findEtcdBinary, type LocalEtcd, startLocalEtcd } from '../cluster/local-etcd.js';
 import { InvalidArgumentError } from '../errors.js';
 import { isListeningMessage } from './node-lifecycle.js';
 import { packageRoot } from './package-root.js';
@@ -53,6 +60,9 @@ export const CLUSTER_USAGE = `query-sandbox cluster [options]   (npm run cluster
   --log-level LEVEL      the nodes' pino level (default warn)
   --data-node-flags "…"  more serve flags for every data node (e.g. "--debug-routes --usage-window-ms 5000")
   --coordinator-flags "…" more serve flags for the coordinator (e.g. "--admission-mode monitor_only")
+  --etcd LIST|none       cluster state: etcd endpoints host:port,... to use; default: a local etcd (the
+                         etcd binary, apt-get install etcd-server) on ports N+data nodes+1 and +2, data in
+                         DIR/cluster/etcd; none: no shared state (each node its own sandboxes, no failover)
 `;
 
 export interface ClusterOptions {
@@ -70,10 +80,19 @@ export interface ClusterOptions {
   readonly logLevel: string;
   readonly dataNodeArgs: readonly string[];
   readonly coordinatorArgs: readonly string[];
+  /**
+   * Cluster state: `local` (start an etcd for the cluster, the default), the endpoints of a running
+   * one, or `none` (every node keeps its own sandboxes and rules; no membership, no failover).
+   * The command's default is `local` (`parseClusterOptions`); a caller that omits it gets `none`.
+   * @default 'none'
+   */
+  readonly etcd?: 'local' | 'none' | readonly string[] | undefined;
   /** How long to wait for every node to listen, ms. @default 300000 */
   readonly startTimeoutMs?: number;
   /** Where the children's output goes: the launcher's own stdout/stderr, line by line with a `[node]` prefix (default), or nowhere. */
   readonly output?: 'prefixed' | 'silent';
+  /** With etcd: called when a data node exits on its own while the cluster goes on. */
+  readonly onDataNodeExit?: (exit: { id: string; code: number | null; signal: string | null }) => void;
 }
 
 function intFlag(name: string, text: string | undefined, min: number, max: number, fallback: number): number {
@@ -120,6 +139,7 @@ export function parseClusterOptions(argv: readonly string[], env: NodeJS.Process
         'log-level': { type: 'string' },
         'data-node-flags': { type: 'string' },
         'coordinator-flags': { type: 'string' },
+        etcd: { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -164,6 +184,8 @@ export function parseClusterOptions(argv: readonly string[], env: NodeJS.Process
     logLevel,
     dataNodeArgs: splitFlags(values['data-node-flags']),
     coordinatorArgs: splitFlags(values['coordinator-flags']),
+    etcd:
+      values['etcd'] === undefined ? 'local' : values['etcd'] === 'none' ? 'none' : parseEtcdEndpoints(values['etcd']),
   };
 }
 
@@ -180,7 +202,17 @@ export interface RunningCluster {
   readonly coordinator: ClusterNode;
   readonly dataNodes: readonly ClusterNode[];
   readonly clusterFile: string;
-  /** Settles when the first node exits on its own (not through `stop`): its id, code and signal. */
+  /** The etcd endpoints the nodes share (`--etcd`), or undefined without shared state. */
+  readonly etcdEndpoints: readonly string[] | undefined;
+  /** The admin token every node accepts (writes, index management, sandboxes). */
+  readonly adminToken: string;
+  /** The cluster secret of the nodes' internal routes (`/_internal/*` on the data nodes). */
+  readonly clusterSecret: string;
+  /**
+   * Settles when the coordinator exits on its own (not through `stop`), or a data node does without
+   * shared state: its id, code and signal. With etcd a data node that dies does not stop the cluster
+   * (its primaries fail over): `onDataNodeExit` hears of it.
+   */
   readonly unexpectedExit: Promise<{ id: string; code: number | null; signal: string | null }>;
   /**
    * Stops every node (SIGTERM, SIGKILL after 10 s), waits for them to exit and releases the data
@@ -410,27 +442,61 @@ export async function startCluster(
       });
       ensureIndexCache(cacheDir, engineOptions, (message) => log(message));
     }
-    if ((env['QUERY_SANDBOX_ADMIN_TOKEN'] ?? '') === '') {
-      // One token for every data node, kept where the README says (each node also honours it).
+    // One admin token and one cluster secret for every node, kept where docs/security.md says.
+    for (const [name, file] of [
+      ['QUERY_SANDBOX_ADMIN_TOKEN', 'admin-token'],
+      ['QUERY_SANDBOX_CLUSTER_SECRET', 'cluster-secret'],
+    ] as const) {
+      if ((env[name] ?? '') !== '') continue;
       const token = randomBytes(24).toString('base64url');
-      writeFileSync(path.join(clusterDir, 'admin-token'), `${token}\n`, { mode: 0o600 });
-      env['QUERY_SANDBOX_ADMIN_TOKEN'] = token;
+      writeFileSync(path.join(clusterDir, file), `${token}\n`, { mode: 0o600 });
+      env[name] = token;
     }
   } catch (error) {
     releaseLock();
     throw error;
   }
+  const etcdPort = options.basePort + options.dataNodes + 1;
+  const etcdOption = options.etcd ?? 'none';
+  let localEtcd: LocalEtcd | undefined;
   try {
+    if (etcdOption === 'local' && findEtcdBinary() === undefined) {
+      throw new ClusterStartError(
+        `etcd is not installed: the cluster keeps its sandboxes, membership and shard table in etcd; ${ETCD_INSTALL_HINT}, or --etcd none to run without shared state`,
+      );
+    }
     // Before any node starts: a taken port is told at once, naming its node.
     await checkPortsFree(host, [
       { id: 'coordinator', port: options.basePort },
       ...spec.dataNodes.map((n, i) => ({ id: n.id, port: options.basePort + 1 + i })),
+      ...(etcdOption === 'local'
+        ? [
+            { id: 'etcd', port: etcdPort },
+            { id: 'etcd (peer)', port: etcdPort + 1 },
+          ]
+        : []),
     ]);
     if (signal?.aborted) throw new ClusterStartError(`stopped during start-up (${String(signal.reason)})`);
+    if (etcdOption === 'local') {
+      localEtcd = await startLocalEtcd({
+        dataDir: path.join(clusterDir, 'etcd'),
+        host,
+        clientPort: etcdPort,
+        peerPort: etcdPort + 1,
+      }).catch((error: unknown) => {
+        throw new ClusterStartError(`etcd could not start: ${(error as Error).message}`, 'etcd');
+      });
+      log(`etcd for the cluster state: ${localEtcd.endpoints.join(',')} (data in ${path.join(clusterDir, 'etcd')})`);
+      if (signal?.aborted) throw new ClusterStartError(`stopped during start-up (${String(signal.reason)})`);
+    }
   } catch (error) {
+    await localEtcd?.stop();
     releaseLock();
     throw error;
   }
+  const etcdEndpoints =
+    etcdOption === 'none' ? undefined : etcdOption === 'local' ? localEtcd!.endpoints : etcdOption;
+  const etcdArgs = etcdEndpoints === undefined ? [] : ['--etcd', etcdEndpoints.join(',')];
   const script = mainScript();
   const sink = options.output === 'silent' ? undefined : process.stdout;
   const errSink = options.output === 'silent' ? undefined : process.stderr;
@@ -483,7 +549,10 @@ export async function startCluster(
     });
     child.on('exit', (code, signal) => {
       entry.exited = true;
-      if (!starting && !stopping && !restarting.has(id)) reportExit({ id, code, signal });
+      if (starting || stopping || restarting.has(id)) return;
+      // With shared state a data node's death is the cluster's to handle (failover), not the end.
+      if (role === 'data' && etcdEndpoints !== undefined) options.onDataNodeExit?.({ id, code, signal });
+      else reportExit({ id, code, signal });
     });
     const failed = (how: string) => {
       entry.exited = true;
@@ -518,6 +587,7 @@ export async function startCluster(
           }),
       ),
     );
+    await localEtcd?.stop();
     releaseLock();
   };
   /** Waits for `targets` to listen, failing at once when any node exits or `deadline` passes. */
@@ -552,6 +622,7 @@ export async function startCluster(
       cacheDir,
       '--cores',
       String(options.nodeCores),
+      ...etcdArgs,
       ...(options.threads !== undefined ? ['--threads', String(options.threads)] : []),
       ...(options.maxDocs !== undefined ? ['--max-docs', String(options.maxDocs)] : []),
       ...(options.engine !== undefined ? ['--engine', options.engine] : []),
@@ -571,6 +642,7 @@ export async function startCluster(
       clusterFile,
       '--data-dir',
       path.join(clusterDir, 'coordinator'),
+      ...etcdArgs,
       ...options.coordinatorArgs,
     ]);
     await waitListening(children.slice(-1), startupFailed, Math.max(1, Math.round(deadline - performance.now())));
@@ -605,6 +677,9 @@ export async function startCluster(
     coordinator: coordinator.node,
     dataNodes: dataNodes.map((c) => c.node),
     clusterFile,
+    etcdEndpoints,
+    adminToken: env['QUERY_SANDBOX_ADMIN_TOKEN']!,
+    clusterSecret: env['QUERY_SANDBOX_CLUSTER_SECRET']!,
     unexpectedExit,
     stop,
     restartNode: async (id: string) => {
@@ -648,9 +723,18 @@ export async function runCluster(options: ClusterOptions): Promise<number> {
   // startCluster runs synchronously up to its port check, before any node exists (see there): the
   // handlers are in place before the first node starts, while a signal during the index cache build
   // still ends the launcher at once.
-  const starting = startCluster(options, (line) => process.stdout.write(`${line}\n`), {
-    signal: abort.signal,
-  });
+  const starting = startCluster(
+    {
+      ...options,
+      onDataNodeExit: ({ id, code, signal }) =>
+        process.stderr.write(
+          `query-sandbox cluster: ${id} exited (code ${code}, signal ${signal}); the cluster goes on without it: ` +
+            'its primaries fail over to in-sync replicas once its lease expires\n',
+        ),
+    },
+    (line) => process.stdout.write(`${line}\n`),
+    { signal: abort.signal },
+  );
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   let cluster: RunningCluster;

@@ -1,13 +1,14 @@
 /**
  * `query-sandbox demo`: starts a service on the embedded defaults (MiniSearch over SpamAssassin, the
- * default sandbox file) on a free loopback port, then runs the same bounded load twice, enforcement
- * off and then on:
+ * default sandbox file, the default lanes) on a free loopback port, measures the dashboards user
+ * alone, then runs the same bounded load twice, enforcement off and then on:
  * - `dash_ops` (sandbox `dashboards`, high priority) sends cheap `match` queries at a fixed open-loop
  *   rate; latency counts from the intended send time, so a stalled service cannot hide its queueing
  *   (no coordinated omission);
  * - `analyst_ann` (sandbox `analysts`, low priority) keeps several expensive fuzzy and prefix queries in
  *   flight, backing off 100 ms after a 429.
- * It prints one table per phase and stops by itself.
+ * It prints one table per phase, the dashboards p99 under the flood against its p99 alone, and stops
+ * by itself. `--lanes off` runs the same on one pool (the runtime before lanes), for comparison.
  */
 import { parseArgs } from 'node:util';
 import pino from 'pino';
@@ -31,10 +32,10 @@ export interface DemoOptions {
 
 export const DEMO_USAGE = `query-sandbox demo [options]
 
-  --phase-seconds N      seconds per phase (default 10; two phases)
+  --phase-seconds N      seconds per phase (default 10; three phases: alone, flood with enforcement off, on)
   --dashboard-rate N     cheap queries per second from dash_ops (default 20)
   --analyst-concurrency N  expensive queries in flight from analyst_ann (default 4)
-  (and serve's --sandboxes, --data-dir, --threads, --interval-ms, --max-docs)
+  (and serve's --sandboxes, --data-dir, --threads, --lanes and the lane flags, --interval-ms, --max-docs)
 `;
 
 /** @throws InvalidArgumentError naming the flag. */
@@ -145,6 +146,7 @@ async function runPhase(
   label: string,
   mode: EnforcementMode,
   options: DemoOptions,
+  flood = true,
 ): Promise<PhaseResult> {
   runtime.setEnforcement(mode);
   await sleep(3 * runtime.options.intervalMs);
@@ -165,7 +167,7 @@ async function runPhase(
     }
   })();
 
-  const analystLoops = Array.from({ length: options.analystConcurrency }, async (_, k) => {
+  const analystLoops = Array.from({ length: flood ? options.analystConcurrency : 0 }, async (_, k) => {
     let i = k;
     while (performance.now() < end) {
       const sent = performance.now();
@@ -267,28 +269,43 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     const port = typeof address === 'object' && address !== null ? address.port : 0;
     const base = `http://127.0.0.1:${port}`;
     const node = runtime.nodeStats();
+    const lanes = node.lanes
+      .map(
+        (l) =>
+          `${l.name} ${l.workers}+${l.spareWorkers} spare at ${l.weight === 'idle' ? 'SCHED_IDLE' : `nice ${l.weight}`}` +
+          (l.minPriority === null ? '' : ` (priority >= ${l.minPriority})`),
+      )
+      .join(', ');
     process.stdout.write(
-      `demo: ${node.threads} workers + ${node.spareWorkers} spare on ${node.cores} cores, worker start-up with indices loaded: ` +
-        `${node.workerStartupMs.map((ms) => `${Math.round(ms)} ms`).join(', ')}\n` +
+      `demo: ${node.threads} workers + ${node.spareWorkers} spare on ${node.cores} cores; lanes: ${lanes}; isolation: ${node.isolation}\n` +
+        `demo: worker start-up with indices loaded: ${node.workerStartupMs.map((ms) => `${Math.round(ms)} ms`).join(', ')}\n` +
         `demo: dash_ops sends ${options.dashboardRate}/s cheap match queries (open loop); analyst_ann keeps ` +
         `${options.analystConcurrency} fuzzy/prefix queries in flight; ${options.phaseSeconds} s per phase\n\n`,
     );
+    for (const l of node.lanes) {
+      if (!l.weighted) process.stdout.write(`demo: lane ${l.name} is UNWEIGHTED (${l.weightReason}); expect less isolation\n`);
+    }
     await post(`${base}/easy-ham-1/_search`, 'dash_ops', { query: { match: { subject: 'warm' } } });
+    const alone = await runPhase(runtime, base, 'dashboards alone (no flood)', 'enabled', options, false);
+    process.stdout.write(`${renderPhase(alone)}\n\n`);
     const off = await runPhase(runtime, base, 'enforcement off (disabled)', 'disabled', options);
     process.stdout.write(`${renderPhase(off)}\n\n`);
     const on = await runPhase(runtime, base, 'enforcement on (enabled)', 'enabled', options);
     process.stdout.write(`${renderPhase(on)}\n\n`);
+    const p99Alone = alone.dashboards.percentileMs(99);
     const p99Off = off.dashboards.percentileMs(99);
     const p99On = on.dashboards.percentileMs(99);
     process.stdout.write(
-      `dashboards p99: ${fmt(p99Off)} ms with enforcement off, ${fmt(p99On)} ms with it on ` +
-        `(${fmt(p99Off / p99On, 2)}x); analysts rejected ${on.analysts.rejected}, cancelled ${on.analysts.cancelled} ` +
-        `with it on.\n`,
+      `dashboards p99: ${fmt(p99Alone)} ms alone; under the analysts' flood ${fmt(p99Off)} ms with enforcement off ` +
+        `(${fmt(p99Off / p99Alone, 2)}x alone), ${fmt(p99On)} ms with it on (${fmt(p99On / p99Alone, 2)}x); ` +
+        `analysts completed ${off.analysts.ok} with it off, ${on.analysts.ok} with it on ` +
+        `(rejected ${on.analysts.rejected}, cancelled ${on.analysts.cancelled}).\n`,
     );
     const after = runtime.nodeStats();
+    const replaced = after.lanes.reduce((sum, l) => sum + l.replacedWorkers, 0);
     if (after.lastReplacementStartupMs !== undefined) {
       process.stdout.write(
-        `replacement workers started: ${after.workersStarted - after.threads}, last start-up ${Math.round(after.lastReplacementStartupMs)} ms\n`,
+        `replacement workers started: ${replaced}, last start-up ${Math.round(after.lastReplacementStartupMs)} ms\n`,
       );
     }
   } finally {

@@ -6,9 +6,12 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { AdmissionMode } from '../admission/admission-controller.js';
 import { type DataNodeAddress, parseDataNodeList } from '../cluster/cluster-spec.js';
+import { parseEtcdEndpoints } from '../cluster/etcd-endpoints.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { EnforcementMode } from '../governor/decide.js';
 import type { RuntimeOptions } from '../runtime-options.js';
+import { DEFAULT_BACKGROUND_WEIGHT, DEFAULT_FOREGROUND_MIN_PRIORITY } from '../scheduler/lanes.js';
+import type { ConnectionLimits } from '../server/connection-limits.js';
 import { packageRoot } from './package-root.js';
 
 /** `--role`: `single` (one node holding everything, the default), `data` or `coordinator` of a cluster. */
@@ -54,6 +57,17 @@ export interface ServeOptions {
   readonly debugRoutes: boolean;
   /** With `--role coordinator`. */
   readonly coordinator: CoordinatorServeOptions | undefined;
+  /**
+   * `--etcd host:port,...`: cluster state in etcd (sandboxes, query-priority rules; on a cluster also
+   * membership, index metadata and the shard table). `undefined`: this node's own files.
+   */
+  readonly etcd: readonly string[] | undefined;
+  /** `--etcd-prefix`: key prefix of this cluster's state. @default '/query-sandbox' */
+  readonly etcdPrefix: string | undefined;
+  /** `--headers-timeout-ms`, `--request-timeout-ms`, `--max-connections` (undefined: the defaults). */
+  readonly connectionLimits: ConnectionLimits;
+  /** `--insecure-skip-auth`: reads, writes and admin routes open to everyone (loopback hosts only). */
+  readonly insecureSkipAuth: boolean;
 }
 
 export const SERVE_USAGE = `query-sandbox serve [options]
@@ -62,7 +76,13 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --port N               listen port, 0 for any (default 9200; PORT)
   --sandboxes FILE       sandbox file (default config/sandboxes.json; QUERY_SANDBOX_SANDBOXES)
   --data-dir DIR         caches and state (default ./.query-sandbox; QUERY_SANDBOX_DATA_DIR)
-  --threads N            worker threads (default: cores)
+  --threads N            workers of each lane (default: cores)
+  --lanes on|off         on (default): a foreground and a background lane, each of --threads workers;
+                         off: one pool of --threads workers for every priority (no kernel isolation)
+  --foreground-workers N / --background-workers N   workers of one lane (default --threads)
+  --foreground-min-priority P  lowest priority the foreground lane takes (default 11)
+  --background-weight W  nice 0..19 or idle (SCHED_IDLE) of the background lane's threads (default 19)
+  --spare-workers N      loaded spare workers of each lane, 0..64 (default 1)
   --engine MODULE        engine module path (default: built-in MiniSearch over SpamAssassin)
   --enforcement MODE     enabled | monitor_only | disabled (default enabled)
   --interval-ms N        governor interval (default 100)
@@ -81,6 +101,16 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --indexing-pressure-bytes N    bulk bytes in flight before 429 (default 10 % of the heap limit)
   --write-queue-size N           shard bulks a node holds at once before their items get 429 (default 10000)
 
+  security (docs/security.md):
+  --headers-timeout-ms N   time for a request's headers, then 408 and close (default 30000)
+  --request-timeout-ms N   time for a whole request, headers and body (default 30000)
+  --max-connections N      open connections at most; more are closed at once (default 1024)
+  --insecure-skip-auth     local experiments only: no token needed for writes and admin routes
+                           (refused unless --host is a loopback address; logged at start)
+  tokens come from the environment: QUERY_SANDBOX_ADMIN_TOKEN (else one is made and printed),
+  QUERY_SANDBOX_WRITER_TOKEN (documents and _bulk only), QUERY_SANDBOX_CLUSTER_SECRET (required
+  with --role data or coordinator)
+
   cluster roles:
   --role ROLE            single | data | coordinator (default single: one node with every shard)
   --node-id ID           this node's id (default node-<pid>; a coordinator's: coordinator)
@@ -96,6 +126,12 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --stats-refresh-ms N   coordinator: take a node's stats at most this often (default 1000)
   --shard-timeout-ms N   coordinator: time a data node has to answer (default 30000)
   --discovery-timeout-ms N  coordinator: time at start for every data node to answer (default 60000)
+
+  cluster state:
+  --etcd LIST            etcd endpoints host:port,...: sandboxes and query-priority rules shared by every
+                         node (and, on a cluster, membership leases, index metadata, failover); default:
+                         this node's own files under --data-dir
+  --etcd-prefix PREFIX   key prefix of this cluster's state (default /query-sandbox)
 `;
 
 function intFlag(
@@ -143,6 +179,12 @@ const COORDINATOR_FLAGS = [
 const RUNTIME_FLAGS = [
   'sandboxes',
   'threads',
+  'lanes',
+  'foreground-workers',
+  'background-workers',
+  'foreground-min-priority',
+  'background-weight',
+  'spare-workers',
   'engine',
   'enforcement',
   'interval-ms',
@@ -171,6 +213,12 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
         sandboxes: { type: 'string' },
         'data-dir': { type: 'string' },
         threads: { type: 'string' },
+        lanes: { type: 'string' },
+        'foreground-workers': { type: 'string' },
+        'background-workers': { type: 'string' },
+        'foreground-min-priority': { type: 'string' },
+        'background-weight': { type: 'string' },
+        'spare-workers': { type: 'string' },
         engine: { type: 'string' },
         enforcement: { type: 'string' },
         'interval-ms': { type: 'string' },
@@ -202,6 +250,12 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
         'translog-sync-interval-ms': { type: 'string' },
         'indexing-pressure-bytes': { type: 'string' },
         'write-queue-size': { type: 'string' },
+        etcd: { type: 'string' },
+        'etcd-prefix': { type: 'string' },
+        'headers-timeout-ms': { type: 'string' },
+        'request-timeout-ms': { type: 'string' },
+        'max-connections': { type: 'string' },
+        'insecure-skip-auth': { type: 'boolean' },
       },
       strict: true,
       allowPositionals: false,
@@ -241,6 +295,8 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
       ? intFlag('port', str('port'), 0, 65535)!
       : (intFlag('port', env['PORT'], 0, 65535, 'PORT') ?? 9200);
   const threads = intFlag('threads', str('threads'), 1, 1024);
+  const spareWorkers = intFlag('spare-workers', str('spare-workers'), 0, 64);
+  const lanes = laneFlags(str);
   const intervalMs = intFlag('interval-ms', str('interval-ms'), 10, 60_000);
   const maxDocs = intFlag('max-docs', str('max-docs'), 1, 1_000_000);
   const maxSandboxes = intFlag('max-sandboxes', str('max-sandboxes'), 0, 10_000);
@@ -295,6 +351,25 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
       logLevel,
     );
   }
+  const headersTimeoutMs = intFlag('headers-timeout-ms', str('headers-timeout-ms'), 1, 3_600_000);
+  const requestTimeoutMs = intFlag('request-timeout-ms', str('request-timeout-ms'), 1, 3_600_000);
+  if (requestTimeoutMs !== undefined && requestTimeoutMs < (headersTimeoutMs ?? 30_000)) {
+    throw new InvalidArgumentError(
+      '--request-timeout-ms',
+      `must be at least --headers-timeout-ms (${headersTimeoutMs ?? 30_000}): the headers are part of the request`,
+      str('request-timeout-ms'),
+    );
+  }
+  const maxConnections = intFlag('max-connections', str('max-connections'), 1, 1_000_000);
+  const host = str('host') ?? env['HOST'] ?? '127.0.0.1';
+  const insecureSkipAuth = values['insecure-skip-auth'] === true;
+  if (insecureSkipAuth && !isLoopbackHost(host)) {
+    throw new InvalidArgumentError(
+      '--insecure-skip-auth',
+      'is only for local experiments: it needs --host to be a loopback address (127.0.0.1, ::1, localhost)',
+      host,
+    );
+  }
   const runtime: RuntimeOptions = {
     sandboxes:
       str('sandboxes') ??
@@ -302,6 +377,8 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
       path.join(packageRoot(), 'config', 'sandboxes.json'),
     dataDir: str('data-dir') ?? env['QUERY_SANDBOX_DATA_DIR'] ?? '.query-sandbox',
     ...(threads !== undefined ? { threads } : {}),
+    ...(spareWorkers !== undefined ? { spareWorkers } : {}),
+    ...(lanes !== undefined ? { lanes } : {}),
     ...(intervalMs !== undefined ? { intervalMs } : {}),
     ...(maxSandboxes !== undefined ? { maxSandboxes } : {}),
     ...(str('engine') !== undefined ? { engine: str('engine')! } : {}),
@@ -325,9 +402,18 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
         }
       : {}),
   };
+  const etcdPrefix = str('etcd-prefix');
+  if (etcdPrefix !== undefined && (!/^\/[A-Za-z0-9_.\-/]{1,200}$/.test(etcdPrefix) || etcdPrefix.endsWith('/'))) {
+    throw new InvalidArgumentError('--etcd-prefix', 'must be /name (1..200 characters of [A-Za-z0-9_.-/], no trailing /)', etcdPrefix);
+  }
+  if (etcdPrefix !== undefined && str('etcd') === undefined) {
+    throw new InvalidArgumentError('--etcd-prefix', 'needs --etcd', etcdPrefix);
+  }
   return {
+    etcd: str('etcd') === undefined ? undefined : parseEtcdEndpoints(str('etcd')!),
+    etcdPrefix,
     queryPriorityFile: str('query-priority'),
-    host: str('host') ?? env['HOST'] ?? '127.0.0.1',
+    host,
     port,
     runtime,
     logLevel,
@@ -336,7 +422,47 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     debugRoutes: values['debug-routes'] === true,
     coordinator:
       role === 'coordinator' ? { ...coordinatorOptions(str, nodeId), indexingPressureBytes } : undefined,
+    connectionLimits: {
+      ...(headersTimeoutMs !== undefined ? { headersTimeoutMs } : {}),
+      ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}),
+      ...(maxConnections !== undefined ? { maxConnections } : {}),
+    },
+    insecureSkipAuth,
   };
+}
+
+/** The lane flags as a `lanes` option, or undefined when none is given (the default lanes). */
+function laneFlags(str: (k: string) => string | undefined): RuntimeOptions['lanes'] {
+  const onOff = str('lanes');
+  if (onOff !== undefined && onOff !== 'on' && onOff !== 'off') {
+    throw new InvalidArgumentError('--lanes', 'must be one of on, off', onOff);
+  }
+  const perLane = ['foreground-workers', 'background-workers', 'foreground-min-priority', 'background-weight'];
+  if (onOff === 'off') {
+    const flag = perLane.find((f) => str(f) !== undefined);
+    if (flag !== undefined) throw new InvalidArgumentError(`--${flag}`, 'needs --lanes on', str(flag));
+    return false;
+  }
+  if (perLane.every((f) => str(f) === undefined)) return undefined;
+  const foregroundWorkers = intFlag('foreground-workers', str('foreground-workers'), 1, 1024);
+  const backgroundWorkers = intFlag('background-workers', str('background-workers'), 1, 1024);
+  const minPriority =
+    intFlag('foreground-min-priority', str('foreground-min-priority'), -1e9, 1e9) ?? DEFAULT_FOREGROUND_MIN_PRIORITY;
+  const weightText = str('background-weight');
+  const weight =
+    weightText === 'idle'
+      ? ('idle' as const)
+      : (intFlag('background-weight', weightText, 0, 19, '--background-weight (a nice value, or idle)') ??
+        DEFAULT_BACKGROUND_WEIGHT);
+  return [
+    { name: 'foreground', minPriority, weight: 0, ...(foregroundWorkers !== undefined ? { workers: foregroundWorkers } : {}) },
+    { name: 'background', weight, ...(backgroundWorkers !== undefined ? { workers: backgroundWorkers } : {}) },
+  ];
+}
+
+/** True for an address only this machine can reach: 127.0.0.0/8, ::1, localhost. */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(host);
 }
 
 function coordinatorOptions(

@@ -6,6 +6,10 @@
  * watched from the very start (see `node-lifecycle.ts`): a killed launcher leaves no orphans, even
  * one killed while its nodes were still starting. Once listening, a node started by a launcher tells
  * it so over that channel.
+ *
+ * Credentials (docs/security.md): the admin token, an optional writer token and, for the roles of a
+ * cluster, the cluster secret, from the environment (`node-secrets.ts`); a bad or missing one stops
+ * the start before anything loads. `--insecure-skip-auth` opens writes to everyone and says so loudly.
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -24,8 +28,33 @@ import { type DataNodeRecovery, registerDataNodeRoutes } from '../server/data-no
 import { buildHttpServer } from '../server/http-server.js';
 import { resolveAdminToken } from './admin-token.js';
 import { notifyListening, type StopWatch, watchStopRequests } from './node-lifecycle.js';
+import { type NodeSecrets, readNodeSecrets } from './node-secrets.js';
 import { probePort } from './port-probe.js';
 import type { ServeOptions } from './serve-options.js';
+import type { EtcdConnection } from '../cluster/etcd-connection.js';
+
+/**
+ * `--etcd`: the node's connection to the cluster state, checked with one read at start (loaded only
+ * then: a node without `--etcd` never loads the etcd client).
+ * @throws ClusterStateUnavailableError when etcd does not answer at start.
+ */
+async function connectClusterState(options: ServeOptions, log: pino.Logger): Promise<EtcdConnection | undefined> {
+  if (options.etcd === undefined) return undefined;
+  const { EtcdConnection } = await import('../cluster/etcd-connection.js');
+  const connection = new EtcdConnection({
+    endpoints: options.etcd,
+    ...(options.etcdPrefix !== undefined ? { prefix: options.etcdPrefix } : {}),
+    logger: log,
+  });
+  try {
+    await connection.call('start (reading the cluster state)', (client) => client.get(connection.key('probe')).string());
+  } catch (error) {
+    connection.close();
+    throw error;
+  }
+  log.info({ endpoints: options.etcd, prefix: connection.prefix }, 'cluster state in etcd');
+  return connection;
+}
 
 /**
  * Fails fast when the address cannot be listened on, before the engine and workers load (seconds).
@@ -69,12 +98,33 @@ async function readQueryPriorityFile(file: string): Promise<unknown> {
   return document;
 }
 
-async function serveCoordinator(options: ServeOptions, log: pino.Logger, stops: StopWatch): Promise<void> {
+/** The loud warning of `--insecure-skip-auth`, once at start. */
+function warnIfOpen(options: ServeOptions, log: pino.Logger): void {
+  if (!options.insecureSkipAuth) return;
+  log.warn(
+    { insecureSkipAuth: true, host: options.host },
+    'AUTHENTICATION IS OFF (--insecure-skip-auth): anyone who reaches this port can create and delete ' +
+      'indices, write documents and change sandboxes. For local experiments only.',
+  );
+}
+
+async function serveCoordinator(
+  options: ServeOptions,
+  log: pino.Logger,
+  stops: StopWatch,
+  secrets: NodeSecrets,
+): Promise<void> {
   const c = options.coordinator!;
   const dataNodes = c.dataNodes ?? (await readClusterFile(options.clusterFile!)).dataNodes;
   const started = performance.now();
   log.info({ dataNodes: dataNodes.map((n) => n.url) }, 'starting coordinator: discovering the data nodes');
+  const connection = await connectClusterState(options, log);
+  const membership =
+    connection === undefined
+      ? undefined
+      : await (await import('../cluster/membership.js')).MembershipWatcher.open(connection);
   const coordinator = await Coordinator.start({
+    ...(connection !== undefined && membership !== undefined ? { clusterState: { connection, membership } } : {}),
     nodeId: c.nodeId,
     dataNodes,
     admission: {
@@ -100,8 +150,16 @@ async function serveCoordinator(options: ServeOptions, log: pino.Logger, stops: 
     // Writable indices' metadata and templates survive restarts.
     dataDir: path.resolve(options.runtime.dataDir ?? '.query-sandbox'),
     logger: log,
+    clusterSecret: secrets.clusterSecret,
   });
-  const app = buildCoordinatorServer(coordinator, { logger: log });
+  const admin = await resolveAdminToken(process.env, path.resolve(options.runtime.dataDir ?? '.query-sandbox'));
+  const app = buildCoordinatorServer(coordinator, {
+    logger: log,
+    adminToken: admin.token,
+    writerToken: secrets.writerToken,
+    insecureSkipAuth: options.insecureSkipAuth,
+    connectionLimits: options.connectionLimits,
+  });
   await app.listen({ host: options.host, port: options.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : options.port;
@@ -115,10 +173,14 @@ async function serveCoordinator(options: ServeOptions, log: pino.Logger, stops: 
     },
     'query-sandbox coordinator listening',
   );
+  warnIfOpen(options, log);
+  printAdminToken(admin);
   notifyListening(coordinator.nodeId, port);
   stops.serving(async (signal) => {
     log.info({ signal }, 'stopping');
     await app.close();
+    await membership?.close();
+    connection?.close();
     process.exit(0);
   });
 }
@@ -128,7 +190,8 @@ export async function serve(options: ServeOptions): Promise<void> {
   // First thing: a node told to stop, or whose launcher went away, while it starts must not stay on.
   const stops = watchStopRequests((signal) => log.info({ signal }, 'stopping during start-up'));
   await checkListenable(options.host, options.port);
-  if (options.role === 'coordinator') return serveCoordinator(options, log, stops);
+  const secrets = readNodeSecrets(process.env, options.role);
+  if (options.role === 'coordinator') return serveCoordinator(options, log, stops, secrets);
   const started = performance.now();
   let placement: DataNodePlacement | undefined;
   if (options.role === 'data') {
@@ -149,34 +212,78 @@ export async function serve(options: ServeOptions): Promise<void> {
   const dataDir = path.resolve(options.runtime.dataDir ?? '.query-sandbox');
   const queryPriority =
     options.queryPriorityFile === undefined ? undefined : await readQueryPriorityFile(options.queryPriorityFile);
+  const connection = await connectClusterState(options, log);
+  const shared = connection === undefined ? undefined : await sharedStores(connection, options.role === 'data');
   const runtime = await createRuntime({
     ...options.runtime,
     ...(placement !== undefined ? { engineOptions: placement.engineOptions } : {}),
     ...(queryPriority !== undefined ? { queryPriority } : {}),
     // Changes made through PUT /_query_priority survive restarts; the file seeds an empty store only.
-    queryPriorityStore: new FileQueryPriorityStore(path.join(dataDir, 'query-priority.json')),
+    // With --etcd, every node shares one document (and one sandbox set), seeded by the first node.
+    queryPriorityStore: shared?.queryPriority ?? new FileQueryPriorityStore(path.join(dataDir, 'query-priority.json')),
     // Sandbox changes survive restarts; the sandbox file seeds the store on the first start only.
-    sandboxStore: new FileSandboxStore(path.join(dataDir, 'sandboxes.json')),
+    sandboxStore: shared?.sandboxes ?? new FileSandboxStore(path.join(dataDir, 'sandboxes.json')),
+    ...(shared?.indexMetadata !== undefined ? { indexMetadataStore: shared.indexMetadata } : {}),
     logger: log,
   });
+  // With shared metadata, the copies follow every change of the shard table made elsewhere.
+  if (shared?.indexMetadata !== undefined && runtime.indices !== undefined) {
+    const indices = runtime.indices;
+    shared.indexMetadata.onChange(() => void indices.syncMetadata().catch(() => undefined));
+    await indices.syncMetadata();
+  }
   // Only once the runtime has started: a start that fails leaves the token file of a running server alone.
   const admin = await resolveAdminToken(process.env, dataDir);
-  const app = buildHttpServer(runtime, { logger: log, adminToken: admin.token });
+  const app = buildHttpServer(runtime, {
+    logger: log,
+    adminToken: admin.token,
+    ...(connection !== undefined ? { clusterState: () => connection.stats() } : {}),
+    writerToken: secrets.writerToken,
+    clusterSecret: secrets.clusterSecret,
+    insecureSkipAuth: options.insecureSkipAuth,
+    connectionLimits: options.connectionLimits,
+  });
   let recovery: DataNodeRecovery | undefined;
+  const copies = placement?.copiesFor(runtime.nodeStats().engineIndices ?? []) ?? [];
   if (placement !== undefined) {
     recovery = registerDataNodeRoutes(app, runtime, {
       shardsPerIndex: placement.shardsPerIndex,
-      copies: placement.copiesFor(runtime.nodeStats().engineIndices ?? []),
+      copies,
       debugRoutes: options.debugRoutes,
       logger: log,
+      // With cluster state in etcd the primaries keep the in-sync sets and catch their replicas up.
+      trackInSync: shared?.indexMetadata !== undefined,
+      clusterSecret: secrets.clusterSecret,
     });
   }
   await app.listen({ host: options.host, port: options.port });
   // Replicas reopened from their logs catch up with their primaries, and primaries resync their
-  // replicas (peer recovery), in the background.
-  void recovery?.recover();
+  // replicas (peer recovery), in the background. With etcd the primaries' probes do it instead.
+  if (shared?.indexMetadata === undefined) void recovery?.recover();
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : options.port;
+  // A data node joins the cluster once it listens: registered under a lease the coordinator watches.
+  let registration: { close(): Promise<void> } | undefined;
+  if (connection !== undefined && placement !== undefined) {
+    const { MemberRegistration } = await import('../cluster/membership.js');
+    const nodeId = runtime.options.nodeId;
+    const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+    registration = await MemberRegistration.register(
+      connection,
+      {
+        nodeId,
+        url: `http://${host}:${port}`,
+        info: {
+          node_id: nodeId,
+          roles: ['data'],
+          indices: runtime.nodeStats().engineIndices ?? [],
+          shards_per_index: placement.shardsPerIndex,
+          copies,
+        },
+      },
+      { logger: log },
+    );
+  }
   const node = runtime.nodeStats();
   log.info(
     {
@@ -190,17 +297,51 @@ export async function serve(options: ServeOptions): Promise<void> {
     },
     'query-sandbox listening',
   );
-  if (admin.file !== undefined) {
-    // Printed once, here; also kept in a file only its owner can read.
-    process.stdout.write(
-      `admin token for sandbox changes (Authorization: Bearer <token>; also in ${admin.file}):\n${admin.token}\n`,
-    );
-  }
+  warnIfOpen(options, log);
+  printAdminToken(admin);
   notifyListening(node.nodeId, port);
   stops.serving(async (signal) => {
     log.info({ signal }, 'stopping');
+    await registration?.close();
     await app.close();
     await runtime.close();
+    await shared?.close();
+    connection?.close();
     process.exit(0);
   });
+}
+
+/** The stores of a node whose cluster state is in etcd (loaded only with `--etcd`). */
+async function sharedStores(connection: EtcdConnection, dataNode: boolean) {
+  const [{ EtcdSandboxStore }, { EtcdQueryPriorityStore }, { EtcdMetadataPersistence }, { IndexMetadataStore }] =
+    await Promise.all([
+      import('../sandbox/etcd-sandbox-store.js'),
+      import('../scheduler/etcd-query-priority-store.js'),
+      import('../cluster/etcd-index-metadata.js'),
+      import('../indices/index-metadata-store.js'),
+    ]);
+  const sandboxes = new EtcdSandboxStore(connection);
+  const queryPriority = new EtcdQueryPriorityStore(connection);
+  // A data node's writable-index metadata and shard table are the cluster's; a single node keeps its own.
+  const indexMetadata = dataNode
+    ? await IndexMetadataStore.open({ path: connection.key('metadata'), persistence: new EtcdMetadataPersistence(connection) })
+    : undefined;
+  return {
+    sandboxes,
+    queryPriority,
+    indexMetadata,
+    close: async () => {
+      indexMetadata?.close();
+      await sandboxes.close();
+      await queryPriority.close();
+    },
+  };
+}
+
+/** A token made at this start is printed once, here; it is also kept in a file only its owner can read. */
+function printAdminToken(admin: { readonly token: string; readonly file: string | undefined }): void {
+  if (admin.file === undefined) return;
+  process.stdout.write(
+    `admin token for index, bulk and sandbox changes (Authorization: Bearer <token>; also in ${admin.file}):\n${admin.token}\n`,
+  );
 }

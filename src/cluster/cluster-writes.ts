@@ -53,8 +53,11 @@ import {
   formatIndexMetadata,
   type IndexMetadata,
   IndexMetadataStore,
+  inSyncCopies,
+  type MetadataPersistence,
   type ShardPlacement,
 } from '../indices/index-metadata-store.js';
+import { failOverPlacement } from './failover.js';
 import {
   type CreateIndexBody,
   explicitSettingsToFlat,
@@ -76,7 +79,7 @@ import {
 import { BulkPlanner, type PlannedItem, type ShardBatch } from '../routing/bulk-planner.js';
 import { type BulkItem, BulkRequestParser, type BulkRequestParserOptions } from '../routing/bulk-request.js';
 import { isPlainObject } from '../sandbox/is-plain-object.js';
-import { callInternal } from './internal-call.js';
+import { callInternal, type InternalCallOptions } from './internal-call.js';
 import {
   CAT_SHARDS_PATH,
   GET_PATH,
@@ -93,6 +96,13 @@ export interface ClusterWritesOptions {
   readonly readOnlyIndices: readonly string[];
   /** `<dataDir>/indices/metadata.json`. */
   readonly metadataPath: string;
+  /**
+   * The metadata in the cluster state (etcd) instead of the file: shared with the data nodes, with
+   * in-sync sets and primary terms, and failover (`failOver`). @default the file
+   */
+  readonly metadataPersistence?: MetadataPersistence | undefined;
+  /** Whether a data node is registered (alive); with cluster state in etcd. @default every node */
+  readonly isLive?: ((nodeId: string) => boolean) | undefined;
   readonly collector: StatsCollector;
   /** The write-side ranking (not the search one: other requests, other times). */
   readonly ranking: ReplicaRanking;
@@ -101,6 +111,8 @@ export interface ClusterWritesOptions {
   readonly markDown: (nodeId: string) => void;
   /** Time a data node has to answer a shard bulk or an index call, ms. */
   readonly timeoutMs: number;
+  /** The cluster secret the data nodes' internal routes need. */
+  readonly clusterSecret: string | undefined;
   /** Indexing-pressure limit, bytes. @default 10 % of the heap limit */
   readonly indexingPressureBytes?: number | undefined;
   /** Unhealthy above this × the median response-time EWMA. @default 2 */
@@ -177,6 +189,7 @@ export class ClusterWrites implements IndexApi {
   static async open(options: ClusterWritesOptions): Promise<ClusterWrites> {
     const metadata = await IndexMetadataStore.open({
       path: options.metadataPath,
+      persistence: options.metadataPersistence,
       reservedNames: options.readOnlyIndices,
       maxShardCopies: 1000 * Math.max(1, options.nodes.size),
     });
@@ -193,10 +206,33 @@ export class ClusterWrites implements IndexApi {
     return this.metadata.get(index)?.settings.numberOfShards;
   }
 
-  /** Nodes holding a copy of the shard, the primary's first. */
+  /** Nodes holding a copy of the shard that may serve searches (in sync), the primary's first. */
   copiesOf(index: string, shard: number): readonly string[] {
     const placement = this.metadata.get(index)?.layout[shard];
-    return placement === undefined ? [] : [placement.primary, ...placement.replicas];
+    if (placement === undefined) return [];
+    const inSync = inSyncCopies(placement);
+    return [placement.primary, ...placement.replicas.filter((r) => inSync.includes(r))];
+  }
+
+  /**
+   * Failover (see `failover.ts`): promotes an in-sync live replica of every shard whose primary's node
+   * is not registered, all indices in one metadata transaction.
+   * @returns the promotions made (`[index][shard] node -> node`), for the log.
+   * @throws ClusterStateUnavailableError when etcd does not answer.
+   */
+  async failOver(): Promise<string[]> {
+    const isLive = this.#options.isLive;
+    if (isLive === undefined) return [];
+    // Keyed: a transaction that lost to another writer computes again.
+    const made = new Map<string, string>();
+    await this.metadata.updateShardTables((meta, p, shard) => {
+      const next = failOverPlacement(p, isLive);
+      if (next !== p) made.set(`[${meta.name}][${shard}]`, `${p.primary} -> ${next.primary} (term ${next.primaryTerm})`);
+      return next;
+    });
+    const promotions = [...made].map(([shard, change]) => `${shard} ${change}`);
+    if (promotions.length > 0) this.#options.log.warn({ promotions }, 'primaries failed over to in-sync replicas');
+    return promotions;
   }
 
   stats(): ClusterWriteStats {
@@ -237,8 +273,7 @@ export class ClusterWrites implements IndexApi {
           `${INDICES_PATH}/${encodeURIComponent(name)}?uuid=${encodeURIComponent(meta.uuid)}`,
           'DELETE',
           undefined,
-          this.#options.timeoutMs,
-          this.#options.signal,
+          this.#callOptions(),
         ),
       ).catch((error: unknown) => {
         this.#options.log.warn({ index: name, error: String(error) }, 'index deleted, but not on every data node');
@@ -265,8 +300,7 @@ export class ClusterWrites implements IndexApi {
           `${INDICES_PATH}/${encodeURIComponent(name)}/_settings`,
           'PUT',
           { uuid: meta.uuid, settings: explicitSettingsToFlat(meta.settings.explicit) },
-          this.#options.timeoutMs,
-          this.#options.signal,
+          this.#callOptions(),
         ),
       );
     }
@@ -315,8 +349,7 @@ export class ClusterWrites implements IndexApi {
         GET_PATH,
         'POST',
         { index, shard, id },
-        this.#options.timeoutMs,
-        this.#options.signal,
+        this.#callOptions(),
       );
       this.#options.collector.ingest(node, outcome.statsHeader);
       if (outcome.ok) return outcome.body as unknown as GetResponse;
@@ -337,8 +370,7 @@ export class ClusterWrites implements IndexApi {
           CAT_SHARDS_PATH,
           'GET',
           undefined,
-          Math.min(5000, this.#options.timeoutMs),
-          this.#options.signal,
+          { ...this.#callOptions(), timeoutMs: Math.min(5000, this.#options.timeoutMs) },
         );
         if (!outcome.ok || !Array.isArray(outcome.body['rows'])) return;
         for (const row of outcome.body['rows'] as CatShardRow[]) found.set(`${row.index}/${row.shard}/${row.node}`, row);
@@ -376,8 +408,7 @@ export class ClusterWrites implements IndexApi {
           REFRESH_PATH,
           'POST',
           { indices: names },
-          this.#options.timeoutMs,
-          this.#options.signal,
+          this.#callOptions(),
         );
         if (outcome.ok) {
           for (const name of names) {
@@ -453,8 +484,7 @@ export class ClusterWrites implements IndexApi {
           refresh,
           shards: batches.map((b) => ({ index: b.index, shard: b.shard, items: b.items.map(toShardWriteItem) })),
         },
-        this.#options.timeoutMs,
-        this.#options.signal,
+        this.#callOptions(),
       );
     } finally {
       ranking.onDone(node);
@@ -592,12 +622,13 @@ export class ClusterWrites implements IndexApi {
     const offset = this.metadata.list().reduce((sum, m) => sum + m.settings.numberOfShards, 0);
     const meta = await this.metadata.createIndex(name, request, (settings) => {
       const replicas = Math.min(settings.numberOfReplicas, n - 1);
+      const tracked = this.#options.metadataPersistence !== undefined;
       const layout = Array.from({ length: settings.numberOfShards }, (_, shard): ShardPlacement => {
         const k = offset + shard;
-        return {
-          primary: nodes[k % n]!,
-          replicas: Array.from({ length: replicas }, (_, r) => nodes[(k + r + 1) % n]!),
-        };
+        const primary = nodes[k % n]!;
+        const copies = Array.from({ length: replicas }, (_, r) => nodes[(k + r + 1) % n]!);
+        // With cluster state: every copy starts empty, hence in sync, at term 1.
+        return tracked ? { primary, replicas: copies, inSync: [primary, ...copies], primaryTerm: 1 } : { primary, replicas: copies };
       });
       return { layout, nodes: Object.fromEntries(this.#options.nodes) };
     });
@@ -608,8 +639,7 @@ export class ClusterWrites implements IndexApi {
           `${INDICES_PATH}/${encodeURIComponent(name)}`,
           'PUT',
           formatIndexMetadata(meta),
-          this.#options.timeoutMs,
-          this.#options.signal,
+          this.#callOptions(),
         ),
       );
     } catch (error) {
@@ -620,8 +650,7 @@ export class ClusterWrites implements IndexApi {
           `${INDICES_PATH}/${encodeURIComponent(name)}?uuid=${encodeURIComponent(meta.uuid)}`,
           'DELETE',
           undefined,
-          this.#options.timeoutMs,
-          this.#options.signal,
+          this.#callOptions(),
         ),
       ).catch(() => undefined);
       throw error;
@@ -630,11 +659,18 @@ export class ClusterWrites implements IndexApi {
     return meta;
   }
 
+  /** How every internal call of the write side is made: the shard time-out, the secret, the closing signal. */
+  #callOptions(): InternalCallOptions {
+    return { timeoutMs: this.#options.timeoutMs, secret: this.#options.clusterSecret, signal: this.#options.signal };
+  }
+
   /** Runs `call` on every data node; throws EngineFailureError naming the nodes that failed. */
   async #everyNode(call: (url: string) => ReturnType<typeof callInternal>): Promise<void> {
     const failures: string[] = [];
+    // With cluster state, a node that is not registered reads the metadata from etcd when it returns.
+    const isLive = this.#options.isLive ?? (() => true);
     await Promise.all(
-      this.#nodeIds.map(async (node) => {
+      this.#nodeIds.filter(isLive).map(async (node) => {
         const outcome = await call(this.#options.nodes.get(node)!);
         this.#options.collector.ingest(node, outcome.statsHeader);
         if (!outcome.ok) failures.push(`[${node}] ${outcome.status}: ${outcome.reason.reason}`);

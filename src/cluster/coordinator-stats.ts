@@ -37,6 +37,8 @@ export interface DataNodeStats {
 /** `nodesStats()`: the coordinator's own figures and one entry per data node. */
 export interface CoordinatorStats {
   readonly nodeId: string;
+  /** With cluster state in etcd: the registered data nodes and the promotions made since start. */
+  readonly membership?: { readonly live: readonly string[]; readonly promotions: number };
   readonly indices: readonly string[];
   readonly searches: {
     readonly total: number;

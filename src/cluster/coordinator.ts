@@ -56,6 +56,10 @@ import { ClusterWrites } from './cluster-writes.js';
 import type { CoordinatorStats, DataNodeStats } from './coordinator-stats.js';
 import { callShardSearch, type NodeCallOutcome } from './data-node-client.js';
 import { discoverDataNodes } from './discovery.js';
+import { EtcdMetadataPersistence } from './etcd-index-metadata.js';
+import type { EtcdConnection } from './etcd-connection.js';
+import type { MembershipWatcher } from './membership.js';
+import type { NodeInfo } from './internal-protocol.js';
 import { RemoteClientError } from './remote-client-error.js';
 import { RoutingTable } from './routing-table.js';
 import {
@@ -104,10 +108,22 @@ export interface CoordinatorOptions {
   readonly dataDir?: string;
   /** Indexing pressure of bulks at the coordinator, bytes in flight. @default 10 % of the heap limit */
   readonly indexingPressureBytes?: number;
+  /**
+   * Cluster state in etcd: the data nodes are learnt from their membership registrations (instead of
+   * polling `GET /_internal/node_info`), a node whose lease expired is down, the writable indices'
+   * metadata and shard table live in etcd, and the primaries of a node that left fail over to in-sync
+   * replicas. @default none (discovery over HTTP, metadata in `dataDir`)
+   */
+  readonly clusterState?: { readonly connection: EtcdConnection; readonly membership: MembershipWatcher } | undefined;
   /** Single-shard bulks avoid a node whose write response time is above this × the median. @default 2 */
   readonly slowNodeFactor?: number;
   /** ...for this long after its last slow answer, ms. @default 5000 */
   readonly slowNodeRetryMs?: number;
+  /**
+   * The cluster secret, sent on every call to a data node (`Authorization: Bearer <secret>`); the data
+   * nodes' internal routes refuse calls without it (401) or with another one (403). @default none
+   */
+  readonly clusterSecret?: string | undefined;
 }
 
 /** One search as the coordinator takes it. */
@@ -247,9 +263,12 @@ export class Coordinator {
   readonly #collector: StatsCollector;
   readonly #shardTimeoutMs: number;
   readonly #backoffMs: number;
+  readonly #clusterSecret: string | undefined;
   readonly #log: pino.Logger;
   readonly #closing = new AbortController();
   #writes: ClusterWrites | undefined;
+  #membership: MembershipWatcher | undefined;
+  #failovers = 0;
   #rotation = 0;
   #searches = 0;
   #rejected = 0;
@@ -267,6 +286,7 @@ export class Coordinator {
       shardTimeoutMs: number;
       backoffMs: number;
       log: pino.Logger;
+      clusterSecret: string | undefined;
     },
   ) {
     this.nodeId = nodeId;
@@ -290,6 +310,7 @@ export class Coordinator {
     this.#collector = parts.collector;
     this.#shardTimeoutMs = parts.shardTimeoutMs;
     this.#backoffMs = parts.backoffMs;
+    this.#clusterSecret = parts.clusterSecret;
     this.#log = parts.log;
   }
 
@@ -324,16 +345,40 @@ export class Coordinator {
     const ranking = new ReplicaRanking(options.ranking);
     const collector = new StatsCollector(options.statsCollector);
     const log = options.logger ?? pino({ level: 'silent' });
-    const infos = await discoverDataNodes(
-      options.dataNodes,
-      discoveryTimeoutMs,
-      (nodeId, header) => {
-        collector.ingest(nodeId, header);
-      },
-      log,
-    );
+    const state = options.clusterState;
+    let infos: NodeInfo[];
+    let urls: Map<string, string>;
+    if (state === undefined) {
+      infos = await discoverDataNodes(
+        options.dataNodes,
+        discoveryTimeoutMs,
+        (nodeId, header) => {
+          collector.ingest(nodeId, header);
+        },
+        log,
+        options.clusterSecret,
+      );
+      urls = new Map(infos.map((info, i) => [info.node_id, options.dataNodes[i]!.url]));
+    } else {
+      // Membership from etcd: every listed data node must have registered (under its lease).
+      const ids = options.dataNodes.map((n) => n.id);
+      const wanted =
+        ids.every((id): id is string => id !== undefined)
+          ? ids
+          : await (async () => {
+              for (;;) {
+                const members = [...state.membership.members().keys()];
+                if (members.length >= options.dataNodes.length) return members.sort();
+                await new Promise((resolve) => setTimeout(resolve, 100));
+              }
+            })();
+      const members = await state.membership.waitFor(wanted, discoveryTimeoutMs, (missing, waitedMs) =>
+        log.warn({ missing, waitedMs }, 'data nodes not registered in etcd yet; waiting until the time-out'),
+      );
+      infos = members.map((m) => m.info);
+      urls = new Map(members.map((m) => [m.nodeId, m.url]));
+    }
     const table = RoutingTable.fromNodeInfos(infos);
-    const urls = new Map(infos.map((info, i) => [info.node_id, options.dataNodes[i]!.url]));
     const coordinator = new Coordinator(nodeId, table, urls, {
       admission,
       ranking,
@@ -341,10 +386,15 @@ export class Coordinator {
       shardTimeoutMs,
       backoffMs,
       log,
+      clusterSecret: options.clusterSecret,
     });
+    coordinator.#membership = state?.membership;
+    const isLive = state === undefined ? undefined : (id: string) => state.membership.isLive(id);
     coordinator.#writes = await ClusterWrites.open({
       nodes: urls,
       readOnlyIndices: table.indices,
+      metadataPersistence: state === undefined ? undefined : new EtcdMetadataPersistence(state.connection),
+      isLive,
       metadataPath: path.join(
         path.resolve(options.dataDir ?? path.join('.query-sandbox', 'coordinator')),
         'indices',
@@ -352,7 +402,7 @@ export class Coordinator {
       ),
       collector,
       ranking: new ReplicaRanking(options.ranking),
-      isDown: (id) => (coordinator.#nodes.get(id)?.downUntilMs ?? 0) > Date.now(),
+      isDown: (id) => (coordinator.#nodes.get(id)?.downUntilMs ?? 0) > Date.now() || isLive?.(id) === false,
       markDown: (id) => {
         const node = coordinator.#nodes.get(id);
         if (node === undefined) return;
@@ -360,13 +410,40 @@ export class Coordinator {
         node.lastCallFailed = true;
       },
       timeoutMs: shardTimeoutMs,
+      clusterSecret: options.clusterSecret,
       indexingPressureBytes: options.indexingPressureBytes,
       slowNodeFactor: options.slowNodeFactor,
       slowNodeRetryMs: options.slowNodeRetryMs,
       signal: coordinator.#closing.signal,
       log,
     });
+    if (state !== undefined) {
+      const failOver = () => {
+        void coordinator.#writes!.failOver().then(
+          (promotions) => {
+            coordinator.#failovers += promotions.length;
+          },
+          (error: unknown) => log.warn({ error: String(error) }, 'failover could not be committed; retried at the next membership change or in 1 s'),
+        );
+      };
+      state.membership.onChange((joined, left) => {
+        if (left.length > 0) log.warn({ left }, 'data nodes left the cluster (lease expired)');
+        if (joined.length > 0) log.info({ joined }, 'data nodes registered');
+        failOver();
+      });
+      // Also now (a node may have died before this coordinator started) and periodically, so that a
+      // promotion that failed (etcd unreachable at that moment) is made once it answers.
+      failOver();
+      const retry = setInterval(failOver, 1000);
+      retry.unref();
+      coordinator.#closing.signal.addEventListener('abort', () => clearInterval(retry), { once: true });
+    }
     return coordinator;
+  }
+
+  /** Whether a data node counts as up for routing: registered, when membership comes from etcd. */
+  #live(nodeId: string): boolean {
+    return this.#membership === undefined || this.#membership.isLive(nodeId);
   }
 
   /** The write side: writable indices, templates, bulks (see `cluster-writes.ts`). */
@@ -548,7 +625,7 @@ export class Coordinator {
       const rotated = r === 0 ? untried : [...untried.slice(r), ...untried.slice(0, r)];
       let order = this.#ranking.select(rotated, this.#collector);
       if (order.length > 1) {
-        const up = order.filter((id) => this.#nodes.get(id)!.downUntilMs <= nowMs);
+        const up = order.filter((id) => this.#nodes.get(id)!.downUntilMs <= nowMs && this.#live(id));
         if (up.length > 0 && up.length < order.length) {
           order = [...up, ...order.filter((id) => !up.includes(id))];
         }
@@ -586,6 +663,7 @@ export class Coordinator {
         { index: Object.keys(wanted).join(','), shards: wanted, bodyJson },
         forwarded,
         this.#shardTimeoutMs,
+        this.#clusterSecret,
         this.#closing.signal,
       );
     } finally {
@@ -665,6 +743,9 @@ export class Coordinator {
     }
     return {
       nodeId: this.nodeId,
+      ...(this.#membership !== undefined
+        ? { membership: { live: [...this.#membership.members().keys()].sort(), promotions: this.#failovers } }
+        : {}),
       indices: this.#table.indices,
       searches: {
         total: this.#searches,

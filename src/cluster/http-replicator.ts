@@ -26,7 +26,12 @@ import { RECOVER_PATH, REPLICATE_PATH } from './internal-protocol.js';
 /** What one replica made of a batch. */
 type ReplicaResult =
   | { readonly ok: true; readonly timing: ReplicaTiming }
-  | { readonly ok: false; readonly failure: Record<string, unknown> };
+  | {
+      readonly ok: false;
+      readonly failure: Record<string, unknown>;
+      /** The write must not be acknowledged (the failed in-sync replica could not be taken out). */
+      readonly unacknowledged?: { readonly type: string; readonly reason: string };
+    };
 
 interface Waiter {
   readonly operations: readonly LoggedOperation[];
@@ -43,8 +48,14 @@ class ReplicaQueue {
     private readonly send: (
       operations: readonly LoggedOperation[],
       refresh: RefreshPolicy,
+      probe: boolean,
     ) => Promise<ReplicaResult>,
   ) {}
+
+  /** Whether nothing waits or runs (a probe is only queued on an idle queue). */
+  get idle(): boolean {
+    return !this.#running && this.#pending.length === 0;
+  }
 
   enqueue(operations: readonly LoggedOperation[], refresh: RefreshPolicy): Promise<ReplicaResult> {
     return new Promise((resolve) => {
@@ -65,7 +76,7 @@ class ReplicaQueue {
           : batch.some((w) => w.refresh === 'wait_for')
             ? 'wait_for'
             : 'false';
-        const result = await this.send(operations, refresh);
+        const result = await this.send(operations, refresh, operations.length === 0);
         for (const w of batch) w.resolve(result);
       }
     } finally {
@@ -80,39 +91,126 @@ export interface HttpReplicatorOptions {
   readonly indices: WritableIndices;
   /** Time a replica has to answer, ms. @default 30000 */
   readonly timeoutMs?: number;
+  /**
+   * Keep the in-sync sets of the shared metadata (cluster state in etcd): a failed in-sync replica is
+   * taken out before the write is acknowledged (the write fails when that cannot be done), a replica
+   * that answered every operation is put back, and idle out-of-sync replicas are probed every
+   * `inSyncProbeMs` so that they catch up without waiting for a write. @default false
+   */
+  readonly trackInSync?: boolean;
+  /** @default 1000 */
+  readonly inSyncProbeMs?: number;
   readonly log: pino.Logger;
+  /** The cluster secret the replicas' internal routes need. @default none (they refuse: 401) */
+  readonly clusterSecret?: string | undefined;
 }
 
 /** The data node's `Replicator` (see module doc). */
 export class HttpReplicator implements Replicator {
   readonly #indices: WritableIndices;
   readonly #timeoutMs: number;
+  readonly #secret: string | undefined;
   readonly #log: pino.Logger;
   readonly #queues = new Map<string, ReplicaQueue>();
   readonly #closing = new AbortController();
+  readonly #trackInSync: boolean;
+  #probe: NodeJS.Timeout | undefined;
 
   constructor(options: HttpReplicatorOptions) {
     this.#indices = options.indices;
     this.#timeoutMs = options.timeoutMs ?? 30_000;
+    this.#secret = options.clusterSecret;
     this.#log = options.log;
+    this.#trackInSync = options.trackInSync === true;
+    if (this.#trackInSync) {
+      this.#probe = setInterval(() => this.#probeOutOfSync(), options.inSyncProbeMs ?? 1000);
+      this.#probe.unref();
+    }
+  }
+
+  /** Probes the idle out-of-sync replicas of this node's primaries (see `trackInSync`). */
+  #probeOutOfSync(): void {
+    const me = this.#indices.nodeId;
+    for (const copy of this.#indices.shards.all()) {
+      if (!copy.primary) continue;
+      const p = this.#indices.metadata.get(copy.meta.name)?.layout[copy.shard];
+      if (p === undefined || p.primary !== me) continue;
+      for (const node of p.replicas) {
+        if (p.inSync === undefined || p.inSync.includes(node)) continue;
+        const queue = this.#queue(copy, node);
+        if (queue.idle) void queue.enqueue([], 'false');
+      }
+    }
+  }
+
+  /**
+   * Takes `node` out of (or puts it back in) the in-sync set of `copy`'s shard, if this node is still
+   * the shard's primary at this copy's term. @throws ClusterStateUnavailableError; Error when this
+   * copy is no longer the primary.
+   */
+  async #setInSync(copy: LocalCopy, node: string, inSync: boolean): Promise<void> {
+    const me = this.#indices.nodeId;
+    await this.#indices.metadata.updateShardTable(copy.meta.name, copy.meta.uuid, (p, shard) => {
+      if (shard !== copy.shard) return p;
+      if (p.primary !== me || (p.primaryTerm ?? 1) !== copy.term) {
+        throw new Error(`[${copy.meta.name}][${shard}] is no longer primary here (term ${copy.term}; the table says [${p.primary}] at term ${p.primaryTerm ?? 1})`);
+      }
+      const current = p.inSync ?? [p.primary, ...p.replicas];
+      if (current.includes(node) === inSync) return p;
+      return { ...p, inSync: inSync ? [...current, node] : current.filter((n) => n !== node) };
+    });
+    this.#log.info({ index: copy.meta.name, shard: copy.shard, replica: node, inSync }, inSync ? 'replica back in sync' : 'replica taken out of the in-sync set');
+  }
+
+  /** With `trackInSync`: the in-sync bookkeeping after one replication request (see the option). */
+  async #afterSend(copy: LocalCopy, node: string, result: ReplicaResult): Promise<ReplicaResult> {
+    if (!this.#trackInSync) return result;
+    const p = this.#indices.metadata.get(copy.meta.name)?.layout[copy.shard];
+    const listed = p === undefined || p.inSync === undefined || p.inSync.includes(node);
+    if (result.ok) {
+      if (!listed) await this.#setInSync(copy, node, true).catch(() => undefined);
+      return result;
+    }
+    if (!listed) return result;
+    try {
+      await this.#setInSync(copy, node, false);
+      return result;
+    } catch (error) {
+      return {
+        ...result,
+        unacknowledged: {
+          type: 'unavailable_shards_exception',
+          reason: `replica [${node}] of [${copy.meta.name}][${copy.shard}] failed and could not be taken out of the in-sync copies (${error instanceof Error ? error.message : String(error)}): the write is not acknowledged`,
+        },
+      };
+    }
   }
 
   async replicate(
     copy: LocalCopy,
     operations: readonly LoggedOperation[],
     refresh: RefreshPolicy,
-  ): Promise<{ successful: number; failures: Record<string, unknown>[]; timings: ReplicaTiming[] }> {
+  ): Promise<{
+    successful: number;
+    failures: Record<string, unknown>[];
+    timings: ReplicaTiming[];
+    unacknowledged?: { type: string; reason: string };
+  }> {
     const replicas = copy.meta.layout[copy.shard]?.replicas ?? [];
     const results = await Promise.all(
       replicas.map((node) => this.#queue(copy, node).enqueue(operations, refresh)),
     );
     const failures: Record<string, unknown>[] = [];
     const timings: ReplicaTiming[] = [];
+    let unacknowledged: { type: string; reason: string } | undefined;
     for (const r of results) {
       if (r.ok) timings.push(r.timing);
-      else failures.push(r.failure);
+      else {
+        failures.push(r.failure);
+        unacknowledged ??= r.unacknowledged;
+      }
     }
-    return { successful: timings.length, failures, timings };
+    return { successful: timings.length, failures, timings, ...(unacknowledged !== undefined ? { unacknowledged } : {}) };
   }
 
   /**
@@ -134,13 +232,20 @@ export class HttpReplicator implements Replicator {
   /** Aborts replication calls in flight (the node is stopping). */
   close(): void {
     this.#closing.abort();
+    if (this.#probe !== undefined) clearInterval(this.#probe);
   }
 
   #queue(copy: LocalCopy, node: string): ReplicaQueue {
     const key = `${copy.meta.uuid}/${copy.shard}/${node}`;
     let queue = this.#queues.get(key);
     if (queue === undefined) {
-      queue = new ReplicaQueue((operations, refresh) => this.#send(copy, node, operations, refresh));
+      queue = new ReplicaQueue(async (operations, refresh, probe) =>
+        this.#afterSend(
+          copy,
+          node,
+          await this.#send(copy, node, operations, refresh, probe ? copy.copy.log.nextSeqNo : undefined),
+        ),
+      );
       this.#queues.set(key, queue);
     }
     return queue;
@@ -178,10 +283,9 @@ export class HttpReplicator implements Replicator {
           refresh,
           operations: batch,
           ...(primaryNextSeqNo !== undefined && attempt === 0 ? { primary_next_seq_no: primaryNextSeqNo } : {}),
+          ...(this.#trackInSync ? { primary_term: copy.term } : {}),
         },
-        this.#timeoutMs,
-        this.#closing.signal,
-        [200, 409],
+        { timeoutMs: this.#timeoutMs, secret: this.#secret, signal: this.#closing.signal, okStatuses: [200, 409] },
       );
       if (!outcome.ok) return fail(outcome.status, outcome.reason);
       if (outcome.status === 200) {
@@ -218,7 +322,13 @@ export class HttpReplicator implements Replicator {
 export async function recoverReplicas(
   indices: WritableIndices,
   log: pino.Logger,
-  options: { readonly retryMs?: number; readonly timeoutMs?: number; readonly signal?: AbortSignal } = {},
+  options: {
+    readonly retryMs?: number;
+    readonly timeoutMs?: number;
+    readonly signal?: AbortSignal;
+    /** The cluster secret the primary's internal routes need. */
+    readonly clusterSecret?: string | undefined;
+  } = {},
 ): Promise<void> {
   const retryMs = options.retryMs ?? 500;
   const deadline = performance.now() + (options.timeoutMs ?? 300_000);
@@ -235,8 +345,7 @@ export async function recoverReplicas(
           RECOVER_PATH,
           'POST',
           { index: meta.name, uuid: meta.uuid, shard, from_seq_no: from },
-          30_000,
-          options.signal,
+          { timeoutMs: 30_000, secret: options.clusterSecret, signal: options.signal },
         );
         if (outcome.ok && Array.isArray(outcome.body['operations'])) {
           const operations = outcome.body['operations'] as LoggedOperation[];

@@ -40,6 +40,53 @@ import { type IndexTemplate, IndexTemplateRegistry, parseIndexTemplate } from '.
 export interface ShardPlacement {
   readonly primary: string;
   readonly replicas: readonly string[];
+  /**
+   * With cluster state in etcd: the copies that hold every acknowledged write (Elasticsearch's in-sync
+   * allocation ids), the primary's included. A replica that fails a write is removed before the write
+   * is acknowledged; only an in-sync replica may be promoted. Absent: every copy counts as in sync.
+   */
+  readonly inSync?: readonly string[] | undefined;
+  /** With cluster state in etcd: +1 at every promotion of a replica (Elasticsearch's primary term). @default 1 */
+  readonly primaryTerm?: number | undefined;
+}
+
+/**
+ * Where the metadata is kept: a file (one node's), or etcd (a cluster's, shared; see
+ * `cluster/etcd-index-metadata.ts`). The store computes every change on the state it holds and saves
+ * the whole text; a shared backend compares revisions and says when another writer got there first.
+ */
+export interface MetadataPersistence {
+  /** For messages: a path, an etcd key. */
+  readonly location: string;
+  /** The stored text, or undefined when nothing is stored. @throws when it cannot be read. */
+  load(): Promise<string | undefined>;
+  /**
+   * Saves `text` if what is stored is still what this backend last loaded or saved.
+   * @returns false when another writer changed it first (the store then loads again and recomputes).
+   */
+  save(text: string): Promise<boolean>;
+  /** A shared backend: calls `listener` with each text another writer saved. @returns an unsubscribe. */
+  watch?(listener: (text: string) => void): () => void;
+}
+
+/** The one-file backend: `writeFileAtomically` (temp file, fsync, rename, directory fsync). */
+export class FileMetadataPersistence implements MetadataPersistence {
+  readonly location: string;
+  constructor(path: string) {
+    this.location = path;
+  }
+  async load(): Promise<string | undefined> {
+    try {
+      return await readFile(this.location, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      return undefined;
+    }
+  }
+  async save(text: string): Promise<boolean> {
+    await writeFileAtomically(this.location, text);
+    return true;
+  }
 }
 
 /** One writable index. */
@@ -58,8 +105,10 @@ export interface IndexMetadata {
 
 /** Options of `IndexMetadataStore.open`. */
 export interface IndexMetadataStoreOptions {
-  /** The metadata file. */
+  /** The metadata file (when no `persistence` is given). */
   readonly path: string;
+  /** Where to keep it instead of the file (etcd). @default a FileMetadataPersistence on `path` */
+  readonly persistence?: MetadataPersistence | undefined;
   /** Names that are taken by read-only indices (the corpus); creating one answers `IndexExistsError`. */
   readonly reservedNames?: readonly string[] | undefined;
   /**
@@ -100,6 +149,9 @@ export class IndexMetadataStore {
   readonly path: string;
   readonly #reserved: ReadonlySet<string>;
   readonly #maxShardCopies: number;
+  readonly #persistence: MetadataPersistence;
+  readonly #listeners = new Set<() => void>();
+  #unwatch: (() => void) | undefined;
   #state: State;
   /** `names()` of `#namesOf`. */
   #names: readonly string[] = [];
@@ -107,8 +159,15 @@ export class IndexMetadataStore {
   #registry: IndexTemplateRegistry;
   #queue: Promise<unknown> = Promise.resolve();
 
-  private constructor(path: string, reserved: ReadonlySet<string>, maxShardCopies: number, state: State) {
+  private constructor(
+    path: string,
+    reserved: ReadonlySet<string>,
+    maxShardCopies: number,
+    state: State,
+    persistence: MetadataPersistence,
+  ) {
     this.path = path;
+    this.#persistence = persistence;
     this.#reserved = reserved;
     this.#maxShardCopies = maxShardCopies;
     this.#state = state;
@@ -124,19 +183,108 @@ export class IndexMetadataStore {
     if (!Number.isSafeInteger(maxShardCopies) || maxShardCopies < 1) {
       throw new InvalidArgumentError('maxShardCopies', 'must be a positive integer', maxShardCopies);
     }
-    let text: string | undefined;
-    try {
-      text = await readFile(options.path, 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    }
-    const state = text === undefined ? { indices: new Map(), templates: new Map() } : parseFile(text, options.path);
-    return new IndexMetadataStore(
+    const persistence: MetadataPersistence = options.persistence ?? new FileMetadataPersistence(options.path);
+    const text = await persistence.load();
+    const state =
+      text === undefined ? { indices: new Map(), templates: new Map() } : parseFile(text, persistence.location);
+    const store = new IndexMetadataStore(
       options.path,
       new Set(options.reservedNames ?? []),
       maxShardCopies,
       state,
+      persistence,
     );
+    store.#unwatch = persistence.watch?.((next) => store.#take(next));
+    return store;
+  }
+
+  /** Calls `listener` after every change of the state (made here or, with a shared backend, elsewhere). */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Reads the stored state again (a shared backend: to be sure of another writer's last change). */
+  refresh(): Promise<void> {
+    return this.#enqueue(async () => {
+      const text = await this.#persistence.load();
+      if (text !== undefined) this.#swap(parseFile(text, this.#persistence.location));
+    });
+  }
+
+  /** Stops taking other writers' changes. */
+  close(): void {
+    this.#unwatch?.();
+    this.#unwatch = undefined;
+  }
+
+  /**
+   * Changes the shard table of one index: `change(placement, shard)` returns the new placement of a
+   * shard, or the same object to keep it. The whole index changes in one save (one etcd transaction).
+   * @returns the new metadata, or undefined when nothing changed.
+   * @throws IndexNotFoundError when there is no index of that name and uuid; what `change` throws.
+   */
+  updateShardTable(
+    name: string,
+    uuid: string,
+    change: (placement: ShardPlacement, shard: number) => ShardPlacement,
+  ): Promise<IndexMetadata | undefined> {
+    return this.#change(async (state) => {
+      const existing = state.indices.get(name);
+      if (existing === undefined || existing.uuid !== uuid) throw new IndexNotFoundError(name);
+      let changed = false;
+      const layout = existing.layout.map((p, shard) => {
+        const next = change(p, shard);
+        if (next !== p) changed = true;
+        return next === p ? p : freezePlacement(next);
+      });
+      if (!changed) return { state, result: undefined };
+      const meta = Object.freeze({ ...existing, layout: Object.freeze(layout) });
+      const indices = new Map(state.indices);
+      indices.set(name, meta);
+      return { state: { ...state, indices }, result: meta };
+    });
+  }
+
+  /**
+   * Changes the shard tables of every index in one save (failover): `change(meta, placement, shard)`
+   * as in `updateShardTable`. @returns how many indices changed.
+   */
+  updateShardTables(
+    change: (meta: IndexMetadata, placement: ShardPlacement, shard: number) => ShardPlacement,
+  ): Promise<number> {
+    return this.#change(async (state) => {
+      const indices = new Map(state.indices);
+      let changedIndices = 0;
+      for (const meta of state.indices.values()) {
+        let changed = false;
+        const layout = meta.layout.map((p, shard) => {
+          const next = change(meta, p, shard);
+          if (next !== p) changed = true;
+          return next === p ? p : freezePlacement(next);
+        });
+        if (!changed) continue;
+        changedIndices++;
+        indices.set(meta.name, Object.freeze({ ...meta, layout: Object.freeze(layout) }));
+      }
+      return changedIndices === 0 ? { state, result: 0 } : { state: { ...state, indices }, result: changedIndices };
+    });
+  }
+
+  #take(text: string): void {
+    let state: State;
+    try {
+      state = parseFile(text, this.#persistence.location);
+    } catch {
+      return; // not a metadata document: keep what we have
+    }
+    this.#swap(state);
+  }
+
+  #swap(state: State): void {
+    this.#state = state;
+    this.#registry = IndexMetadataStore.#registryOf(state.templates);
+    for (const listener of this.#listeners) listener();
   }
 
   /** Writable index names, in creation order. */
@@ -318,19 +466,31 @@ export class IndexMetadataStore {
     }
   }
 
-  /** Runs one change after the previous ones: compute, save, then swap the state in. */
+  /**
+   * Runs one change after the previous ones: compute, save, then swap the state in. With a shared
+   * backend a save that lost to another writer loads the stored state and computes again.
+   */
   #change<T>(compute: (state: State) => Promise<{ state: State; result: T }>): Promise<T> {
-    const run = this.#queue.then(async () => {
-      const { state, result } = await compute(this.#state);
-      if (state !== this.#state) {
-        await writeFileAtomically(this.path, formatFile(state));
-        this.#state = state;
-        this.#registry = IndexMetadataStore.#registryOf(state.templates);
+    return this.#enqueue(async () => {
+      for (let attempt = 0; attempt < 100; attempt++) {
+        const before = this.#state;
+        const { state, result } = await compute(before);
+        if (state === before) return result;
+        if (await this.#persistence.save(formatFile(state))) {
+          this.#swap(state);
+          return result;
+        }
+        const text = await this.#persistence.load();
+        this.#swap(text === undefined ? { indices: new Map(), templates: new Map() } : parseFile(text, this.#persistence.location));
       }
-      return result;
+      throw new Error(`index metadata in ${this.#persistence.location} kept changing; gave up after 100 tries`);
     });
-    this.#queue = run.catch(() => undefined);
-    return run;
+  }
+
+  #enqueue<T>(run: () => Promise<T>): Promise<T> {
+    const next = this.#queue.then(run);
+    this.#queue = next.catch(() => undefined);
+    return next;
   }
 
   static #registryOf(templates: ReadonlyMap<string, StoredTemplate>): IndexTemplateRegistry {
@@ -389,7 +549,20 @@ export function parseIndexMetadata(raw: unknown, where: string): IndexMetadata {
     if (!Array.isArray(replicas) || !replicas.every((r) => typeof r === 'string' && nodeId.test(r))) {
       throw new InvalidArgumentError(`${path}.replicas`, 'must be a list of node ids', replicas);
     }
-    return Object.freeze({ primary: p['primary'], replicas: Object.freeze([...(replicas as string[])]) });
+    const inSync = p['in_sync'];
+    if (inSync !== undefined && (!Array.isArray(inSync) || !inSync.every((r) => typeof r === 'string' && nodeId.test(r)))) {
+      throw new InvalidArgumentError(`${path}.in_sync`, 'must be a list of node ids', inSync);
+    }
+    const term = p['primary_term'];
+    if (term !== undefined && (!Number.isSafeInteger(term) || (term as number) < 1)) {
+      throw new InvalidArgumentError(`${path}.primary_term`, 'must be an integer >= 1', term);
+    }
+    return freezePlacement({
+      primary: p['primary'],
+      replicas: replicas as string[],
+      inSync: inSync as string[] | undefined,
+      primaryTerm: term as number | undefined,
+    });
   });
   const nodes = raw['nodes'] ?? {};
   if (!isPlainObject(nodes) || !Object.values(nodes).every((u) => typeof u === 'string')) {
@@ -414,9 +587,29 @@ export function formatIndexMetadata(meta: IndexMetadata): Record<string, unknown
     creation_date_ms: meta.creationDateMs,
     settings: explicitSettingsToFlat(meta.settings.explicit),
     ...(meta.mappings !== undefined ? { mappings: meta.mappings } : {}),
-    layout: meta.layout,
+    layout: meta.layout.map((p) => ({
+      primary: p.primary,
+      replicas: p.replicas,
+      ...(p.inSync !== undefined ? { in_sync: p.inSync } : {}),
+      ...(p.primaryTerm !== undefined ? { primary_term: p.primaryTerm } : {}),
+    })),
     nodes: meta.nodes,
   };
+}
+
+/** A frozen placement without undefined fields. */
+export function freezePlacement(p: ShardPlacement): ShardPlacement {
+  return Object.freeze({
+    primary: p.primary,
+    replicas: Object.freeze([...p.replicas]),
+    ...(p.inSync !== undefined ? { inSync: Object.freeze([...p.inSync]) } : {}),
+    ...(p.primaryTerm !== undefined ? { primaryTerm: p.primaryTerm } : {}),
+  });
+}
+
+/** The copies of a shard that hold every acknowledged write (all of them when not tracked). */
+export function inSyncCopies(p: ShardPlacement): readonly string[] {
+  return p.inSync ?? [p.primary, ...p.replicas];
 }
 
 function parseFile(text: string, path: string): State {

@@ -43,9 +43,13 @@ export interface LocalCopy {
   /** The index's metadata (replaced when its settings change). */
   meta: IndexMetadata;
   readonly shard: number;
-  readonly primary: boolean;
-  readonly copy: ShardCopy;
-  readonly slot: number;
+  /** Changes when the shard table promotes this copy (or demotes it: it is then reset). */
+  primary: boolean;
+  /** Replaced when the copy is reset (emptied to recover from its primary anew). */
+  copy: ShardCopy;
+  slot: number;
+  /** The shard's primary term this copy follows (1 without tracked terms). */
+  term: number;
   /** The log offset published on the board (what searches see). */
   published: number;
   /**
@@ -93,7 +97,16 @@ export class LocalShards {
    * operations their primary acknowledged while this node was down).
    * @throws the errors of `ShardCopy.open`; InvalidArgumentError when the board has no free slot.
    */
-  async addIndex(meta: IndexMetadata, options: { readonly replicasInitializing?: boolean } = {}): Promise<void> {
+  async addIndex(
+    meta: IndexMetadata,
+    options: {
+      readonly replicasInitializing?: boolean;
+      /** Replicas to empty before opening (their logs may diverge from the primary's), by shard. */
+      readonly resetReplica?: (shard: number) => boolean;
+      /** Replicas that may serve at once (they hold every acknowledged write), by shard. */
+      readonly replicaStarted?: (shard: number) => boolean;
+    } = {},
+  ): Promise<void> {
     const existing = this.#indices.get(meta.name);
     if (existing !== undefined && existing.meta.uuid === meta.uuid) return;
     if (existing !== undefined) await this.removeIndex(meta.name, false);
@@ -103,6 +116,10 @@ export class LocalShards {
         const placement = meta.layout[shard]!;
         const primary = this.#options.holdsEveryShard === true || placement.primary === this.#options.nodeId;
         if (!primary && !placement.replicas.includes(this.#options.nodeId)) continue;
+        if (!primary && options.resetReplica?.(shard) === true) {
+          await rm(this.logPath(meta, shard), { force: true });
+          this.#options.log.info({ index: meta.name, shard }, 'replica emptied: it recovers from its primary anew');
+        }
         const opened = await ShardCopy.open({
           index: meta.name,
           shard,
@@ -130,7 +147,11 @@ export class LocalShards {
           copy: opened.copy,
           slot,
           published: 0,
-          state: !primary && options.replicasInitializing === true ? 'INITIALIZING' : 'STARTED',
+          state:
+            !primary && options.replicasInitializing === true && options.replicaStarted?.(shard) !== true
+              ? 'INITIALIZING'
+              : 'STARTED',
+          term: placement.primaryTerm ?? 1,
         };
         copies.push(local);
         local.published = opened.copy.log.sizeBytes;
@@ -178,6 +199,82 @@ export class LocalShards {
     entry.meta = meta;
     for (const c of entry.copies) c.meta = meta;
     if (before !== meta.settings.refreshIntervalMs) this.#schedule(entry);
+  }
+
+  /**
+   * Takes a new shard table of an open index (cluster state in etcd): a promoted replica becomes the
+   * primary; a copy demoted to replica, or a replica whose shard got a new primary term, is reset (it
+   * may hold operations the new primary never had) and recovers from the primary anew
+   * (`INITIALIZING`); a replica listed in sync starts serving. Copies added to or removed from this
+   * node by the table are not handled (the cluster does not move shards).
+   * @returns what changed, for the log.
+   */
+  async applyLayout(meta: IndexMetadata): Promise<string[]> {
+    const entry = this.#indices.get(meta.name);
+    if (entry === undefined || entry.meta.uuid !== meta.uuid) return [];
+    this.updateIndex(meta);
+    const me = this.#options.nodeId;
+    const changes: string[] = [];
+    for (const c of entry.copies) {
+      const p = meta.layout[c.shard];
+      if (p === undefined) continue;
+      const term = p.primaryTerm ?? 1;
+      if (p.primary === me) {
+        if (!c.primary) {
+          c.primary = true;
+          c.state = 'STARTED';
+          changes.push(`[${meta.name}][${c.shard}] promoted to primary (term ${term})`);
+        }
+        c.term = term;
+        continue;
+      }
+      if (!p.replicas.includes(me)) continue;
+      if (c.primary || term > c.term) {
+        await this.resetCopy(c);
+        changes.push(`[${meta.name}][${c.shard}] ${c.primary ? 'demoted' : 'follows term ' + term}: reset to recover from [${p.primary}]`);
+        c.primary = false;
+        c.state = 'INITIALIZING';
+        c.term = term;
+        continue;
+      }
+      const inSync = p.inSync === undefined || p.inSync.includes(me);
+      if (inSync && c.state === 'INITIALIZING') {
+        c.state = 'STARTED';
+        changes.push(`[${meta.name}][${c.shard}] replica in sync: serving`);
+      }
+    }
+    return changes;
+  }
+
+  /**
+   * Empties a copy: closes its log, deletes it and opens an empty one on a new board slot (so that
+   * workers drop what they had applied). Pending `wait_for` listeners resolve.
+   */
+  async resetCopy(c: LocalCopy): Promise<void> {
+    const entry = this.#indices.get(c.meta.name);
+    await c.copy.close().catch(() => undefined);
+    for (const w of this.#waiters.get(c) ?? []) w.resolve();
+    this.#waiters.delete(c);
+    const path = this.logPath(c.meta, c.shard);
+    await rm(path, { force: true });
+    const opened = await ShardCopy.open({
+      index: c.meta.name,
+      shard: c.shard,
+      logPath: path,
+      durability: this.#options.durability,
+      syncIntervalMs: this.#options.syncIntervalMs,
+    });
+    // A new slot before the old one is freed: a worker must not mistake the new copy for the old.
+    const slot = this.#allocateSlot();
+    const old = c.slot;
+    c.copy = opened.copy;
+    c.slot = slot;
+    c.published = opened.copy.log.sizeBytes;
+    this.board.publish(slot, c.published);
+    this.board.publish(old, 0);
+    this.#freeSlot(old);
+    if (entry !== undefined) this.#writeCatalog();
+    this.board.bumpRefreshes();
   }
 
   /** This node's copy of a shard, or undefined. */

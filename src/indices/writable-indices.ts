@@ -85,6 +85,11 @@ export interface Replicator {
     readonly successful: number;
     readonly failures: readonly Record<string, unknown>[];
     readonly timings: readonly ReplicaTiming[];
+    /**
+     * Set when the write must not be acknowledged: an in-sync replica failed and could not be taken
+     * out of the in-sync set (etcd unreachable, or this copy is no longer the primary).
+     */
+    readonly unacknowledged?: { readonly type: string; readonly reason: string } | undefined;
   }>;
 }
 
@@ -117,6 +122,12 @@ export interface WritableIndicesOptions {
   readonly bulk?: BulkRequestParserOptions | undefined;
   /** Chooses the shard of single-shard bulks. @default uniform random */
   readonly chooseShard?: ChooseShard | undefined;
+  /**
+   * A data node's metadata kept in the cluster state (etcd) instead of `<dir>/metadata.json`: the
+   * coordinator's and the primaries' changes arrive through it (`syncMetadata`), and at start replicas
+   * that are not in sync are emptied to recover anew. @default the local file
+   */
+  readonly metadataStore?: IndexMetadataStore | undefined;
   readonly log: pino.Logger;
 }
 
@@ -246,10 +257,12 @@ export class WritableIndices implements IndexApi {
    * @throws the errors of `IndexMetadataStore.open` and `ShardCopy.open` (a corrupted log).
    */
   static async open(options: WritableIndicesOptions): Promise<WritableIndices> {
-    const metadata = await IndexMetadataStore.open({
-      path: path.join(options.dir, 'metadata.json'),
-      reservedNames: options.readOnlyIndices,
-    });
+    const metadata =
+      options.metadataStore ??
+      (await IndexMetadataStore.open({
+        path: path.join(options.dir, 'metadata.json'),
+        reservedNames: options.readOnlyIndices,
+      }));
     const shards = new LocalShards({
       dir: options.dir,
       nodeId: options.nodeId,
@@ -261,7 +274,7 @@ export class WritableIndices implements IndexApi {
     const service = new WritableIndices(options, metadata, shards);
     try {
       for (const meta of metadata.list()) {
-        await shards.addIndex(meta, { replicasInitializing: options.role === 'data' });
+        await shards.addIndex(meta, service.#copyOptions(meta));
       }
     } catch (error) {
       await shards.close();
@@ -287,6 +300,64 @@ export class WritableIndices implements IndexApi {
   /** Sets how primaries reach their replicas (a data node, once its HTTP client exists). */
   setReplicator(replicator: Replicator): void {
     this.#replicator = replicator;
+  }
+
+  /** This node's id. */
+  get nodeId(): string {
+    return this.#options.nodeId;
+  }
+
+  /** Whether the metadata is shared cluster state (etcd) rather than this node's own file. */
+  get sharedMetadata(): boolean {
+    return this.#options.metadataStore !== undefined;
+  }
+
+  /**
+   * Brings the local copies in line with the shared metadata (cluster state in etcd): opens the copies
+   * of new indices, removes deleted ones, takes new settings and shard tables (promotions, demotions,
+   * replicas back in sync). One run at a time; a no-op with local metadata.
+   */
+  syncMetadata(): Promise<void> {
+    const run = this.#syncing.then(() => this.#syncNow());
+    this.#syncing = run.catch((error: unknown) => {
+      this.#options.log.warn({ error: String(error) }, 'shard copies could not follow the cluster metadata');
+    });
+    return run;
+  }
+
+  #syncing: Promise<void> = Promise.resolve();
+
+  async #syncNow(): Promise<void> {
+    if (!this.sharedMetadata) return;
+    const wanted = new Map(this.metadata.list().map((m) => [m.name, m]));
+    for (const copy of this.shards.all()) {
+      const meta = wanted.get(copy.meta.name);
+      if (meta === undefined || meta.uuid !== copy.meta.uuid) await this.shards.removeIndex(copy.meta.name, true);
+    }
+    for (const meta of wanted.values()) {
+      const open = this.shards.copiesOf(meta.name)[0];
+      if (open === undefined || open.meta.uuid !== meta.uuid) {
+        await this.shards.addIndex(meta, this.#copyOptions(meta));
+        continue;
+      }
+      for (const change of await this.shards.applyLayout(meta)) {
+        this.#options.log.info({ index: meta.name, change }, 'shard copy follows the shard table');
+      }
+    }
+  }
+
+  /** How this node opens its copies of `meta`: replicas recover; with shared metadata, per in-sync set. */
+  #copyOptions(meta: IndexMetadata): Parameters<LocalShards['addIndex']>[1] {
+    if (this.#options.role !== 'data') return {};
+    if (!this.sharedMetadata) return { replicasInitializing: true };
+    const me = this.#options.nodeId;
+    const inSync = (shard: number) => {
+      const p = meta.layout[shard];
+      return p !== undefined && (p.inSync === undefined || p.inSync.includes(me));
+    };
+    // A replica out of the in-sync set may have missed writes or hold a deposed primary's: it starts
+    // empty and recovers; one in sync holds every acknowledged write and serves at once.
+    return { replicasInitializing: true, resetReplica: (shard) => !inSync(shard), replicaStarted: inSync };
   }
 
   // ---- index APIs (single node) -------------------------------------------------------------------
@@ -492,6 +563,11 @@ export class WritableIndices implements IndexApi {
     items: readonly ShardWriteItem[],
     refresh: RefreshPolicy,
   ): Promise<ShardBulkOutcome> {
+    if (this.sharedMetadata && this.shards.copy(index, shard)?.primary !== true) {
+      // The coordinator may know of a promotion this node's watch has not delivered yet.
+      await this.metadata.refresh();
+      await this.syncMetadata();
+    }
     const local = this.#primaryCopy(index, shard);
     const release = this.writeQueue.acquire(index, shard);
     try {
@@ -534,6 +610,18 @@ export class WritableIndices implements IndexApi {
       successful += outcome.successful;
       failures = outcome.failures;
       timings = outcome.timings;
+      if (outcome.unacknowledged !== undefined) {
+        const error = outcome.unacknowledged;
+        return {
+          results: results.map((r) =>
+            r.error === undefined ? { position: r.position, status: 503, error } : r,
+          ),
+          shards: { total: 1 + local.meta.settings.numberOfReplicas, successful, failed: failures.length, failures },
+          forcedRefresh: false,
+          replicaTimings: timings,
+          replicationNs,
+        };
+      }
     } else if (assigned > 0 && operations.length === 0) {
       successful += assigned;
     }
@@ -567,13 +655,27 @@ export class WritableIndices implements IndexApi {
     operations: readonly LoggedOperation[],
     refresh: RefreshPolicy,
     primaryNextSeqNo?: number,
+    primaryTerm?: number,
   ): Promise<{ ok: true } | { ok: false; nextSeqNo: number }> {
-    const local = this.shards.copy(index, shard);
+    let local = this.shards.copy(index, shard);
+    if (this.sharedMetadata && primaryTerm !== undefined && local !== undefined && primaryTerm > local.term) {
+      // A newer primary than this node knows of: take the shard table first (this copy may be reset).
+      await this.metadata.refresh();
+      await this.syncMetadata();
+      local = this.shards.copy(index, shard);
+    }
     if (local === undefined || local.meta.uuid !== uuid || local.primary) {
       throw new InvalidArgumentError(
         'shard',
         `must be a replica this node holds ([${index}/${uuid}][${shard}] is not)`,
         shard,
+      );
+    }
+    if (primaryTerm !== undefined && primaryTerm < local.term) {
+      throw new InvalidArgumentError(
+        'primary_term',
+        `is stale: [${index}][${shard}] follows primary term ${local.term} (a deposed primary sent this)`,
+        primaryTerm,
       );
     }
     const outcome = await local.copy.applyReplica(operations, primaryNextSeqNo);
@@ -616,12 +718,23 @@ export class WritableIndices implements IndexApi {
 
   /** Takes an index the coordinator created (data node): stores its metadata, opens the copies. */
   async adoptIndex(meta: IndexMetadata): Promise<void> {
+    if (this.sharedMetadata) {
+      // The coordinator wrote it to the cluster state: read that, then open the copies.
+      await this.metadata.refresh();
+      await this.syncMetadata();
+      return;
+    }
     const stored = await this.metadata.adoptIndex(meta);
     await this.shards.addIndex(stored);
   }
 
   /** Drops an index the coordinator deleted (data node); a no-op when unknown. */
   async dropIndex(name: string, uuid: string): Promise<void> {
+    if (this.sharedMetadata) {
+      await this.metadata.refresh();
+      await this.syncMetadata();
+      return;
+    }
     const meta = this.metadata.get(name);
     if (meta === undefined || meta.uuid !== uuid) return;
     await this.metadata.deleteIndex(name);
@@ -630,6 +743,11 @@ export class WritableIndices implements IndexApi {
 
   /** Takes the coordinator's new settings of an index (data node). */
   async takeSettings(name: string, uuid: string, settings: IndexSettings): Promise<void> {
+    if (this.sharedMetadata) {
+      await this.metadata.refresh();
+      await this.syncMetadata();
+      return;
+    }
     const meta = await this.metadata.replaceSettings(name, uuid, settings);
     this.shards.updateIndex(meta);
   }

@@ -3,6 +3,7 @@
  * report every worker broadcasts once. Plain structured-cloneable data only.
  */
 import type { EngineRequest } from './engine-module.js';
+import type { ThreadWeight } from '../../native-shim/index.js';
 import type { TaskSlotBuffers } from './task-slots.js';
 
 /** Sent to the worker for one task. */
@@ -37,6 +38,8 @@ export interface HarnessWorkerData {
   readonly slots: TaskSlotBuffers;
   /** BroadcastChannel name on which each worker reports `WorkerStartupReport` once. */
   readonly channelName: string;
+  /** The OS scheduling weight the worker gives its own thread before it loads the engine (its lane's). */
+  readonly weight: ThreadWeight;
 }
 
 /** Broadcast by each worker once its engine is loaded, or once its start-up failed. */
@@ -52,4 +55,10 @@ export interface WorkerStartupReport {
   readonly heapBytes: number;
   readonly heapLimitBytes: number;
   readonly error: string | undefined;
+  /** True when the worker's thread runs at the weight its lane asked for. */
+  readonly weightApplied: boolean;
+  /** The thread's nice after start-up (`undefined` where it cannot be read). */
+  readonly nice: number | undefined;
+  /** Why the weight was not applied, when it was not. */
+  readonly weightReason: string | undefined;
 }

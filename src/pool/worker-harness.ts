@@ -7,7 +7,14 @@
  */
 import { performance } from 'node:perf_hooks';
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
-import { currentThreadCpuTimeNs, currentThreadTid, sampleHeap } from '../../native-shim/index.js';
+import {
+  applyThreadWeight,
+  currentThreadCpuTimeNs,
+  currentThreadTid,
+  sampleHeap,
+  threadNice,
+  type ThreadWeightResult,
+} from '../../native-shim/index.js';
 import { clientErrorStatusOf } from '../errors.js';
 import {
   type EngineModule,
@@ -70,9 +77,16 @@ function serializeError(error: unknown): SerializedError {
 
 let tid = 0;
 let engine: EngineModule;
+let weight: ThreadWeightResult = { applied: false, nice: undefined, reason: 'the kernel thread id is unknown' };
 const channel = new BroadcastChannel(data.channelName);
 try {
   tid = currentThreadTid();
+  // The lane's weight first, so that a background worker loads its engine at background weight too
+  // (a replacement loading beside foreground work must not compete with it).
+  weight =
+    data.weight === 0
+      ? { applied: true, nice: threadNice(tid), reason: undefined }
+      : applyThreadWeight(tid, data.weight);
   const imported = (await import(data.engineUrl)) as EngineModule & { default?: EngineModule };
   engine = typeof imported.handle === 'function' ? imported : (imported.default as EngineModule);
   if (engine === undefined || typeof engine.handle !== 'function') {
@@ -94,6 +108,9 @@ try {
     heapBytes: heap.usedHeapBytes + heap.externalBytes,
     heapLimitBytes: heap.heapLimitBytes,
     error: undefined,
+    weightApplied: weight.applied,
+    nice: weight.nice,
+    weightReason: weight.reason,
   };
   channel.postMessage(report);
 } catch (error) {
@@ -105,6 +122,9 @@ try {
     heapBytes: 0,
     heapLimitBytes: 0,
     error: error instanceof Error ? `${error.message}` : String(error),
+    weightApplied: weight.applied,
+    nice: weight.nice,
+    weightReason: weight.reason,
   };
   channel.postMessage(report);
   throw error;

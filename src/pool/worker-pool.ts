@@ -1,16 +1,18 @@
 /**
- * The piscina wrapper: the only module that imports piscina. Starts a fixed-size pool of workers
- * running `worker-harness`, waits until every worker has loaded its engine, and runs one task per
- * worker at a time. A task is hard-cancelled by terminating the worker that runs it
- * (`terminateWorkerOf`): piscina rejects the task and starts a replacement (which loads the engine
- * again; its start-up is reported). Tasks carry no AbortSignal: piscina's per-task signal handling
- * cost about as much as a trivial task.
+ * The piscina wrapper of one lane: with `lane-pool.ts`, the only code that imports piscina. Starts a
+ * fixed-size pool of workers running `worker-harness`, each of which first gives its own thread the
+ * lane's OS scheduling weight and then loads the engine; waits until every worker has loaded; runs
+ * one task per worker at a time. A task is hard-cancelled by terminating the worker that runs it
+ * (`terminateWorkerOf`): piscina rejects the task and starts a replacement in the same lane (which
+ * sets the same weight and loads the engine again; its start-up is reported). Tasks carry no
+ * AbortSignal: piscina's per-task signal handling cost about as much as a trivial task.
  */
 import { BroadcastChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
+import type { ThreadWeight } from '../../native-shim/index.js';
 import { compiledModuleUrl } from './compiled-module-url.js';
 import type { HarnessWorkerData, TaskEnvelope, TaskOutcome, WorkerStartupReport } from './task-envelope.js';
-import { allocateTaskSlotBuffers, TaskSlots } from './task-slots.js';
+import { allocateTaskSlotBuffers, type TaskSlotBuffers, TaskSlots } from './task-slots.js';
 
 export interface WorkerPoolOptions {
   /** file: URL of the engine module. */
@@ -22,10 +24,16 @@ export interface WorkerPoolOptions {
   readonly threads: number;
   /** Old-generation heap limit of each worker, MiB (`resourceLimits.maxOldGenerationSizeMb`). */
   readonly workerHeapMb: number;
-  /** Task slots (tasks in flight plus queued), see `TaskSlots`. */
+  /** Task slots (tasks in flight plus queued), see `TaskSlots`; ignored when `slots` is given. */
   readonly slotCount: number;
+  /** Slot buffers shared with other lanes; default: new ones of `slotCount` slots. */
+  readonly slots?: TaskSlotBuffers;
   /** How long `start` waits for every worker to load its engine, ms. */
   readonly startTimeoutMs: number;
+  /** The lane's name (for messages). Default `default`. */
+  readonly name?: string;
+  /** The OS scheduling weight of the lane's threads: nice 0..19 or `idle`. Default 0. */
+  readonly weight?: ThreadWeight;
 }
 
 let poolCounter = 0;
@@ -36,18 +44,24 @@ const KEPT_STARTUPS = 64;
 export class WorkerPool {
   readonly slots: TaskSlots;
   readonly threads: number;
+  readonly name: string;
+  readonly weight: ThreadWeight;
   readonly #piscina: Piscina<TaskEnvelope, TaskOutcome>;
   readonly #channel: BroadcastChannel;
   readonly #startups: WorkerStartupReport[] = [];
+  /** threadIds of workers that reported ready and have not exited. */
+  readonly #ready = new Set<number>();
   #readyCount = 0;
   #failure: string | undefined;
   #onChange: (() => void) | undefined;
   #closed = false;
 
   private constructor(options: WorkerPoolOptions) {
-    const buffers = allocateTaskSlotBuffers(options.slotCount);
+    const buffers = options.slots ?? allocateTaskSlotBuffers(options.slotCount);
     this.slots = new TaskSlots(buffers);
     this.threads = options.threads;
+    this.name = options.name ?? 'default';
+    this.weight = options.weight ?? 0;
     const channelName = `query-sandbox:pool:${process.pid}:${++poolCounter}`;
     this.#channel = new BroadcastChannel(channelName);
     this.#channel.onmessage = (event: unknown) =>
@@ -58,6 +72,7 @@ export class WorkerPool {
       cacheDir: options.cacheDir,
       slots: buffers,
       channelName,
+      weight: this.weight,
     };
     this.#piscina = new Piscina<TaskEnvelope, TaskOutcome>({
       filename: compiledModuleUrl('./worker-harness.js', import.meta.url),
@@ -110,6 +125,7 @@ export class WorkerPool {
   #onReport(report: WorkerStartupReport): void {
     if (report.kind === 'ready') {
       this.#readyCount++;
+      this.#ready.add(report.threadId);
       this.#startups.push(report);
       if (this.#startups.length > KEPT_STARTUPS) this.#startups.shift();
     } else {
@@ -155,9 +171,26 @@ export class WorkerPool {
     return this.#readyCount;
   }
 
-  /** Workers alive now (includes ones still loading their engine). */
+  /** Workers alive now, loaded or not. */
   get liveWorkers(): number {
     return this.#piscina.threads.length;
+  }
+
+  /** Workers alive and loaded (ready for tasks). Forgets workers that have gone. */
+  get readyWorkers(): number {
+    const live = new Set<number>();
+    for (const worker of this.#piscina.threads) live.add(worker.threadId);
+    let ready = 0;
+    for (const id of this.#ready) {
+      if (live.has(id)) ready++;
+      else this.#ready.delete(id);
+    }
+    return ready;
+  }
+
+  /** Workers alive but still loading their engine (replacements, mostly). */
+  get loadingWorkers(): number {
+    return Math.max(0, this.liveWorkers - this.readyWorkers);
   }
 
   /** Stops every worker; running tasks are rejected. Idempotent. */

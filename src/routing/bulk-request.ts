@@ -47,9 +47,13 @@
  * value is not already in Elasticsearch's text, the received value. Metadata values that are numbers or
  * booleans become their text (`"_id": 1` is id `"1"`), as Jackson's `text()` gives them; a JSON number's
  * original spelling (`1.0`) is not kept. A `routing` of `""` means no routing (Elasticsearch
- * `IndexRequest.routing("")`). `op_type: "create"` on `index` makes it a `create`; any other `op_type`
- * leaves it an `index`, as Elasticsearch's bulk parser does. Duplicate keys in one JSON object keep the
- * last value (Elasticsearch refuses them): a known difference.
+ * `IndexRequest.routing("")`). `op_type` must be `index` or `create` (any case), else the request is
+ * refused (`[op_type] must be 'create' or 'index', found: [upsert]`, the words of Elasticsearch's
+ * `IndexRequest.opType(String)`, which its single-document API applies; its bulk parser itself only
+ * asks `"create".equals(opType)` and takes any other value as `index`, which would silently turn a
+ * mistyped `upsert` into an overwrite). `op_type: "create"` on `index` makes it a `create`; on the other
+ * actions it is checked and ignored. Duplicate keys in one JSON object keep the last value
+ * (Elasticsearch refuses them): a known difference.
  *
  * Ids of documents without `_id` are not made here: the planner (`bulk-planner.ts`) makes them, because
  * in bulk-routing `id` mode the id itself chooses the shard.
@@ -525,9 +529,18 @@ export class BulkRequestParser {
         case 'routing':
           meta.routing = valueText === '' ? undefined : valueText;
           break;
-        case 'op_type':
-          meta.opType = valueText;
+        case 'op_type': {
+          const opType = valueText.toLowerCase();
+          if (opType !== 'index' && opType !== 'create') {
+            throw new RequestFailure(
+              'illegal_argument_exception',
+              `Action/metadata line [${line}]: [op_type] must be 'create' or 'index', found: [${valueText}]; received ${formatReceived(value)}`,
+              line,
+            );
+          }
+          meta.opType = opType;
           break;
+        }
         case 'retry_on_conflict': {
           const n = /^[+-]?\d+$/.test(valueText) ? Number(valueText) : Number.NaN;
           if (!Number.isSafeInteger(n) || n < 0) {

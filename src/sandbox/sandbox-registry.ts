@@ -10,6 +10,11 @@
  *
  * Listeners registered with `onChange` run synchronously after each accepted change, with the new
  * list; the runtime uses them to swap its classifier, so the change applies to the next request.
+ *
+ * A store shared by several nodes (`SandboxStore.watch`, etcd) also hands the registry the sets other
+ * nodes committed: a newer version replaces the registry's set and runs the listeners, as a change made
+ * here does. A set that does not pass the checks (written to the store by hand) is skipped and counted
+ * in `skippedSets`.
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -123,7 +128,31 @@ export class SandboxRegistry {
     }
     const registry = new SandboxRegistry(options, maxSandboxes, state);
     registry.seeded = seeded;
+    registry.#unwatch = options.store.watch?.((next) => registry.#takeStored(next));
     return registry;
+  }
+
+  /** Sets from a shared store that did not pass the checks (and were not taken). */
+  skippedSets = 0;
+  #unwatch: (() => void) | undefined;
+
+  /** Stops taking sets from a shared store. Idempotent. */
+  close(): void {
+    this.#unwatch?.();
+    this.#unwatch = undefined;
+  }
+
+  /** A set another node committed: taken when newer than ours. */
+  #takeStored(stored: StoredSandboxes): void {
+    if (stored.version <= this.#state.version) return;
+    let state: RegistryState;
+    try {
+      state = stateOf(stored, Number.MAX_SAFE_INTEGER);
+    } catch {
+      this.skippedSets++;
+      return;
+    }
+    this.#publish(state);
   }
 
   /** True when `open` found the store empty and wrote the seed into it. */

@@ -28,6 +28,12 @@ export interface SandboxStore {
    * @returns true when stored, false when the stored version differs (someone else changed it).
    */
   compareAndSet(expectedVersion: number, next: StoredSandboxes): Promise<boolean>;
+  /**
+   * Optional, for a store shared by several nodes (etcd): calls `listener` with every set committed
+   * by anyone (this node included), newest version last; the registry takes those newer than its own.
+   * @returns a function that unsubscribes.
+   */
+  watch?(listener: (stored: StoredSandboxes) => void): () => void;
 }
 
 /** A store in memory only (the library default; nothing survives a restart). */

@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import { writeFileAtomically } from '../durable-file.js';
 import { InvalidArgumentError } from '../errors.js';
 import { DEFAULT_QUERY_PRIORITY, parseQueryPriority, type QueryPriorityConfig } from './query-priority.js';
-import { checkReservations } from './worker-reservations.js';
+import { checkReservations, type ReservationLane } from './worker-reservations.js';
 
 export interface QueryPriorityStore {
   /** Where it is kept, for logs; undefined in memory. */
@@ -17,6 +17,12 @@ export interface QueryPriorityStore {
   load(): Promise<unknown>;
   /** Replaces the stored document (already validated). Atomic: on failure the old one stays. */
   save(document: unknown): Promise<void>;
+  /**
+   * Optional, for a store shared by several nodes (etcd): calls `listener` with each document another
+   * node saved, oldest first; the runtime applies it as if it had been set here (without saving it
+   * again). @returns a function that unsubscribes.
+   */
+  watch?(listener: (document: unknown) => void): () => void;
 }
 
 /** Keeps the document in memory (the default when embedding: lost at exit). */
@@ -70,7 +76,7 @@ export type QueryPrioritySource = 'store' | 'seed' | 'default';
  * The configuration to start with: the stored one if the store holds one; else `seed` (the
  * `queryPriority` option or `--query-priority` file), which is then saved so that it seeds the store
  * once; else the defaults (not saved). A stored document whose reservations take the whole pool of
- * `threads` (saved with a larger pool) does not stop the start: the scheduler suspends them and
+ * the lanes (saved with a larger pool) does not stop the start: the scheduler suspends them and
  * says so in its stats; `warning` tells the caller to log it.
  *
  * @throws InvalidArgumentError naming the store's location when it cannot be read, is not JSON, or
@@ -79,7 +85,7 @@ export type QueryPrioritySource = 'store' | 'seed' | 'default';
 export async function openQueryPriority(
   store: QueryPriorityStore,
   seed: QueryPriorityConfig | undefined,
-  threads: number,
+  lanes: number | readonly ReservationLane[],
 ): Promise<{ config: QueryPriorityConfig; source: QueryPrioritySource; warning: string | undefined }> {
   const where = store.location ?? 'the query-priority store';
   let stored: unknown;
@@ -102,7 +108,7 @@ export async function openQueryPriority(
   }
   let warning: string | undefined;
   try {
-    checkReservations(config, threads);
+    checkReservations(config, lanes);
   } catch (error) {
     if (!(error instanceof InvalidArgumentError)) throw error;
     warning = `reservations in ${where} are suspended: ${error.message}`;

@@ -1,8 +1,12 @@
 /**
- * The scheduler in front of the pool: queues tasks by priority (bounded aging, stable), hands them to
- * free workers lane by lane (reserved workers take only tasks at or above their priority, unless they
- * lend themselves for one task while nothing eligible waits), keeps a global and a per-sandbox bound
- * that sheds the lowest priority first, and counts per priority.
+ * The scheduler in front of the pool: routes each task to the lane whose band holds its priority
+ * (see `lanes.ts`), queues it there by priority (bounded aging, stable), hands tasks to free workers
+ * of their lane (reserved workers take only tasks at or above their priority, unless they lend
+ * themselves for one task while nothing eligible waits), keeps a global and a per-sandbox bound that
+ * shed the lowest priority first across every lane, and counts per priority.
+ *
+ * A task never runs outside its lane: a background task does not take an idle foreground worker
+ * (it would then hold it against the next foreground task, which is what lanes exist to prevent).
  *
  * Single-threaded and synchronous: every method runs to completion on the event loop, so a
  * reconfiguration is one atomic swap (there is no lock to block in). A task is in exactly one place:
@@ -11,22 +15,28 @@
  */
 import * as hdr from 'hdr-histogram-js';
 import { AgingPriorityQueue, type QueueEntry } from './aging-priority-queue.js';
+import { laneOf, type ResolvedLane, singleLane } from './lanes.js';
 import type { QueryPriorityConfig } from './query-priority.js';
-import { type Lane, type LanePlan, planLanes } from './worker-reservations.js';
+import { planReservations, type ReservationPlan } from './worker-reservations.js';
 
 export interface TaskSchedulerOptions {
-  /** Tasks that run at once (the pool's workers), >= 1. */
-  readonly capacity: number;
-  /** Global bound on waiting tasks, >= 0 (0: a task runs at once or is refused). */
+  /**
+   * The lanes, as `resolveLanes` returns them (highest band first). Default: one lane of `capacity`
+   * workers taking every priority.
+   */
+  readonly lanes?: readonly ResolvedLane[];
+  /** Tasks that run at once when `lanes` is not given, >= 1. */
+  readonly capacity?: number;
+  /** Global bound on waiting tasks over every lane, >= 0 (0: a task runs at once or is refused). */
   readonly maxQueuedTasks: number;
   /** ms of waiting worth one priority point when the config does not say; default 100. */
   readonly agingMsPerPriority: number;
-  /** FIFO baseline: arrival order only, no reservations (for comparisons). Default false. */
+  /** FIFO baseline: arrival order only (within each lane), no reservations (for comparisons). Default false. */
   readonly fifo?: boolean;
   readonly config: QueryPriorityConfig;
 }
 
-/** A running task's hold on a lane; give it back with `release`. */
+/** A running task's hold on a worker of its lane; give it back with `release`. */
 export interface Dispatch<T> {
   readonly item: T;
   readonly sandboxId: string;
@@ -35,8 +45,10 @@ export interface Dispatch<T> {
   readonly waitMs: number;
   /** True when a reserved worker took it below its priority (lending). */
   readonly lent: boolean;
-  /** @internal the lane index it holds. */
-  lane: number;
+  /** Index of the lane it runs in (the order of `lanes`). */
+  readonly lane: number;
+  /** @internal the reservation group of its lane that it holds. */
+  group: number;
 }
 
 /** Why a task left the queue without running. */
@@ -66,14 +78,34 @@ export interface PriorityLevelStats {
   readonly waitMs: { readonly count: number; readonly mean: number; readonly p50: number; readonly p99: number; readonly max: number };
 }
 
+/** One reservation group of a lane. */
+export interface ReservationStats {
+  /** `null` for the lane's general group. */
+  readonly minPriority: number | null;
+  readonly workers: number;
+  readonly busy: number;
+}
+
+/** One lane as the scheduler sees it. */
+export interface LaneSchedulerStats {
+  readonly name: string;
+  /** Lowest priority the lane takes; `null` for the lowest lane (everything below the others). */
+  readonly minPriority: number | null;
+  readonly workers: number;
+  readonly busy: number;
+  readonly queued: number;
+  readonly reservations: readonly ReservationStats[];
+  readonly reservationsSuspended: ReservationPlan['suspended'];
+}
+
 export interface SchedulerStats {
   /** `priority`, or `fifo` (the baseline: arrival order, reservations off). */
   readonly queueOrder: 'priority' | 'fifo';
   readonly queued: number;
   readonly running: number;
+  /** Workers over every lane (tasks that can run at once). */
   readonly capacity: number;
-  readonly lanes: ReadonlyArray<{ readonly minPriority: number | null; readonly workers: number; readonly busy: number }>;
-  readonly reservationsSuspended: LanePlan['suspended'];
+  readonly lanes: readonly LaneSchedulerStats[];
   readonly lending: boolean;
   readonly agingMsPerPriority: number;
   /** Highest priority first. */
@@ -98,63 +130,94 @@ class LevelCounters {
   });
 }
 
+/** A lane's queue, reservation plan and busy workers per reservation group. */
+class LaneState<T> {
+  readonly spec: ResolvedLane;
+  readonly queue: AgingPriorityQueue<Waiting<T>>;
+  workers: number;
+  plan!: ReservationPlan;
+  busy!: number[];
+
+  constructor(spec: ResolvedLane, aging: number) {
+    this.spec = spec;
+    this.workers = spec.workers;
+    this.queue = new AgingPriorityQueue(aging);
+  }
+}
+
 export class TaskScheduler<T> {
-  readonly #queue: AgingPriorityQueue<Waiting<T>>;
+  readonly #lanes: LaneState<T>[];
+  readonly #specs: readonly ResolvedLane[];
   readonly #maxQueuedTasks: number;
   readonly #defaultAging: number;
   readonly #fifo: boolean;
   #config: QueryPriorityConfig;
-  #capacity: number;
-  #plan: LanePlan;
-  #busy: number[];
+  #queued = 0;
   readonly #running = new Set<Dispatch<T>>();
   readonly #queuedPerSandbox = new Map<string, number>();
   readonly #levels = new Map<number, LevelCounters>();
 
-  /** @throws RangeError for a capacity below 1 or a negative bound. */
+  /** @throws RangeError for a capacity below 1, no lanes, or a negative bound. */
   constructor(options: TaskSchedulerOptions) {
-    if (!(options.capacity >= 1)) throw new RangeError(`capacity must be >= 1; received ${options.capacity}`);
+    const lanes =
+      options.lanes ?? (options.capacity === undefined ? undefined : [singleLane(options.capacity, 0)]);
+    if (lanes === undefined || lanes.length === 0) throw new RangeError('lanes or capacity must be given');
+    for (const lane of lanes) {
+      if (!(lane.workers >= 1)) throw new RangeError(`capacity must be >= 1; received ${lane.workers}`);
+    }
     if (!(options.maxQueuedTasks >= 0))
       throw new RangeError(`maxQueuedTasks must be >= 0; received ${options.maxQueuedTasks}`);
     this.#maxQueuedTasks = options.maxQueuedTasks;
     this.#defaultAging = options.agingMsPerPriority;
     this.#fifo = options.fifo ?? false;
     this.#config = options.config;
-    this.#capacity = options.capacity;
-    this.#queue = new AgingPriorityQueue(this.#aging());
-    this.#plan = this.#planFor(options.config, options.capacity);
-    this.#busy = this.#plan.lanes.map(() => 0);
+    this.#specs = lanes;
+    const aging = this.#aging();
+    this.#lanes = lanes.map((spec) => new LaneState<T>(spec, aging));
+    for (const lane of this.#lanes) this.#replan(lane);
   }
 
   get config(): QueryPriorityConfig {
     return this.#config;
   }
 
+  /** Tasks waiting, over every lane. */
   get length(): number {
-    return this.#queue.length;
+    return this.#queued;
   }
 
   get running(): number {
     return this.#running.size;
   }
 
+  /** The lanes, highest band first (as given). */
+  get lanes(): readonly ResolvedLane[] {
+    return this.#specs;
+  }
+
+  /** Index of the lane that takes tasks of `priority`. */
+  laneOf(priority: number): number {
+    return laneOf(this.#specs, priority);
+  }
+
   /**
-   * Queues a task of `priority` for `sandboxId`. When the sandbox's bound or the global bound is
-   * reached, the newest of the lowest-priority waiting tasks (of that sandbox, for its bound) makes
-   * room if its priority is lower; else the incoming task is refused. Evicted tasks are returned for
-   * the caller to settle; they are no longer queued.
+   * Queues a task of `priority` for `sandboxId` in its lane. When the sandbox's bound or the global
+   * bound is reached, the newest of the lowest-priority waiting tasks (of that sandbox, for its
+   * bound; of any lane) makes room if its priority is lower; else the incoming task is refused.
+   * Evicted tasks are returned for the caller to settle; they are no longer queued.
    */
   offer(item: T, sandboxId: string, priority: number, nowMs: number): OfferResult<T> {
     const evicted: Eviction<T>[] = [];
+    const lane = this.#lanes[this.laneOf(priority)]!;
     // A task a free worker takes at once does not wait: no bound applies to it.
-    const runsNow = this.#laneFor(priority) >= 0;
+    const runsNow = this.#groupFor(lane, priority) >= 0;
     const sandboxLimit = this.#sandboxLimit(sandboxId);
     if (
       !runsNow &&
       sandboxLimit !== undefined &&
       (this.#queuedPerSandbox.get(sandboxId) ?? 0) >= sandboxLimit
     ) {
-      const victim = this.#queue.newestBelow(priority, (w) => w.sandboxId === sandboxId);
+      const victim = this.#newestBelow(priority, (w) => w.sandboxId === sandboxId);
       if (victim === undefined) {
         return {
           accepted: false,
@@ -169,12 +232,12 @@ export class TaskScheduler<T> {
           victim,
           'sandbox_queue_full',
           `rejected: evicted from sandbox [${sandboxId}]'s full queue (${sandboxLimit} tasks waiting) by a task of ` +
-            `higher priority (${priority} > ${victim.priority})`,
+            `higher priority (${priority} > ${victim.entry.priority})`,
         ),
       );
     }
-    if (!runsNow && this.#queue.length >= this.#maxQueuedTasks) {
-      const victim = this.#queue.newestBelow(priority);
+    if (!runsNow && this.#queued >= this.#maxQueuedTasks) {
+      const victim = this.#newestBelow(priority);
       if (victim === undefined) {
         // Put back nothing: a sandbox eviction above already freed a place, so this cannot happen then.
         return {
@@ -190,46 +253,59 @@ export class TaskScheduler<T> {
           victim,
           'queue_full',
           `rejected: evicted from the full queue (${this.#maxQueuedTasks} tasks waiting) by a task of higher ` +
-            `priority (sandbox [${sandboxId}], ${priority} > ${victim.priority})`,
+            `priority (sandbox [${sandboxId}], ${priority} > ${victim.entry.priority})`,
         ),
       );
     }
-    this.#queue.push({ item, sandboxId }, priority, nowMs);
+    lane.queue.push({ item, sandboxId }, priority, nowMs);
+    this.#queued++;
     this.#queuedPerSandbox.set(sandboxId, (this.#queuedPerSandbox.get(sandboxId) ?? 0) + 1);
     return { accepted: true, evicted };
   }
 
   /**
-   * The next task for a free worker, or undefined when no worker is free or nothing it may take
-   * waits. The caller runs it and calls `release` when it ends.
+   * The next task for a free worker of any lane (the highest band first), or undefined when no lane
+   * has a free worker with a task it may take. The caller runs it in `dispatch.lane` and calls
+   * `release` when it ends.
    */
   next(nowMs: number): Dispatch<T> | undefined {
-    const lanes = this.#plan.lanes;
+    for (let i = 0; i < this.#lanes.length; i++) {
+      const dispatch = this.#nextIn(i, nowMs);
+      if (dispatch !== undefined) return dispatch;
+    }
+    return undefined;
+  }
+
+  #nextIn(laneIndex: number, nowMs: number): Dispatch<T> | undefined {
+    const lane = this.#lanes[laneIndex]!;
+    if (lane.queue.length === 0) return undefined;
+    const groups = lane.plan.groups;
     let floor = Number.POSITIVE_INFINITY;
-    for (let i = 0; i < lanes.length; i++) {
-      if (this.#busy[i]! < lanes[i]!.workers && lanes[i]!.minPriority < floor) floor = lanes[i]!.minPriority;
+    for (let i = 0; i < groups.length; i++) {
+      if (lane.busy[i]! < groups[i]!.workers && groups[i]!.minPriority < floor) floor = groups[i]!.minPriority;
     }
     if (floor === Number.POSITIVE_INFINITY) return undefined;
-    let entry = this.#queue.peek(floor);
-    let lane = -1;
+    let entry = lane.queue.peek(floor);
+    let group = -1;
     let lent = false;
     if (entry !== undefined) {
-      lane = this.#laneFor(entry.priority);
-    } else if (this.#config.lending && this.#queue.length > 0) {
+      group = this.#groupFor(lane, entry.priority);
+    } else if (this.#config.lending) {
       // Nothing a free (reserved) worker may take waits: lend the least valuable one for this task.
-      entry = this.#queue.peek();
-      for (let i = lanes.length - 1; i >= 1; i--) {
-        if (this.#busy[i]! < lanes[i]!.workers) {
-          lane = i;
+      entry = lane.queue.peek();
+      for (let i = groups.length - 1; i >= 1; i--) {
+        if (lane.busy[i]! < groups[i]!.workers) {
+          group = i;
           break;
         }
       }
       lent = true;
     }
-    if (entry === undefined || lane < 0) return undefined;
-    this.#queue.remove(entry);
+    if (entry === undefined || group < 0) return undefined;
+    lane.queue.remove(entry);
+    this.#queued--;
     this.#decrementQueued(entry.item.sandboxId);
-    this.#busy[lane]!++;
+    lane.busy[group]!++;
     const waitMs = Math.max(0, nowMs - entry.arrivalMs);
     const counters = this.#countersOf(entry.priority);
     counters.dequeued++;
@@ -241,34 +317,38 @@ export class TaskScheduler<T> {
       priority: entry.priority,
       waitMs,
       lent,
-      lane,
+      lane: laneIndex,
+      group,
     };
     this.#running.add(dispatch);
     return dispatch;
   }
 
-  /** Gives back the lane a task held. Idempotent. */
+  /** Gives back the worker a task held. Idempotent. */
   release(dispatch: Dispatch<T>): void {
     if (!this.#running.delete(dispatch)) return;
-    this.#busy[dispatch.lane]!--;
+    this.#lanes[dispatch.lane]!.busy[dispatch.group]!--;
   }
 
   /**
    * Swaps in a new configuration (already validated, including `checkReservations`). Queued tasks keep
-   * the priority they were given; aging, lanes, lending and bounds apply from now on. Where a sandbox's
-   * lowered bound leaves more tasks waiting than it allows, the newest excess (lowest priority first) is
-   * dropped and returned for the caller to refuse.
+   * the priority (and lane) they were given; aging, reservations, lending and bounds apply from now
+   * on. Where a sandbox's lowered bound leaves more tasks waiting than it allows, the newest excess
+   * (lowest priority first) is dropped and returned for the caller to refuse.
    */
   configure(config: QueryPriorityConfig): Eviction<T>[] {
     this.#config = config;
-    this.#queue.agingMsPerPriority = this.#aging();
-    this.#replan();
+    const aging = this.#aging();
+    for (const lane of this.#lanes) {
+      lane.queue.agingMsPerPriority = aging;
+      this.#replan(lane);
+    }
     const dropped: Eviction<T>[] = [];
     for (const [sandboxId, count] of [...this.#queuedPerSandbox]) {
       const limit = this.#sandboxLimit(sandboxId);
       if (limit === undefined || count <= limit) continue;
       for (let excess = count - limit; excess > 0; excess--) {
-        const victim = this.#queue.newestBelow(Number.POSITIVE_INFINITY, (w) => w.sandboxId === sandboxId)!;
+        const victim = this.#newestBelow(Number.POSITIVE_INFINITY, (w) => w.sandboxId === sandboxId)!;
         dropped.push(
           this.#evict(
             victim,
@@ -282,20 +362,28 @@ export class TaskScheduler<T> {
     return dropped;
   }
 
-  /** Changes the pool's size (>= 1); fractional reservations are recomputed. */
-  setCapacity(capacity: number): void {
+  /**
+   * Changes the workers of lane `lane` (default 0; >= 1); fractional reservations are recomputed and
+   * the lane's running tasks placed again.
+   */
+  setCapacity(capacity: number, lane = 0): void {
     if (!(capacity >= 1)) throw new RangeError(`capacity must be >= 1; received ${capacity}`);
-    this.#capacity = capacity;
-    this.#replan();
+    const state = this.#lanes[lane];
+    if (state === undefined) throw new RangeError(`no lane ${lane}`);
+    state.workers = capacity;
+    this.#replan(state);
   }
 
   /** Removes and returns every queued task (at shutdown). */
   drain(): T[] {
     const out: T[] = [];
-    for (let e = this.#queue.peek(); e !== undefined; e = this.#queue.peek()) {
-      this.#queue.remove(e);
-      out.push(e.item.item);
+    for (const lane of this.#lanes) {
+      for (let e = lane.queue.peek(); e !== undefined; e = lane.queue.peek()) {
+        lane.queue.remove(e);
+        out.push(e.item.item);
+      }
     }
+    this.#queued = 0;
     this.#queuedPerSandbox.clear();
     return out;
   }
@@ -306,19 +394,31 @@ export class TaskScheduler<T> {
   }
 
   stats(): SchedulerStats {
-    const queuedByPriority = new Map(this.#queue.levelLengths().map((l) => [l.priority, l.length]));
+    const queuedByPriority = new Map<number, number>();
+    for (const lane of this.#lanes) {
+      for (const l of lane.queue.levelLengths()) {
+        queuedByPriority.set(l.priority, (queuedByPriority.get(l.priority) ?? 0) + l.length);
+      }
+    }
     const priorities = new Set([...this.#levels.keys(), ...queuedByPriority.keys()]);
     return {
       queueOrder: this.#fifo ? 'fifo' : 'priority',
-      queued: this.#queue.length,
+      queued: this.#queued,
       running: this.#running.size,
-      capacity: this.#capacity,
-      lanes: this.#plan.lanes.map((lane, i) => ({
-        minPriority: Number.isFinite(lane.minPriority) ? lane.minPriority : null,
+      capacity: this.#lanes.reduce((sum, lane) => sum + lane.workers, 0),
+      lanes: this.#lanes.map((lane) => ({
+        name: lane.spec.name,
+        minPriority: Number.isFinite(lane.spec.minPriority) ? lane.spec.minPriority : null,
         workers: lane.workers,
-        busy: this.#busy[i]!,
+        busy: lane.busy.reduce((sum, n) => sum + n, 0),
+        queued: lane.queue.length,
+        reservations: lane.plan.groups.map((group, i) => ({
+          minPriority: Number.isFinite(group.minPriority) ? group.minPriority : null,
+          workers: group.workers,
+          busy: lane.busy[i]!,
+        })),
+        reservationsSuspended: lane.plan.suspended,
       })),
-      reservationsSuspended: this.#plan.suspended,
       lending: this.#config.lending,
       agingMsPerPriority: this.#aging(),
       priorities: [...priorities]
@@ -353,35 +453,52 @@ export class TaskScheduler<T> {
     return this.#config.agingMsPerPriority ?? this.#defaultAging;
   }
 
-  #planFor(config: QueryPriorityConfig, capacity: number): LanePlan {
-    if (this.#fifo)
-      return { lanes: [{ minPriority: Number.NEGATIVE_INFINITY, workers: capacity }], reserved: 0, suspended: undefined };
-    return planLanes(config, capacity);
-  }
-
-  /** Recomputes the lanes and places the running tasks in them again. */
-  #replan(): void {
-    this.#plan = this.#planFor(this.#config, this.#capacity);
-    const lanes = this.#plan.lanes;
-    this.#busy = lanes.map(() => 0);
-    const running = [...this.#running].sort((a, b) => b.priority - a.priority);
+  /** Recomputes a lane's reservation groups and places its running tasks in them again. */
+  #replan(lane: LaneState<T>): void {
+    lane.plan = this.#fifo
+      ? { groups: [{ minPriority: Number.NEGATIVE_INFINITY, workers: lane.workers }], reserved: 0, suspended: undefined }
+      : planReservations(this.#config, lane.workers, lane.spec);
+    const groups = lane.plan.groups;
+    lane.busy = groups.map(() => 0);
+    const laneIndex = this.#lanes.indexOf(lane);
+    const running = [...this.#running].filter((d) => d.lane === laneIndex).sort((a, b) => b.priority - a.priority);
     for (const dispatch of running) {
-      let lane = this.#laneFor(dispatch.priority);
-      if (lane < 0) lane = lanes.findIndex((l, i) => this.#busy[i]! < l.workers);
-      // Over capacity after a shrink: count it in the general lane until it ends.
-      dispatch.lane = Math.max(lane, 0);
-      this.#busy[dispatch.lane]!++;
+      let group = this.#groupFor(lane, dispatch.priority);
+      if (group < 0) group = groups.findIndex((g, i) => lane.busy[i]! < g.workers);
+      // Over capacity after a shrink: count it in the general group until it ends.
+      dispatch.group = Math.max(group, 0);
+      lane.busy[dispatch.group]!++;
     }
   }
 
-  /** The free lane with the highest `minPriority` that takes `priority`, or -1. */
-  #laneFor(priority: number): number {
-    const lanes = this.#plan.lanes;
+  /** The free group of `lane` with the highest `minPriority` that takes `priority`, or -1. */
+  #groupFor(lane: LaneState<T>, priority: number): number {
+    const groups = lane.plan.groups;
     let best = -1;
-    for (let i = 0; i < lanes.length; i++) {
-      const lane: Lane = lanes[i]!;
-      if (this.#busy[i]! >= lane.workers || lane.minPriority > priority) continue;
-      if (best < 0 || lane.minPriority > lanes[best]!.minPriority) best = i;
+    for (let i = 0; i < groups.length; i++) {
+      const group = groups[i]!;
+      if (lane.busy[i]! >= group.workers || group.minPriority > priority) continue;
+      if (best < 0 || group.minPriority > groups[best]!.minPriority) best = i;
+    }
+    return best;
+  }
+
+  /** The newest of the lowest-priority waiting tasks over every lane (accepted by `filter`) below `priority`. */
+  #newestBelow(
+    priority: number,
+    filter?: (w: Waiting<T>) => boolean,
+  ): { readonly lane: LaneState<T>; readonly entry: QueueEntry<Waiting<T>> } | undefined {
+    let best: { lane: LaneState<T>; entry: QueueEntry<Waiting<T>> } | undefined;
+    for (const lane of this.#lanes) {
+      const entry = lane.queue.newestBelow(priority, filter);
+      if (entry === undefined) continue;
+      if (
+        best === undefined ||
+        entry.priority < best.entry.priority ||
+        (entry.priority === best.entry.priority && entry.seq > best.entry.seq)
+      ) {
+        best = { lane, entry };
+      }
     }
     return best;
   }
@@ -390,8 +507,14 @@ export class TaskScheduler<T> {
     return this.#config.sandboxQueueLimits.get(sandboxId) ?? this.#config.maxQueuedPerSandbox;
   }
 
-  #evict(entry: QueueEntry<Waiting<T>>, reason: EvictionReason, message: string): Eviction<T> {
-    this.#queue.remove(entry);
+  #evict(
+    victim: { readonly lane: LaneState<T>; readonly entry: QueueEntry<Waiting<T>> },
+    reason: EvictionReason,
+    message: string,
+  ): Eviction<T> {
+    const { lane, entry } = victim;
+    lane.queue.remove(entry);
+    this.#queued--;
     this.#decrementQueued(entry.item.sandboxId);
     this.#countersOf(entry.priority).evicted++;
     return { item: entry.item.item, sandboxId: entry.item.sandboxId, priority: entry.priority, reason, message };

@@ -12,7 +12,8 @@
  *   (the coordinator fails those items alone); a shard its write queue cannot take answers
  *   `{"ok": false, "status": 429}` for that shard only;
  * - `POST /_internal/replicate` `{"index", "uuid", "shard", "refresh", "operations",
- *   "primary_next_seq_no"?}`: 200 `{"service_time_ns"}`, or 409 `{"next_seq_no"}` when earlier operations
+ *   "primary_next_seq_no"?, "primary_term"?}` (the term with cluster state in etcd: a deposed primary's
+ *   older term is refused with 400): 200 `{"service_time_ns"}`, or 409 `{"next_seq_no"}` when earlier operations
  *   are missing (or, for an empty batch, when the copy is behind `primary_next_seq_no`);
  * - `POST /_internal/recover` `{"index", "uuid", "shard", "from_seq_no"}`: `{"operations"}` from the
  *   primary's log;
@@ -104,7 +105,7 @@ async function answer(reply: FastifyReply, run: () => unknown): Promise<FastifyR
 
 /** Adds the write routes (see module doc) to a data node's app. */
 export function registerWriteRoutes(app: FastifyInstance, indices: WritableIndices, nodeId: string): void {
-  const plain = { config: { urlParameters: { names: ['pretty'], hint: '(pretty)' } } };
+  const plain = { config: { auth: 'internal' as const, urlParameters: { names: ['pretty'], hint: '(pretty)' } } };
   app.put<{ Params: { index: string } }>(`${INDICES_PATH}/:index`, plain, (request, reply) =>
     answer(reply, async () => {
       const meta = parseIndexMetadata(request.body, 'body');
@@ -117,7 +118,7 @@ export function registerWriteRoutes(app: FastifyInstance, indices: WritableIndic
   );
   app.delete<{ Params: { index: string } }>(
     `${INDICES_PATH}/:index`,
-    { config: { urlParameters: { names: ['uuid', 'pretty'], hint: '(uuid, pretty)' } } },
+    { config: { auth: 'internal' as const, urlParameters: { names: ['uuid', 'pretty'], hint: '(uuid, pretty)' } } },
     (request, reply) =>
       answer(reply, async () => {
         const uuid = (request.query as Record<string, unknown>)['uuid'];
@@ -189,6 +190,10 @@ export function registerWriteRoutes(app: FastifyInstance, indices: WritableIndic
       if (primaryNext !== undefined && (!Number.isSafeInteger(primaryNext) || (primaryNext as number) < 0)) {
         throw new InvalidArgumentError('primary_next_seq_no', 'must be an integer >= 0', primaryNext);
       }
+      const primaryTerm = body['primary_term'];
+      if (primaryTerm !== undefined && (!Number.isSafeInteger(primaryTerm) || (primaryTerm as number) < 1)) {
+        throw new InvalidArgumentError('primary_term', 'must be an integer >= 1', primaryTerm);
+      }
       const outcome = await indices.applyReplica(
         stringField(body, 'index'),
         stringField(body, 'uuid'),
@@ -196,6 +201,7 @@ export function registerWriteRoutes(app: FastifyInstance, indices: WritableIndic
         operationsField(body),
         parseRefreshPolicy(body['refresh'] ?? 'false'),
         primaryNext as number | undefined,
+        primaryTerm as number | undefined,
       );
       if (!outcome.ok) return reply.code(409).send({ node_id: nodeId, next_seq_no: outcome.nextSeqNo });
       return reply.send({ node_id: nodeId, service_time_ns: Math.round((performance.now() - arrived) * 1e6) });

@@ -75,7 +75,7 @@ export function readOnlyIndexUuid(name: string): string {
 
 type Query = Readonly<Record<string, unknown>>;
 
-function routeConfig(names: readonly string[], auth: 'read' | 'admin' = 'read') {
+function routeConfig(names: readonly string[], auth: 'read' | 'write' | 'admin' = 'read') {
   const all = [...names, 'pretty'];
   return { auth, urlParameters: { names: all, hint: `(${all.join(', ')})` } };
 }
@@ -444,12 +444,13 @@ export function registerIndexInfoRoutes(
     }
     return { _shards: { total, successful, failed } };
   };
+  // A refresh changes what searches see: the writer's (or the admin's), whatever the method.
   for (const method of ['POST', 'GET'] as const) {
-    app.route({ method, url: '/_refresh', config: routeConfig([]), handler: run(() => refresh('_all')) });
+    app.route({ method, url: '/_refresh', config: routeConfig([], 'write'), handler: run(() => refresh('_all')) });
     app.route<{ Params: { index: string } }>({
       method,
       url: '/:index/_refresh',
-      config: routeConfig([]),
+      config: routeConfig([], 'write'),
       handler: run((r) => refresh(r.params.index)),
     });
   }

@@ -15,6 +15,9 @@
  *
  * A node whose engine serves no writable indices answers these with 400 naming the route. A cluster data
  * node answers the index APIs with 400 too: its coordinator serves them.
+ *
+ * Roles (`route-auth.ts`): index creation and deletion, settings changes and templates need the admin
+ * token; `_bulk` and refresh the writer token (or the admin token); GETs and `_cat` are open.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidArgumentError, TemplateNotFoundError } from '../errors.js';
@@ -22,15 +25,20 @@ import { parseRefreshPolicy } from '../indices/bulk-response.js';
 import type { CatShardRow, IndexApi } from '../indices/writable-indices.js';
 import { registerDocumentRoutes } from './document-routes.js';
 import { sendError } from './http-server.js';
+import type { RouteAuth } from './route-auth.js';
 
 export interface IndexRoutesOptions {
   /** Largest bulk body, bytes. @default 104857600 (Elasticsearch `http.max_content_length`) */
   readonly bulkBodyLimitBytes?: number | undefined;
 }
 
-/** `config` of a route: which URL parameters it takes (others answer 400), and the raw body for bulk. */
-function config(names: readonly string[], rawBody = false) {
+/**
+ * `config` of a route: who may call it, which URL parameters it takes (others answer 400), and the raw
+ * body for bulk.
+ */
+function config(auth: RouteAuth, names: readonly string[], rawBody = false) {
   return {
+    auth,
     urlParameters: { names: [...names, 'pretty'], hint: `(${[...names, 'pretty'].join(', ')})` },
     ...(rawBody ? { rawBody: true } : {}),
   };
@@ -93,24 +101,24 @@ export function registerIndexRoutes(
 
   app.put<{ Params: { index: string } }>(
     '/:index',
-    { config: config([]) },
+    { config: config('admin', []) },
     handle('PUT /{index}', (w, r) => w.createIndex(r.params.index, r.body)),
   );
   app.delete<{ Params: { index: string } }>(
     '/:index',
-    { config: config([]) },
+    { config: config('admin', []) },
     handle('DELETE /{index}', (w, r) => w.deleteIndex(r.params.index)),
   );
   app.put<{ Params: { index: string } }>(
     '/:index/_settings',
-    { config: config([]) },
+    { config: config('admin', []) },
     handle('PUT /{index}/_settings', (w, r) => w.updateSettings(r.params.index, r.body)),
   );
   for (const method of ['PUT', 'POST'] as const) {
     app.route<{ Params: { name: string } }>({
       method,
       url: '/_index_template/:name',
-      config: config(['create']),
+      config: config('admin', ['create']),
       handler: handle('PUT /_index_template/{name}', (w, r) => {
         const create = query(r)['create'];
         if (create !== undefined && create !== 'true' && create !== 'false' && create !== '') {
@@ -122,12 +130,12 @@ export function registerIndexRoutes(
   }
   app.get(
     '/_index_template',
-    { config: config([]) },
+    { config: config('read', []) },
     handle('GET /_index_template', (w) => w.getTemplates()),
   );
   app.get<{ Params: { name: string } }>(
     '/_index_template/:name',
-    { config: config([]) },
+    { config: config('read', []) },
     handle('GET /_index_template/{name}', (w, r, reply) => {
       const found = w.getTemplates(r.params.name);
       if ((found['index_templates'] as unknown[]).length === 0) {
@@ -138,7 +146,7 @@ export function registerIndexRoutes(
   );
   app.delete<{ Params: { name: string } }>(
     '/_index_template/:name',
-    { config: config([]) },
+    { config: config('admin', []) },
     handle('DELETE /_index_template/{name}', (w, r) => w.deleteTemplate(r.params.name)),
   );
   registerDocumentRoutes(app, service);
@@ -148,7 +156,7 @@ export function registerIndexRoutes(
         method,
         url,
         bodyLimit: bulkBodyLimit,
-        config: config(['refresh', 'routing'], true),
+        config: config('write', ['refresh', 'routing'], true),
         handler: handle('POST /_bulk', (w, r) => {
           const q = query(r);
           const body = r.body as Buffer | undefined;
@@ -167,6 +175,6 @@ export function registerIndexRoutes(
     if (catFormat(q) === 'json') return rows;
     return reply.type('text/plain; charset=UTF-8').send(catShardsText(rows, q['v'] !== undefined));
   };
-  app.get('/_cat/shards', { config: config(['format', 'v']) }, handle('GET /_cat/shards', cat));
-  app.get('/_cat/shards/:index', { config: config(['format', 'v']) }, handle('GET /_cat/shards', cat));
+  app.get('/_cat/shards', { config: config('read', ['format', 'v']) }, handle('GET /_cat/shards', cat));
+  app.get('/_cat/shards/:index', { config: config('read', ['format', 'v']) }, handle('GET /_cat/shards', cat));
 }

@@ -87,10 +87,27 @@ export function nodeStatsView(runtime: Runtime): Record<string, unknown> {
         enforcement: n.enforcement,
         cpu: { usage: n.usage.cpu },
         heap: { usage: n.usage.memory, main_thread_heap_used_bytes: mem.heapUsed, rss_bytes: mem.rss },
+        isolation: n.isolation,
+        lanes: n.lanes.map((l) => ({
+          name: l.name,
+          min_priority: l.minPriority,
+          weight: l.weight,
+          weighted: l.weighted,
+          nice: l.nice ?? null,
+          weight_reason: l.weightReason ?? null,
+          workers: l.workers,
+          spare: l.spareWorkers,
+          live: l.liveWorkers,
+          loading: l.loadingWorkers,
+          replaced: l.replacedWorkers,
+          busy: l.busy,
+          queued: l.queued,
+        })),
         workers: {
           threads: n.threads,
           spare: n.spareWorkers,
           live: n.liveWorkers,
+          loading: n.loadingWorkers,
           running: n.running,
           queued: n.queued,
           started_total: n.workersStarted,
@@ -138,7 +155,7 @@ function resourceUsageView(runtime: Runtime) {
   };
 }
 
-/** The scheduler section of `GET /_nodes/stats`: lanes and per-priority queue figures (wait in ms). */
+/** The scheduler section of `GET /_nodes/stats`: lanes with their reservations, and per-priority queue figures (wait in ms). */
 function schedulerView(runtime: Runtime) {
   const s = runtime.schedulerStats();
   const round = (ms: number) => Math.round(ms * 100) / 100;
@@ -149,8 +166,15 @@ function schedulerView(runtime: Runtime) {
     capacity: s.capacity,
     aging_ms_per_priority: Number.isFinite(s.agingMsPerPriority) ? s.agingMsPerPriority : 'Infinity',
     lending: s.lending,
-    reservations_suspended: s.reservationsSuspended ?? null,
-    lanes: s.lanes.map((l) => ({ min_priority: l.minPriority, workers: l.workers, busy: l.busy })),
+    lanes: s.lanes.map((l) => ({
+      name: l.name,
+      min_priority: l.minPriority,
+      workers: l.workers,
+      busy: l.busy,
+      queued: l.queued,
+      reservations_suspended: l.reservationsSuspended ?? null,
+      reservations: l.reservations.map((r) => ({ min_priority: r.minPriority, workers: r.workers, busy: r.busy })),
+    })),
     priorities: s.priorities.map((p) => ({
       priority: p.priority,
       queued: p.queued,

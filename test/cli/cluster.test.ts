@@ -7,6 +7,12 @@ import { describe, expect, it } from 'vitest';
 import { ClusterStartError, lockClusterDir, parseClusterOptions } from '../../src/cli/cluster.js';
 import { startFakeDataNode } from '../cluster/fake-data-node.js';
 import { portsFree } from '../../src/cli/port-probe.js';
+import { etcdSkipReason } from '../cluster/etcd-server.js';
+
+// The launcher keeps cluster state in a local etcd of its own (three more processes: its guard shell, the guard's pipe watcher and
+// etcd) where the binary is installed; without it these start-up tests run with --etcd none.
+const etcdFlags = etcdSkipReason === undefined ? [] : ['--etcd', 'none'];
+const etcdProcesses = etcdSkipReason === undefined ? 3 : 0;
 
 // The compiled command, as `npm run cluster` runs it.
 const main = path.resolve('dist/src/cli/main.js');
@@ -144,6 +150,7 @@ function startLauncher(base: number, dataDir: string): { child: ChildProcess; re
       '20',
       '--threads',
       '1',
+      ...etcdFlags,
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -190,7 +197,7 @@ describe('query-sandbox cluster (real processes)', () => {
     expect(body.hits.total.value).toBe(100);
     const stats = (await (await fetch(`http://127.0.0.1:${base}/_nodes/stats`)).json()) as { nodes: object };
     expect(Object.keys(stats.nodes).sort()).toEqual(['coordinator', 'data-1', 'data-2', 'data-3']);
-    expect(processesWith(dataDir)).toHaveLength(5); // the launcher and its four nodes
+    expect(processesWith(dataDir)).toHaveLength(5 + etcdProcesses); // the launcher and its four nodes (and etcd)
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
@@ -202,7 +209,7 @@ describe('query-sandbox cluster (real processes)', () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'qs-launch-'));
     const { child, ready } = startLauncher(base, dataDir);
     await ready;
-    expect(processesWith(dataDir)).toHaveLength(5);
+    expect(processesWith(dataDir)).toHaveLength(5 + etcdProcesses);
     child.kill('SIGKILL');
     expect(await waitUntil(() => processesWith(dataDir).length === 0, 10_000)).toBe(true);
   });
@@ -227,8 +234,8 @@ interface Run {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-function runCommand(args: readonly string[]): Run {
-  const child = spawn(process.execPath, [main, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+function runCommand(args: readonly string[], env: NodeJS.ProcessEnv = process.env): Run {
+  const child = spawn(process.execPath, [main, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
   let out = '';
   let err = '';
   child.stdout!.on('data', (chunk: Buffer) => {
@@ -258,6 +265,7 @@ const quickCluster = (base: number, dataDir: string, ...more: string[]) => [
   '20',
   '--threads',
   '1',
+  ...etcdFlags,
   ...more,
 ];
 
@@ -276,9 +284,9 @@ describe('query-sandbox cluster start-up (issue 6)', () => {
     const runs = await Promise.all(
       (['SIGTERM', 'SIGKILL'] as const).map(async (signal) => {
         const dataDir = mkdtempSync(path.join(tmpdir(), 'qs-early-'));
-        const run = runCommand(quickCluster(await portsFrom9600(2), dataDir));
-        // A node process exists (besides the launcher): start-up is under way, far from ready.
-        expect(await waitUntil(() => processesWith(dataDir).length >= 2, 10_000)).toBe(true);
+        const run = runCommand(quickCluster(await portsFrom9600(4), dataDir));
+        // A node process exists (besides the launcher and etcd): start-up is under way, far from ready.
+        expect(await waitUntil(() => processesWith(dataDir).length >= 2 + etcdProcesses, 10_000)).toBe(true);
         await new Promise((resolve) => setTimeout(resolve, 300));
         expect(run.stdout()).not.toContain('cluster ready');
         run.child.kill(signal);
@@ -304,7 +312,7 @@ describe('query-sandbox cluster start-up (issue 6)', () => {
     ];
     const results = await Promise.all(
       cases.map(async (c) => {
-        const base = await portsFrom9600(2);
+        const base = await portsFrom9600(4);
         // Servers of another process, even one answering as the node would: never taken for it.
         const server =
           c.busy === undefined ? undefined : await impostor(base + c.busy, c.busy === 0 ? 'coordinator' : 'data-1');
@@ -346,7 +354,7 @@ describe('query-sandbox cluster start-up (issue 6)', () => {
     const lock = path.join(dataDir, 'cluster', 'launcher.lock');
     mkdirSync(path.dirname(lock));
     writeFileSync(lock, `${process.pid}\n`); // this test process: alive
-    const run = runCommand(quickCluster(await portsFrom9600(2), dataDir));
+    const run = runCommand(quickCluster(await portsFrom9600(4), dataDir));
     const timer = setTimeout(() => run.child.kill('SIGKILL'), 10_000);
     expect(await run.exited).toEqual({ code: 1, signal: null });
     clearTimeout(timer);
@@ -365,7 +373,8 @@ describe('query-sandbox cluster start-up (issue 6)', () => {
       const base = await portsFrom9600(3);
       const dataDir = mkdtempSync(path.join(tmpdir(), 'qs-coord-'));
       const coordinator = (listen: number, dataNodes: string, ...more: string[]) =>
-        runCommand([
+        runCommand(
+          [
           'serve',
           '--role',
           'coordinator',
@@ -378,7 +387,9 @@ describe('query-sandbox cluster start-up (issue 6)', () => {
           '--log-level',
           'warn',
           ...more,
-        ]);
+          ],
+          { ...process.env, QUERY_SANDBOX_CLUSTER_SECRET: 'cli-cluster-test-secret' },
+        );
       const twice = coordinator(base, `127.0.0.1:${port},localhost:${port}`);
       const nobody = coordinator(base + 1, `127.0.0.1:${base + 2}`, '--discovery-timeout-ms', '600');
       expect(await twice.exited).toEqual({ code: 1, signal: null });
@@ -397,6 +408,21 @@ describe('query-sandbox cluster start-up (issue 6)', () => {
       expect(nobody.stdout()).toContain(`"msg":"data node http://127.0.0.1:${base + 2} does not answer discovery yet`);
     } finally {
       await node.app.close();
+    }
+  });
+
+  it('refuses to start a data node or a coordinator without a cluster secret, in one line naming it', async () => {
+    const env = { ...process.env };
+    delete env['QUERY_SANDBOX_CLUSTER_SECRET'];
+    for (const role of ['data', 'coordinator']) {
+      const run = runCommand(
+        ['serve', '--role', role, '--port', '0', ...(role === 'coordinator' ? ['--data-nodes', '127.0.0.1:1'] : [])],
+        env,
+      );
+      expect(await run.exited).toEqual({ code: 1, signal: null });
+      expect(run.stderr().trim()).toMatch(
+        new RegExp(`^query-sandbox: QUERY_SANDBOX_CLUSTER_SECRET is required with --role ${role}: .*; received undefined$`),
+      );
     }
   });
 });

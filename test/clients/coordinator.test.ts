@@ -22,6 +22,7 @@ import { clientFor, FAMILIES } from './client-adapter.js';
 import { printReport, runClientSuite } from './client-suite.js';
 
 const TOKEN = 'client-suite-token-0123456789';
+const SECRET = 'client-suite-cluster-secret-0123456789';
 const CORPUS_DOCS = 10;
 const ENGINE = { maxDocumentsPerIndex: CORPUS_DOCS };
 const IDS = ['d1', 'd2', 'd3'];
@@ -56,10 +57,11 @@ beforeAll(async () => {
       nodeRole: 'data',
       writeQueueSize: 2,
     });
-    const server = buildHttpServer(runtime, { adminToken: TOKEN });
+    const server = buildHttpServer(runtime, { adminToken: TOKEN, clusterSecret: SECRET });
     registerDataNodeRoutes(server, runtime, {
       shardsPerIndex: placement.shardsPerIndex,
       copies: placement.copiesFor(runtime.nodeStats().engineIndices ?? []),
+      clusterSecret: SECRET,
     });
     data.push({ id, runtime, app: server, url: await server.listen({ host: '127.0.0.1', port: 0 }) });
   }
@@ -67,8 +69,9 @@ beforeAll(async () => {
     dataNodes: data.map((d) => ({ id: d.id, url: d.url })),
     discoveryTimeoutMs: 10_000,
     dataDir: path.join(dir, 'coordinator'),
+    clusterSecret: SECRET,
   });
-  app = buildCoordinatorServer(coordinator);
+  app = buildCoordinatorServer(coordinator, { adminToken: TOKEN });
   url = await app.listen({ host: '127.0.0.1', port: 0 });
 });
 

@@ -1,4 +1,7 @@
+import { mkdtempSync } from 'node:fs';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -46,6 +49,8 @@ async function coordinatorWith(options: Partial<CoordinatorOptions> = {}) {
     dataNodes: nodes.map((n) => ({ id: n.id, url: n.url })),
     statsCollector: { minRefreshMs: 0 },
     discoveryTimeoutMs: 2000,
+    // Its own (empty) metadata: writable indices left in ./.query-sandbox by other runs name other nodes.
+    dataDir: mkdtempSync(path.join(tmpdir(), 'qs-coordinator-')),
     ...options,
   });
   const app = buildCoordinatorServer(coordinator);
@@ -99,6 +104,25 @@ describe('coordinator: fan-out and merge', () => {
     const asked = nodes.filter((n) => n.lastHeaders['x-user'] === 'dash_ops');
     expect(asked.length).toBeGreaterThan(0);
     for (const n of asked) expect(n.lastHeaders['x-sandbox-id']).toBe('dashboards');
+  });
+
+  it('presents the cluster secret on every call to a data node', async () => {
+    const { search } = await coordinatorWith({ clusterSecret: 'coordinator-test-secret' });
+    expect((await search({ size: 1 }, {}, 'alpha')).statusCode).toBe(200);
+    const asked = nodes.filter((n) => n.lastHeaders['authorization'] !== undefined);
+    expect(asked.length).toBeGreaterThan(0);
+    for (const n of asked) expect(n.lastHeaders['authorization']).toBe('Bearer coordinator-test-secret');
+  });
+
+  it('refuses a number beyond a double with 400 naming the field and the literal, before asking any node', async () => {
+    const { app } = await coordinatorWith();
+    const before = searchesOf();
+    const r = await app.inject({ method: 'POST', url: '/_search', payload: '{"size":1e309}' });
+    expect(r.statusCode).toBe(400);
+    expect(r.json().error.reason).toBe(
+      'size must be a number within the range of a double (at most 1.7976931348623157e308 in magnitude); received 1e309',
+    );
+    expect(searchesOf()).toEqual(before);
   });
 
   it('refuses a bad page, an unknown index and an unknown URL parameter before asking any node', async () => {

@@ -100,16 +100,31 @@ describe('BulkRequestParser: well-formed requests', () => {
     expect(items(result)[0]).toMatchObject({ id: '42', routing: undefined, source: {} });
   });
 
-  it('makes index with op_type create a create, and any other op_type an index, as Elasticsearch does', () => {
+  it('makes index with op_type create a create, keeps op_type index an index, and a create a create', () => {
     const result = parser.parse(
       ndjson(
         '{"index":{"_index":"a","op_type":"create"}}',
         '{}',
-        '{"index":{"_index":"a","op_type":"foo"}}',
+        '{"index":{"_index":"a","op_type":"index"}}',
+        '{}',
+        '{"index":{"_index":"a","op_type":"CREATE"}}',
+        '{}',
+        '{"create":{"_index":"a","op_type":"index"}}',
         '{}',
       ),
     );
-    expect(items(result).map((i) => i.action)).toEqual(['create', 'index']);
+    expect(items(result).map((i) => i.action)).toEqual(['create', 'index', 'create', 'create']);
+  });
+
+  it.each(['upsert', 'update', 'delete', '', 'foo'])('refuses the whole request for op_type %j, naming it', (opType) => {
+    const result = parser.parse(ndjson('{"index":{"_index":"a"}}', '{}', `{"index":{"_index":"a","op_type":${JSON.stringify(opType)}}}`, '{}'));
+    expect(result).toMatchObject({
+      ok: false,
+      error: { status: 400, type: 'illegal_argument_exception', line: 3 },
+    });
+    expect(result.ok === false && result.error.reason).toBe(
+      `Action/metadata line [3]: [op_type] must be 'create' or 'index', found: [${opType}]; received ${JSON.stringify(opType)}`,
+    );
   });
 
   it('accepts bytes as UTF-8', () => {

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../../src/errors.js';
 import { parseQueryPriority, type QueryPriorityConfig } from '../../src/scheduler/query-priority.js';
 import { type Dispatch, TaskScheduler } from '../../src/scheduler/task-scheduler.js';
-import { checkReservations, planLanes } from '../../src/scheduler/worker-reservations.js';
+import { checkReservations, planReservations } from '../../src/scheduler/worker-reservations.js';
+import { resolveLanes } from '../../src/scheduler/lanes.js';
 
 function scheduler(capacity: number, doc: unknown = {}, over: { maxQueuedTasks?: number; aging?: number; fifo?: boolean } = {}) {
   return new TaskScheduler<string>({
@@ -27,11 +28,11 @@ describe('worker reservations', () => {
   const config = (doc: unknown): QueryPriorityConfig => parseQueryPriority(doc);
 
   it('splits the pool: a count, a fraction rounded up, the general lane first', () => {
-    const plan = planLanes(
+    const plan = planReservations(
       config({ priorities: [{ priority: 5, reserved_workers: 0.25 }, { priority: 10, reserved_workers: 2 }] }),
       10,
     );
-    expect(plan.lanes).toEqual([
+    expect(plan.groups).toEqual([
       { minPriority: Number.NEGATIVE_INFINITY, workers: 5 },
       { minPriority: 10, workers: 2 },
       { minPriority: 5, workers: 3 },
@@ -51,13 +52,13 @@ describe('worker reservations', () => {
 
   it('suspends them when the pool shrinks under them, and recomputes fractions', () => {
     const s = scheduler(4, { priorities: [{ priority: 10, reserved_workers: 0.5 }] });
-    expect(s.stats().lanes.map((l) => l.workers)).toEqual([2, 2]);
+    expect(s.stats().lanes[0]!.reservations.map((l) => l.workers)).toEqual([2, 2]);
     s.setCapacity(8);
-    expect(s.stats().lanes.map((l) => l.workers)).toEqual([4, 4]);
+    expect(s.stats().lanes[0]!.reservations.map((l) => l.workers)).toEqual([4, 4]);
     const t = scheduler(3, { priorities: [{ priority: 10, reserved_workers: 2 }] });
     t.setCapacity(2);
-    expect(t.stats().reservationsSuspended).toBe('pool_too_small');
-    expect(t.stats().lanes).toEqual([{ minPriority: null, workers: 2, busy: 0 }]);
+    expect(t.stats().lanes[0]!.reservationsSuspended).toBe('pool_too_small');
+    expect(t.stats().lanes[0]!.reservations).toEqual([{ minPriority: null, workers: 2, busy: 0 }]);
   });
 });
 
@@ -84,7 +85,7 @@ describe('TaskScheduler', () => {
     for (let i = 0; i < 5; i++) s.offer(`low${i}`, 'a', 0, i);
     const first = takeAll(s, 10);
     expect(first.map((d) => d.item)).toEqual(['low0']); // only the general worker runs
-    expect(s.stats().lanes).toEqual([
+    expect(s.stats().lanes[0]!.reservations).toEqual([
       { minPriority: null, workers: 1, busy: 1 },
       { minPriority: 10, workers: 1, busy: 0 },
     ]);
@@ -101,7 +102,7 @@ describe('TaskScheduler', () => {
     const s = scheduler(2, RESERVE_ONE_FOR_10);
     s.offer('high', 'b', 10, 0);
     const [d] = takeAll(s);
-    expect(s.stats().lanes.map((l) => l.busy)).toEqual([0, 1]);
+    expect(s.stats().lanes[0]!.reservations.map((l) => l.busy)).toEqual([0, 1]);
     s.offer('low', 'a', 0, 1);
     expect(takeAll(s).map((x) => x.item)).toEqual(['low']);
     expect(d!.item).toBe('high');
@@ -217,7 +218,7 @@ describe('TaskScheduler', () => {
     s.offer('d', 'x', 10, 1);
     s.configure(parseQueryPriority(RESERVE_ONE_FOR_10));
     expect(s.next(2)).toBeUndefined();
-    expect(s.stats().lanes.map((l) => l.busy)).toEqual([2, 1]);
+    expect(s.stats().lanes[0]!.reservations.map((l) => l.busy)).toEqual([2, 1]);
     // A low task ends: the general worker is free, but the high task 'd' is the best waiting one.
     s.release(running.find((r) => r.item === 'a')!);
     expect(s.next(3)?.item).toBe('d');
@@ -246,5 +247,111 @@ describe('TaskScheduler', () => {
     ]);
     expect(stats.priorities[0]!.waitMs.p50).toBeCloseTo(40, 0);
     expect(stats.priorities[1]!.waitMs.max).toBeCloseTo(100, 0);
+  });
+});
+
+describe('TaskScheduler lanes', () => {
+  /** Foreground (priority >= 11) and background lanes of 2 workers each, as the runtime's default. */
+  function laned(doc: unknown = {}, over: { maxQueuedTasks?: number; workers?: number } = {}) {
+    const workers = over.workers ?? 2;
+    return new TaskScheduler<string>({
+      lanes: resolveLanes(undefined, { workers, spareWorkers: 1 }),
+      maxQueuedTasks: over.maxQueuedTasks ?? 1000,
+      agingMsPerPriority: 100,
+      config: parseQueryPriority(doc),
+    });
+  }
+
+  it('runs each task in the lane whose band holds its priority', () => {
+    const s = laned();
+    s.offer('dash', 'dashboards', 20, 0);
+    s.offer('root', '_root', 10, 0);
+    s.offer('edge', 'x', 11, 0);
+    const d = takeAll(s);
+    expect(d.map((x) => [x.item, x.lane])).toEqual([
+      ['dash', 0],
+      ['edge', 0],
+      ['root', 1],
+    ]);
+    expect(s.stats().lanes.map((l) => [l.name, l.minPriority, l.busy])).toEqual([
+      ['foreground', 11, 2],
+      ['background', null, 1],
+    ]);
+  });
+
+  it('never lends an idle foreground worker to background work', () => {
+    const s = laned();
+    for (let i = 0; i < 5; i++) s.offer(`bg${i}`, 'analysts', 5, i);
+    const first = takeAll(s, 10);
+    expect(first.map((x) => x.item)).toEqual(['bg0', 'bg1']);
+    expect(first.every((x) => x.lane === 1)).toBe(true);
+    expect(s.stats().lanes.map((l) => [l.busy, l.queued])).toEqual([
+      [0, 0],
+      [2, 3],
+    ]);
+    // A foreground task arriving now runs at once on its own lane's idle worker.
+    s.offer('fg', 'dashboards', 20, 11);
+    const second = takeAll(s, 12);
+    expect(second.map((x) => [x.item, x.lane, x.waitMs])).toEqual([['fg', 0, 1]]);
+    // Freeing a background worker hands it the next background task, in FIFO order.
+    s.release(first[0]!);
+    expect(s.next(13)?.item).toBe('bg2');
+  });
+
+  it('sheds the lowest priority across lanes when the global bound is reached', () => {
+    const s = laned({}, { maxQueuedTasks: 3, workers: 1 });
+    takeAll(s); // nothing yet
+    s.offer('fg-run', 'dashboards', 20, 0);
+    s.offer('bg-run', 'analysts', 5, 0);
+    expect(takeAll(s).map((x) => x.item)).toEqual(['fg-run', 'bg-run']);
+    expect(s.offer('bg-a', 'analysts', 5, 1).accepted).toBe(true);
+    expect(s.offer('fg-b', 'dashboards', 20, 2).accepted).toBe(true);
+    expect(s.offer('bg-c', 'analysts', 5, 3).accepted).toBe(true);
+    // Full (3 waiting over both lanes): a foreground task evicts the newest background one.
+    const offered = s.offer('fg-d', 'dashboards', 20, 4);
+    expect(offered.accepted).toBe(true);
+    expect(offered.accepted && offered.evicted.map((e) => [e.item, e.reason])).toEqual([['bg-c', 'queue_full']]);
+    // A background task finds nothing lower to evict: refused.
+    const refused = s.offer('bg-e', 'analysts', 5, 5);
+    expect(refused.accepted).toBe(false);
+    expect(s.length).toBe(3);
+    expect(s.stats().lanes.map((l) => l.queued)).toEqual([2, 1]);
+  });
+
+  it('keeps a reservation in the lane of its priority', () => {
+    const s = laned({ priorities: [{ priority: 30, reserved_workers: 1 }, { priority: 8, reserved_workers: 1 }] });
+    expect(s.stats().lanes.map((l) => l.reservations)).toEqual([
+      [
+        { minPriority: null, workers: 1, busy: 0 },
+        { minPriority: 30, workers: 1, busy: 0 },
+      ],
+      [
+        { minPriority: null, workers: 1, busy: 0 },
+        { minPriority: 8, workers: 1, busy: 0 },
+      ],
+    ]);
+    for (let i = 0; i < 3; i++) s.offer(`fg${i}`, 'dashboards', 20, i);
+    // Priority 20 may not take the worker reserved for 30 in its lane.
+    expect(takeAll(s, 5).map((x) => x.item)).toEqual(['fg0']);
+    s.offer('top', 'dashboards', 30, 6);
+    expect(takeAll(s, 7).map((x) => [x.item, x.lane])).toEqual([['top', 0]]);
+  });
+
+  it('checks reservations lane by lane, naming the lane', () => {
+    const lanes = resolveLanes(undefined, { workers: 2, spareWorkers: 0 });
+    const c = parseQueryPriority({ priorities: [{ priority: 20, reserved_workers: 2 }] });
+    expect(() => checkReservations(c, lanes)).toThrow(
+      "query_priority.priorities must leave at least one of lane [foreground]'s 2 workers unreserved; the reservations take 2 (2 for priority 20)",
+    );
+    expect(() => checkReservations(parseQueryPriority({ priorities: [{ priority: 5, reserved_workers: 1 }] }), lanes)).not.toThrow();
+  });
+
+  it('drains every lane at shutdown', () => {
+    const s = laned({}, { workers: 1 });
+    for (const [item, p] of [['a', 20], ['b', 20], ['c', 5], ['d', 5]] as const) s.offer(item, 'x', p, 0);
+    takeAll(s);
+    expect(s.drain().sort()).toEqual(['b', 'd']);
+    expect(s.length).toBe(0);
+    expect(s.queuedBySandbox().size).toBe(0);
   });
 });

@@ -30,7 +30,8 @@ beforeAll(async () => {
     writeQueueSize: 1,
     indexingPressureBytes: 4096,
   });
-  app = buildHttpServer(runtime);
+  // Writes need a token (docs/security.md, tested in bad-input.test.ts); these tests are about what writes do.
+  app = buildHttpServer(runtime, { insecureSkipAuth: true });
 });
 
 afterAll(async () => {

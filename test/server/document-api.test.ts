@@ -27,7 +27,8 @@ beforeAll(async () => {
     spareWorkers: 0,
     engineOptions: { maxDocumentsPerIndex: 5 },
   });
-  app = buildHttpServer(runtime);
+  // Writes need a token (docs/security.md, tested in bad-input.test.ts); these tests are about what writes do.
+  app = buildHttpServer(runtime, { insecureSkipAuth: true });
 });
 
 afterAll(async () => {

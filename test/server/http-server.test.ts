@@ -244,9 +244,15 @@ describe('HTTP server', () => {
   it('reports node stats with CPU, heap and workers', async () => {
     const r = await app.inject({ method: 'GET', url: '/_nodes/stats' });
     const node = r.json().nodes['node-test'];
-    expect(node.workers.threads).toBe(1);
-    expect(node.workers.startup_ms).toHaveLength(2); // 1 worker and 1 spare
-    expect(node.workers.spare).toBe(1);
+    // Two lanes, each of 1 worker and 1 spare.
+    expect(node.workers.threads).toBe(2);
+    expect(node.workers.startup_ms).toHaveLength(4);
+    expect(node.workers.spare).toBe(2);
+    expect(node.isolation).toBe('weighted');
+    expect(node.lanes.map((l: { name: string; weight: number; weighted: boolean }) => [l.name, l.weight, l.weighted])).toEqual([
+      ['foreground', 0, true],
+      ['background', 19, true],
+    ]);
     expect(node.cpu.usage).toBeGreaterThanOrEqual(0);
     expect(node.heap.usage).toBeGreaterThan(0);
   });

@@ -28,7 +28,8 @@ beforeAll(async () => {
     spareWorkers: 0,
     engineOptions: { maxDocumentsPerIndex: DOCS },
   });
-  app = buildHttpServer(runtime);
+  // Writes need a token (docs/security.md, tested in bad-input.test.ts); these tests are about what writes do.
+  app = buildHttpServer(runtime, { insecureSkipAuth: true });
   await call('PUT', '/books', {
     settings: { number_of_shards: 2, number_of_replicas: 0 },
     mappings: { properties: { title: { type: 'text' } } },

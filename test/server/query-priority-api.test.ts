@@ -39,9 +39,29 @@ describe('query-priority API', () => {
     expect(got.json().priorities).toEqual(doc.priorities);
     const stats = (await app.inject({ method: 'GET', url: '/_nodes/stats' })).json();
     expect(stats.nodes['node-qp'].scheduler.queue_order).toBe('priority');
+    // Priority 10 is in the background lane's band: the reservation takes one of its two workers.
     expect(stats.nodes['node-qp'].scheduler.lanes).toEqual([
-      { min_priority: null, workers: 1, busy: 0 },
-      { min_priority: 10, workers: 1, busy: 0 },
+      {
+        name: 'foreground',
+        min_priority: 11,
+        workers: 2,
+        busy: 0,
+        queued: 0,
+        reservations_suspended: null,
+        reservations: [{ min_priority: null, workers: 2, busy: 0 }],
+      },
+      {
+        name: 'background',
+        min_priority: null,
+        workers: 2,
+        busy: 0,
+        queued: 0,
+        reservations_suspended: null,
+        reservations: [
+          { min_priority: null, workers: 1, busy: 0 },
+          { min_priority: 10, workers: 1, busy: 0 },
+        ],
+      },
     ]);
   });
 
@@ -53,7 +73,7 @@ describe('query-priority API', () => {
     expect(bad.json().error.reason).toContain('body.priorities[0].query_attributes[0].regex must be an RE2 regular expression');
     const all = await put('{"priorities":[{"priority":1,"reserved_workers":2}]}');
     expect(all.statusCode).toBe(400);
-    expect(all.json().error.reason).toContain("body.priorities must leave at least one of the pool's 2 workers unreserved");
+    expect(all.json().error.reason).toContain("body.priorities must leave at least one of lane [background]'s 2 workers unreserved");
     const notJson = await put('{"priorities": [');
     expect(notJson.statusCode).toBe(400);
     // Without the token, the body is not even read: 401/403, never a 400 about the body.
