@@ -208,6 +208,12 @@ export interface RuntimeOptions {
    * Default: 10 % of the main thread's heap limit.
    */
   indexingPressureBytes?: number;
+  /**
+   * Shard bulks this node holds at once (writable indices' primaries) before a shard's items are refused
+   * with 429 `es_rejected_execution_exception`, the other items standing: Elasticsearch's `write` thread
+   * pool bound (`thread_pool.write.queue_size`), see `indices/write-queue.ts`. Integer >= 1. Default 10000.
+   */
+  writeQueueSize?: number;
   /** A pino logger. Default: silent. */
   logger?: pino.Logger;
 }
@@ -253,6 +259,7 @@ export interface ResolvedRuntimeOptions {
   readonly translogSyncIntervalMs: number;
   /** `undefined`: 10 % of the heap limit. */
   readonly indexingPressureBytes: number | undefined;
+  readonly writeQueueSize: number;
   /** The node usage tracker's intervals and windows, ms (defaults filled in). */
   readonly resourceUsage: {
     readonly intervalMs: number;
@@ -480,6 +487,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
       options.indexingPressureBytes === undefined
         ? undefined
         : integer('indexingPressureBytes', options.indexingPressureBytes, 1, Number.MAX_SAFE_INTEGER, 1),
+    writeQueueSize: integer('writeQueueSize', options.writeQueueSize, 1, 1_000_000, 10_000),
     resourceUsage: Object.freeze({
       intervalMs: tracker.intervalMs,
       windowMs: tracker.windowMs,

@@ -160,6 +160,8 @@ export interface Runtime {
    * resolve index expressions over the engine's indices and these.
    */
   readonly indices: WritableIndices | undefined;
+  /** What the engine's `prepare` reported (indices, shards, documents, mappings). */
+  readonly engineDescription: EngineDescription;
   /** Per-sandbox stats keyed by sandbox id. */
   sandboxStats(): ReadonlyMap<string, SandboxStats>;
   nodeStats(): NodeStats;
@@ -348,6 +350,7 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
           durability: resolved.translogDurability,
           syncIntervalMs: resolved.translogSyncIntervalMs,
           indexingPressureBytes: resolved.indexingPressureBytes,
+          writeQueueSize: resolved.writeQueueSize,
           metadataStore: options.indexMetadataStore,
           log,
         })
@@ -456,6 +459,7 @@ class GovernedRuntime implements Runtime {
   readonly #indices: readonly string[] | undefined;
   readonly sandboxRegistry: SandboxRegistry;
   readonly indices: WritableIndices | undefined;
+  readonly engineDescription: EngineDescription;
   // Swapped whole on every accepted sandbox change (see #applySandboxes); never mutated in place.
   #sandboxes: readonly Sandbox[];
   #byId: ReadonlyMap<string, Sandbox>;
@@ -497,6 +501,7 @@ class GovernedRuntime implements Runtime {
     this.options = options;
     this.#engine = engine;
     this.#indices = description.indices;
+    this.engineDescription = description;
     this.sandboxRegistry = registry;
     this.#scheduler = new TaskScheduler<QueuedTask>({
       lanes: options.lanes,

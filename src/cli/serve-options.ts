@@ -99,6 +99,7 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --translog-durability D  writable indices: request (fsync before acknowledging, default) | async
   --translog-sync-interval-ms N  fsync period with async durability (default 5000)
   --indexing-pressure-bytes N    bulk bytes in flight before 429 (default 10 % of the heap limit)
+  --write-queue-size N           shard bulks a node holds at once before their items get 429 (default 10000)
 
   security (docs/security.md):
   --headers-timeout-ms N   time for a request's headers, then 408 and close (default 30000)
@@ -248,6 +249,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
         'translog-durability': { type: 'string' },
         'translog-sync-interval-ms': { type: 'string' },
         'indexing-pressure-bytes': { type: 'string' },
+        'write-queue-size': { type: 'string' },
         etcd: { type: 'string' },
         'etcd-prefix': { type: 'string' },
         'headers-timeout-ms': { type: 'string' },
@@ -319,6 +321,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     1,
     Number.MAX_SAFE_INTEGER,
   );
+  const writeQueueSize = intFlag('write-queue-size', str('write-queue-size'), 1, 1_000_000);
   const coresText = str('cores');
   const cores = coresText === undefined ? undefined : Number(coresText);
   if (coresText !== undefined && (!/^\d*\.?\d+$/.test(coresText) || !(cores! > 0 && cores! <= 4096))) {
@@ -388,6 +391,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     ...(translogDurability !== undefined ? { translogDurability: translogDurability as 'request' | 'async' } : {}),
     ...(translogSyncIntervalMs !== undefined ? { translogSyncIntervalMs } : {}),
     ...(indexingPressureBytes !== undefined && role !== 'coordinator' ? { indexingPressureBytes } : {}),
+    ...(writeQueueSize !== undefined && role !== 'coordinator' ? { writeQueueSize } : {}),
     ...(str('cache-dir') !== undefined ? { cacheDir: str('cache-dir')! } : {}),
     ...(usageIntervalMs !== undefined || usageWindowMs !== undefined
       ? {

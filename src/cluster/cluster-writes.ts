@@ -72,6 +72,7 @@ import {
   type GetResponse,
   getShard,
   type IndexApi,
+  mappingsView,
   settingsView,
   templateView,
 } from '../indices/writable-indices.js';
@@ -310,6 +311,10 @@ export class ClusterWrites implements IndexApi {
     const out: Record<string, unknown> = {};
     for (const name of this.#resolve(expression, undefined)) out[name] = settingsView(this.metadata.get(name)!);
     return out;
+  }
+
+  getMappings(expression: string): Record<string, unknown> {
+    return mappingsView(this.metadata, this.#resolve(expression, undefined));
   }
 
   async putTemplate(name: string, body: unknown, create: boolean): Promise<Record<string, unknown>> {

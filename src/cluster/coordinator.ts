@@ -26,9 +26,12 @@
  *    picked by the ranking among the copies not tried yet. A node that did not answer at all is ranked
  *    after the others for `failedNodeBackoffMs`.
  * 6. A 4xx other than those (a bad query, a forbidden sandbox) is the client's: the first such answer
- *    is passed on as is (`RemoteClientError`); it counts as no failure of the node and logs no warning. If every shard failed: `ShardsFailedError` (429 when
- *    every failure was a 429, else 503). Otherwise the hits are merged (`search-merge.ts`) and failed
- *    shards are listed in `_shards.failures`.
+ *    is passed on as is (`RemoteClientError`); it counts as no failure of the node and logs no warning.
+ *    Then Elasticsearch's rules for shard failures: every shard failed: `ShardsFailedError` (`all
+ *    shards failed`, its status from the failures: 429 when they were refusals, see
+ *    `shardFailuresStatus`); some failed: the merged hits (`search-merge.ts`) with 200 and the failed
+ *    shards in `_shards.failures`, or, with `allow_partial_search_results=false`, `ShardsFailedError`
+ *    (`Partial shards failure`).
  *
  * Every answer from a data node feeds the stats collector with its `Resource_Usage_Stats` header
  * (only the called node's own entry counts) and the ranking with its response time, service time and
@@ -60,7 +63,14 @@ import type { MembershipWatcher } from './membership.js';
 import type { NodeInfo } from './internal-protocol.js';
 import { RemoteClientError } from './remote-client-error.js';
 import { RoutingTable } from './routing-table.js';
-import { type MergeableHit, mergeHits, type NodeHits, readNodeHits } from './search-merge.js';
+import {
+  type MergeableHit,
+  type MergedTotal,
+  mergeHits,
+  mergeOrderOf,
+  type NodeHits,
+  readNodeHits,
+} from './search-merge.js';
 import { pageOf } from './search-page.js';
 
 export type { CoordinatorStats, DataNodeStats } from './coordinator-stats.js';
@@ -129,10 +139,10 @@ export interface CoordinatorSearchRequest {
   readonly sandboxId?: string | undefined;
 }
 
-/** The merged answer, OpenSearch-shaped. */
+/** The merged answer, Elasticsearch-shaped. */
 export interface CoordinatorSearchResponse {
   readonly took: number;
-  readonly timed_out: false;
+  readonly timed_out: boolean;
   readonly _shards: {
     readonly total: number;
     readonly successful: number;
@@ -141,10 +151,21 @@ export interface CoordinatorSearchResponse {
     readonly failures?: readonly ShardFailure[];
   };
   readonly hits: {
-    readonly total: { readonly value: number; readonly relation: 'eq' };
+    /** Absent with `track_total_hits: false`. */
+    readonly total?: MergedTotal;
     readonly max_score: number | null;
     readonly hits: readonly MergeableHit[];
   };
+}
+
+/**
+ * `allow_partial_search_results` of a body (the HTTP edge copies the URL parameter there): `false` or
+ * `"false"` refuses partial results; anything else, or none, allows them (Elasticsearch's default,
+ * `search.default_allow_partial_results: true`). The data nodes check the value itself.
+ */
+function allowsPartialResults(body: Readonly<Record<string, unknown>>): boolean {
+  const value = body['allow_partial_search_results'];
+  return value !== false && value !== 'false';
 }
 
 interface Target {
@@ -457,7 +478,8 @@ export class Coordinator {
    * Runs one search over the cluster (see module doc).
    * @throws InvalidArgumentError / IndexNotFoundError / EngineRequestError (400/404) for a bad request;
    *   AdmissionRejectedError (429) before fan-out; RemoteClientError for a data node's 4xx;
-   *   ShardsFailedError (429/503) when every shard failed; NotRunningError once closed.
+   *   ShardsFailedError when every shard failed, or some did with allow_partial_search_results=false;
+   *   NotRunningError once closed.
    */
   async search(request: CoordinatorSearchRequest): Promise<CoordinatorSearchResponse> {
     if (this.#closing.signal.aborted) throw new NotRunningError('the coordinator is closed');
@@ -586,11 +608,15 @@ export class Coordinator {
       this.#failed++;
       throw new ShardsFailedError(failures);
     }
+    if (failures.length > 0 && !allowsPartialResults(body)) {
+      this.#failed++;
+      throw new ShardsFailedError(failures, { partial: true });
+    }
     if (failures.length > 0) this.#partial++;
-    const merged = mergeHits(parts, from, size);
+    const merged = mergeHits(parts, from, size, mergeOrderOf(body));
     return {
       took: Math.round(performance.now() - started),
-      timed_out: false,
+      timed_out: merged.timedOut,
       _shards: {
         total: targets.length,
         successful: targets.length - failures.length,
@@ -599,7 +625,7 @@ export class Coordinator {
         ...(failures.length > 0 ? { failures } : {}),
       },
       hits: {
-        total: { value: merged.total, relation: 'eq' },
+        ...(merged.total === undefined ? {} : { total: merged.total }),
         max_score: merged.maxScore,
         hits: merged.hits,
       },

@@ -19,7 +19,7 @@
  *   [x]"); an array or object value ("expected a simple value for field [x] but found [START_ARRAY]");
  *   a `null` value is ignored, as Elasticsearch ignores it;
  * - metadata Elasticsearch knows but this project does not implement (`version`, `version_type`,
- *   `if_seq_no`, `if_primary_term`, `pipeline`, `_source`, `dynamic_templates`, `require_data_stream`,
+ *   `pipeline`, `_source`, `dynamic_templates`, `require_data_stream`,
  *   `list_executed_pipelines`, `require_alias: true`): refused rather than silently ignored, since each
  *   changes what the write means (this is stricter than Elasticsearch, which would honour them);
  * - an `update` document line that is not JSON, not an object, has an unknown field ("[UpdateRequest]
@@ -89,6 +89,12 @@ interface BulkItemBase {
   readonly routing: string | undefined;
   /** Set when this item fails on its own; the item then must not be executed. */
   readonly error: BulkError | undefined;
+  /**
+   * `if_seq_no` / `if_primary_term`: write only when the stored document has this sequence number
+   * and primary term (optimistic concurrency control), else 409 `version_conflict_engine_exception`.
+   */
+  readonly ifSeqNo?: number | undefined;
+  readonly ifPrimaryTerm?: number | undefined;
 }
 
 /** `index` or `create`. */
@@ -160,8 +166,6 @@ const ACTIONS = new Set<string>(['create', 'delete', 'index', 'update']);
 const UNSUPPORTED_METADATA = new Set([
   'version',
   'version_type',
-  'if_seq_no',
-  'if_primary_term',
   'pipeline',
   '_source',
   'dynamic_templates',
@@ -342,6 +346,7 @@ export class BulkRequestParser {
       const position = items.length;
       const where = `line ${actionLine}`;
       if (index === undefined) validation.push(`index is missing (${where})`);
+      checkCompareAndSet(meta, where, validation);
       const indexError = index === undefined ? undefined : indexNameError(index, actionLine);
 
       if (meta.action === 'delete') {
@@ -358,6 +363,7 @@ export class BulkRequestParser {
           id: meta.id,
           routing,
           error,
+          ...compareAndSet(meta),
         });
         continue;
       }
@@ -400,6 +406,7 @@ export class BulkRequestParser {
           docAsUpsert: update.docAsUpsert,
           detectNoop: update.detectNoop,
           retryOnConflict: meta.retryOnConflict,
+          ...compareAndSet(meta),
         });
         continue;
       }
@@ -431,6 +438,7 @@ export class BulkRequestParser {
         routing,
         error,
         source,
+        ...compareAndSet(meta),
       });
     }
 
@@ -483,6 +491,8 @@ export class BulkRequestParser {
       routing: string | undefined;
       opType: string | undefined;
       retryOnConflict: number;
+      ifSeqNo: number | undefined;
+      ifPrimaryTerm: number | undefined;
     } = {
       action: action as BulkAction,
       index: undefined,
@@ -490,6 +500,8 @@ export class BulkRequestParser {
       routing: undefined,
       opType: undefined,
       retryOnConflict: 0,
+      ifSeqNo: undefined,
+      ifPrimaryTerm: undefined,
     };
     for (const [key, value] of Object.entries(body)) {
       if (value === null) continue; // Elasticsearch skips VALUE_NULL whatever the key
@@ -541,6 +553,20 @@ export class BulkRequestParser {
           meta.retryOnConflict = n;
           break;
         }
+        case 'if_seq_no':
+        case 'if_primary_term': {
+          const n = /^\d{1,15}$/.test(valueText) ? Number(valueText) : Number.NaN;
+          if (!Number.isSafeInteger(n)) {
+            throw new RequestFailure(
+              'illegal_argument_exception',
+              `Action/metadata line [${line}]: [${key}] must be an integer >= 0; received ${formatReceived(value)}`,
+              line,
+            );
+          }
+          if (key === 'if_seq_no') meta.ifSeqNo = n;
+          else meta.ifPrimaryTerm = n;
+          break;
+        }
         case 'require_alias':
           if (value === false || valueText === 'false') break;
           throw unsupported(line, key, value);
@@ -565,6 +591,28 @@ interface ActionMetadata {
   readonly id: string | undefined;
   readonly routing: string | undefined;
   readonly retryOnConflict: number;
+  readonly ifSeqNo: number | undefined;
+  readonly ifPrimaryTerm: number | undefined;
+}
+
+/**
+ * `if_seq_no` and `if_primary_term` go together (Elasticsearch `IndexRequest.validate`), and a
+ * `create` cannot compare and set.
+ */
+function checkCompareAndSet(meta: ActionMetadata, where: string, validation: string[]): void {
+  const { ifSeqNo, ifPrimaryTerm } = meta;
+  if (ifSeqNo !== undefined && (ifPrimaryTerm === undefined || ifPrimaryTerm === 0)) {
+    validation.push(`ifSeqNo is set, but primary term is [${ifPrimaryTerm ?? 0}] (${where})`);
+  } else if (ifSeqNo === undefined && ifPrimaryTerm !== undefined && ifPrimaryTerm !== 0) {
+    validation.push(`ifSeqNo is unassigned, but primary term is [${ifPrimaryTerm}] (${where})`);
+  } else if (ifSeqNo !== undefined && meta.action === 'create') {
+    validation.push(`create operations do not support compare and set. use index instead (${where})`);
+  }
+}
+
+/** The compare-and-set fields an item carries (none when the request gave none). */
+function compareAndSet(meta: ActionMetadata): { ifSeqNo?: number; ifPrimaryTerm?: number } {
+  return meta.ifSeqNo === undefined ? {} : { ifSeqNo: meta.ifSeqNo, ifPrimaryTerm: meta.ifPrimaryTerm ?? 0 };
 }
 
 function unsupported(line: number, key: string, value: unknown): RequestFailure {

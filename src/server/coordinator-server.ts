@@ -21,8 +21,11 @@ import { stripStatsHeader } from '../admission/stats-header.js';
 import { type Coordinator, type CoordinatorStats, RemoteClientError } from '../cluster/coordinator.js';
 import type { ConnectionLimits } from './connection-limits.js';
 import { createApiServer, registerSearchRoutes, sendError } from './http-server.js';
+import { coordinatorCatalog } from './index-catalogs.js';
+import { registerIndexInfoRoutes } from './index-info-routes.js';
 import { registerIndexRoutes } from './index-routes.js';
 import { coordinatorObservability, registerObservabilityRoutes } from './observability-routes.js';
+import { clusterUuidOf, registerRootRoutes } from './product-info.js';
 
 export interface CoordinatorServerOptions {
   /** Header carrying the end user, passed on to the data nodes. @default 'x-user' */
@@ -164,7 +167,7 @@ export function buildCoordinatorServer(
   const app = createApiServer({
     bodyLimitBytes: options.bodyLimitBytes,
     logger: log,
-    urlParameters: () => ({ names: ['pretty'], hint: '(only pretty; put size, from and the query in the body)' }),
+    urlParameters: () => ({ names: ['pretty'], hint: '(only pretty)' }),
     auth: {
       adminToken: options.adminToken,
       writerToken: options.writerToken,
@@ -187,12 +190,16 @@ export function buildCoordinatorServer(
   app.get('/_nodes/stats', async () => coordinatorStatsView(coordinator.nodesStats()));
   registerIndexRoutes(app, coordinator.writes, { bulkBodyLimitBytes: options.bulkBodyLimitBytes });
   registerObservabilityRoutes(app, coordinatorObservability(coordinator));
-  app.get('/', async () => ({
+  registerIndexInfoRoutes(app, coordinatorCatalog(coordinator), { userHeader, sandboxHeader });
+  const clusterUuid = clusterUuidOf(coordinator.routingTable.nodeIds);
+  registerRootRoutes(app, () => ({
     name: coordinator.nodeId,
-    roles: ['coordinator'],
-    tagline: 'query-sandbox: governed search execution',
-    indices: coordinator.routingTable.indices,
-    data_nodes: coordinator.routingTable.nodeIds,
+    clusterUuid,
+    extra: {
+      roles: ['coordinator'],
+      indices: coordinator.routingTable.indices,
+      data_nodes: coordinator.routingTable.nodeIds,
+    },
   }));
   app.addHook('onClose', async () => coordinator.close());
   return app;

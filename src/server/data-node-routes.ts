@@ -129,6 +129,10 @@ export function registerDataNodeRoutes(
     indices: runtime.nodeStats().engineIndices ?? [],
     shards_per_index: options.shardsPerIndex,
     copies: options.copies,
+    ...(runtime.engineDescription.docsPerIndex === undefined
+      ? {}
+      : { docs_per_index: runtime.engineDescription.docsPerIndex }),
+    ...(runtime.engineDescription.mappings === undefined ? {} : { mappings: runtime.engineDescription.mappings }),
   });
   const internal = { config: { auth: 'internal' as const } };
   app.get(NODE_INFO_PATH, internal, async () => info);

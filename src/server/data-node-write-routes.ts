@@ -8,7 +8,9 @@
  * - `POST /_internal/bulk` `{"refresh", "shards": [{"index", "shard", "items": [ShardWriteItem]}]}`: each
  *   shard bulk on its primary here (log, fsync, replicas), answered as `{"node_id", "service_time_ns",
  *   "shards": [{"index", "shard", "ok": true, "outcome"} | {"index", "shard", "ok": false, "status",
- *   "error"}]}`. Counted against the node's indexing pressure (`primary`): 429 for the whole request when over;
+ *   "error"}]}`. Counted against the node's indexing pressure (`primary`): 429 for the whole request when over
+ *   (the coordinator fails those items alone); a shard its write queue cannot take answers
+ *   `{"ok": false, "status": 429}` for that shard only;
  * - `POST /_internal/replicate` `{"index", "uuid", "shard", "refresh", "operations",
  *   "primary_next_seq_no"?, "primary_term"?}` (the term with cluster state in etcd: a deposed primary's
  *   older term is refused with 400): 200 `{"service_time_ns"}`, or 409 `{"next_seq_no"}` when earlier operations

@@ -23,12 +23,16 @@ import {
   fastifyConnectionOptions,
   resolveConnectionLimits,
 } from './connection-limits.js';
-import { toErrorResponse } from './error-body.js';
+import { errorBody, toErrorResponse } from './error-body.js';
+import { nodeCatalog } from './index-catalogs.js';
+import { registerIndexInfoRoutes } from './index-info-routes.js';
 import { registerIndexRoutes } from './index-routes.js';
 import { parseJsonBody } from './json-body.js';
+import { clusterUuidOf, installProductHeader, registerRootRoutes } from './product-info.js';
 import { type AuthOptions, installRouteAuth, type RouteAuth } from './route-auth.js';
 import { registerObservabilityRoutes, runtimeObservability } from './observability-routes.js';
 import type { RuntimeFeed } from '../observability/runtime-feed.js';
+import { applySearchParameters, SEARCH_URL_PARAMETERS } from './search-parameters.js';
 import { nodeStatsView, type StatsQuery, sandboxStatsView, sandboxesView } from './stats-views.js';
 
 export interface HttpServerOptions {
@@ -122,8 +126,6 @@ function expectedVersion(versions: readonly number[] | undefined, current: numbe
 
 /** URL parameters each route takes (`*`: the others), and the hint a refusal gives. */
 const URL_PARAMETERS: Record<string, { readonly names: readonly string[]; readonly hint: string }> = {
-  '/:index/_search': { names: ['pretty'], hint: '(put size, from and the query in the body)' },
-  '/_search': { names: ['pretty'], hint: '(put size, from and the query in the body)' },
   '/_sandbox/_stats': { names: ['breach', 'from', 'size', 'pretty'], hint: '(breach, from, size, pretty)' },
   '*': { names: ['pretty'], hint: '(only pretty)' },
 };
@@ -177,6 +179,11 @@ export function parseBody(
 ): void {
   if ((request.routeOptions.config as RouteConfig | undefined)?.rawBody === true) {
     done(null, body);
+    return;
+  }
+  // A route that does not exist answers 404, whatever its body (an NDJSON `_msearch` is no JSON).
+  if (request.is404) {
+    done(null, undefined);
     return;
   }
   const text = typeof body === 'string' ? body : body.toString('utf8');
@@ -271,10 +278,12 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
   });
   registerIndexRoutes(app, runtime.indices, { bulkBodyLimitBytes: options.bulkBodyLimitBytes });
   registerObservabilityRoutes(app, runtimeObservability(runtime, options.feed));
-  app.get('/', async () => ({
+  registerIndexInfoRoutes(app, nodeCatalog(runtime), { userHeader, sandboxHeader });
+  const clusterUuid = clusterUuidOf([runtime.options.nodeId]);
+  registerRootRoutes(app, () => ({
     name: runtime.options.nodeId,
-    tagline: 'query-sandbox: governed search execution',
-    indices: runtime.nodeStats().engineIndices ?? null,
+    clusterUuid,
+    extra: { indices: runtime.nodeStats().engineIndices ?? null },
   }));
   return app;
 }
@@ -285,6 +294,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
  * answers 404 `no_handler_found_exception`.
  */
 export function installResponseHandlers(app: FastifyInstance, log: FastifyBaseLogger | undefined): void {
+  installProductHeader(app);
   // `?pretty` indents the JSON answer, as OpenSearch does.
   app.addHook('onSend', async (request, reply, payload) => {
     const pretty = (request.query as Record<string, unknown> | undefined)?.['pretty'];
@@ -304,13 +314,9 @@ export function installResponseHandlers(app: FastifyInstance, log: FastifyBaseLo
     return sendError(reply, error);
   });
   app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({
-      error: {
-        type: 'no_handler_found_exception',
-        reason: `no handler for ${request.method} ${request.url}`,
-      },
-      status: 404,
-    }),
+    reply
+      .code(404)
+      .send(errorBody(404, 'no_handler_found_exception', `no handler found for uri [${request.url}] and method [${request.method}]`)),
   );
 }
 
@@ -386,6 +392,8 @@ export function createApiServer(options: ApiServerOptions): FastifyInstance {
   app.addContentTypeParser('*', { parseAs: 'buffer' }, parseBody);
   // OpenSearch refuses URL parameters it does not know: silently ignoring `?size=1` would mislead.
   app.addHook('preHandler', async (request, reply) => {
+    // A route that does not exist answers 404 whatever its parameters (the not-found handler runs hooks too).
+    if (request.is404) return;
     const allowed =
       (request.routeOptions.config as RouteConfig | undefined)?.urlParameters ??
       options.urlParameters(request.routeOptions.url ?? '');
@@ -404,9 +412,9 @@ export function createApiServer(options: ApiServerOptions): FastifyInstance {
 }
 
 /**
- * `GET|POST /{index}/_search` and `/_search`: the body must be a JSON object (or absent); the user
- * and explicit sandbox come from the named headers; `search` answers, `sendFailure` turns its errors
- * into the error body.
+ * `GET|POST /{index}/_search` and `/_search`: the body must be a JSON object (or absent); the URL
+ * parameters of `search-parameters.ts` are folded into it; the user and explicit sandbox come from the
+ * named headers; `search` answers, `sendFailure` turns its errors into the error body.
  */
 export function registerSearchRoutes(
   app: FastifyInstance,
@@ -425,9 +433,10 @@ export function registerSearchRoutes(
       return sendError(reply, new InvalidArgumentError('body', 'must be a JSON object', body));
     }
     try {
+      const query = (request.query as Record<string, unknown> | undefined) ?? {};
       const result = await search({
         index,
-        body: body ?? {},
+        body: applySearchParameters(query, (body as Record<string, unknown> | undefined) ?? {}),
         user: headerValue(request, headers.userHeader),
         sandboxId: headerValue(request, headers.sandboxHeader),
       });
@@ -437,7 +446,8 @@ export function registerSearchRoutes(
     }
   };
   // A search is a read whatever its method (POST carries the body).
-  const config = { auth: 'read' as const };
+  const names = [...SEARCH_URL_PARAMETERS, 'pretty'];
+  const config = { auth: 'read' as const, urlParameters: { names, hint: `(${names.join(', ')})` } };
   for (const method of ['GET', 'POST'] as const) {
     app.route<{ Params: { index: string } }>({
       method,

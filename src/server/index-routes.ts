@@ -2,14 +2,16 @@
  * The index and bulk routes of a node that serves writable indices (`runtime.indices`), in
  * Elasticsearch's shapes:
  *
- * - `PUT /{index}` `{settings?, mappings?}`; `DELETE /{index}`; `PUT|GET /{index}/_settings`;
+ * - `PUT /{index}` `{settings?, mappings?}`; `DELETE /{index}`; `PUT /{index}/_settings`;
  * - `PUT|POST /_index_template/{name}` (`?create=true`), `GET /_index_template[/{name}]`,
  *   `DELETE /_index_template/{name}`;
- * - `GET /{index}/_doc/{id}` (`?routing=`): 200 with the document, 404 `{"found": false}`;
+ * - the single-document APIs (`document-routes.ts`);
  * - `POST|PUT /_bulk`, `POST|PUT /{index}/_bulk` (`?refresh=true|false|wait_for`, `?routing=`): NDJSON
  *   whatever the content type (`application/x-ndjson`, `application/json`, none), up to
  *   `bulkBodyLimitBytes`;
- * - `GET /_cat/shards[/{index}]` (`?format=json`, `?v`); `POST|GET /{index}/_refresh`, `/_refresh`.
+ * - `GET /_cat/shards[/{index}]` (`?format=json`, `?v`).
+ *
+ * `GET /{index}/_settings`, `_refresh` and the other calls over every index are in `index-info-routes.ts`.
  *
  * A node whose engine serves no writable indices answers these with 400 naming the route. A cluster data
  * node answers the index APIs with 400 too: its coordinator serves them.
@@ -18,9 +20,10 @@
  * token; `_bulk` and refresh the writer token (or the admin token); GETs and `_cat` are open.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError, TemplateNotFoundError } from '../errors.js';
 import { parseRefreshPolicy } from '../indices/bulk-response.js';
 import type { CatShardRow, IndexApi } from '../indices/writable-indices.js';
+import { registerDocumentRoutes } from './document-routes.js';
 import { sendError } from './http-server.js';
 import type { RouteAuth } from './route-auth.js';
 
@@ -111,11 +114,6 @@ export function registerIndexRoutes(
     { config: config('admin', []) },
     handle('PUT /{index}/_settings', (w, r) => w.updateSettings(r.params.index, r.body)),
   );
-  app.get<{ Params: { index: string } }>(
-    '/:index/_settings',
-    { config: config('read', []) },
-    handle('GET /{index}/_settings', (w, r) => w.getSettings(r.params.index)),
-  );
   for (const method of ['PUT', 'POST'] as const) {
     app.route<{ Params: { name: string } }>({
       method,
@@ -141,14 +139,7 @@ export function registerIndexRoutes(
     handle('GET /_index_template/{name}', (w, r, reply) => {
       const found = w.getTemplates(r.params.name);
       if ((found['index_templates'] as unknown[]).length === 0) {
-        return reply.code(404).send({
-          error: {
-            type: 'resource_not_found_exception',
-            reason: `index template matching [${r.params.name}] not found`,
-            code: 'QS_TEMPLATE_NOT_FOUND',
-          },
-          status: 404,
-        });
+        return sendError(reply, new TemplateNotFoundError(r.params.name));
       }
       return found;
     }),
@@ -158,14 +149,7 @@ export function registerIndexRoutes(
     { config: config('admin', []) },
     handle('DELETE /_index_template/{name}', (w, r) => w.deleteTemplate(r.params.name)),
   );
-  app.get<{ Params: { index: string; id: string } }>(
-    '/:index/_doc/:id',
-    { config: config('read', ['routing']) },
-    handle('GET /{index}/_doc/{id}', async (w, r, reply) => {
-      const doc = await w.getDocument(r.params.index, r.params.id, routingParameter(query(r)));
-      return doc.found ? doc : reply.code(404).send(doc);
-    }),
-  );
+  registerDocumentRoutes(app, service);
   for (const method of ['POST', 'PUT'] as const) {
     for (const url of ['/_bulk', '/:index/_bulk']) {
       app.route<{ Params: { index?: string } }>({
@@ -193,19 +177,4 @@ export function registerIndexRoutes(
   };
   app.get('/_cat/shards', { config: config('read', ['format', 'v']) }, handle('GET /_cat/shards', cat));
   app.get('/_cat/shards/:index', { config: config('read', ['format', 'v']) }, handle('GET /_cat/shards', cat));
-  for (const method of ['POST', 'GET'] as const) {
-    app.route<{ Params: { index?: string } }>({
-      method,
-      url: '/:index/_refresh',
-      // A refresh changes what searches see: the writer's, whatever the method.
-      config: config('write', []),
-      handler: handle('POST /{index}/_refresh', (w, r) => w.refresh(r.params.index)),
-    });
-    app.route({
-      method,
-      url: '/_refresh',
-      config: config('write', []),
-      handler: handle('POST /_refresh', (w) => w.refresh()),
-    });
-  }
 }

@@ -352,10 +352,30 @@ const REQUEST_ERRORS: readonly {
   },
   {
     name: 'a metadata parameter Elasticsearch has but this server does not implement',
-    body: ndjson('{"index":{"_index":"a","_id":"1","if_seq_no":5}}', '{}'),
+    body: ndjson('{"index":{"_index":"a","_id":"1","version":5}}', '{}'),
     type: 'illegal_argument_exception',
     reason:
-      'Action/metadata line [1] contains a parameter [if_seq_no] that this server does not support; received 5',
+      'Action/metadata line [1] contains a parameter [version] that this server does not support; received 5',
+    line: 1,
+  },
+  {
+    name: 'if_seq_no without if_primary_term, and compare-and-set on create',
+    body: ndjson(
+      '{"index":{"_index":"a","_id":"1","if_seq_no":5}}',
+      '{}',
+      '{"create":{"_index":"a","_id":"2","if_seq_no":1,"if_primary_term":1}}',
+      '{}',
+    ),
+    type: 'action_request_validation_exception',
+    reason:
+      'Validation Failed: 1: ifSeqNo is set, but primary term is [0] (line 1);2: create operations do not support compare and set. use index instead (line 3);',
+    line: undefined,
+  },
+  {
+    name: 'a negative if_seq_no',
+    body: ndjson('{"delete":{"_index":"a","_id":"1","if_seq_no":-1,"if_primary_term":1}}'),
+    type: 'illegal_argument_exception',
+    reason: 'Action/metadata line [1]: [if_seq_no] must be an integer >= 0; received -1',
     line: 1,
   },
   {

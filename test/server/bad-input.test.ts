@@ -88,7 +88,7 @@ const SEARCH: BadInput[] = [
       [{ query: { bool: { should: [1] } } }, 'should', '1'],
       [{ query: { match_all: { boost: 2 } } }, '[match_all]', '[boost]'],
       [{ query: { nosuch: {} } }, 'nosuch', 'nosuch'],
-      [{ sort: ['date'] }, '[sort]', 'sort'],
+      [{ sort: [{ date: { order: 'sideways' } }] }, 'order', 'sideways'],
       ['{"size":1e309}', 'size', '1e309'],
       ['{"from":-1e400}', 'from', '-1e400'],
       ['{"query":{"range":{"date":{"gt":9e999}}}}', 'query.range.date.gt', '9e999'],
@@ -108,7 +108,8 @@ const SEARCH: BadInput[] = [
   })),
   { route: 'search', name: 'from + size over the window', method: 'POST', url: '/_search', body: { from: 9995, size: 10 }, status: 400, field: 'from + size', received: '10005' },
   { route: 'search', name: 'a body that is not JSON', method: 'POST', url: '/_search', body: '{"query": {', status: 400, field: 'request body is not valid JSON', received: 'JSON' },
-  { route: 'search', name: 'a URL parameter', method: 'GET', url: '/_search?size=3', status: 400, field: 'url parameter [size]', received: '"3"' },
+  { route: 'search', name: 'an unknown URL parameter', method: 'GET', url: '/_search?frobnicate=3', status: 400, field: 'url parameter [frobnicate]', received: '"3"' },
+  { route: 'search', name: 'a URL size that is not a number', method: 'GET', url: '/_search?size=three', status: 400, field: 'size', received: 'three' },
   { route: 'search', name: 'an unknown index', method: 'POST', url: '/nope-1/_search', body: {}, status: 404, field: 'index', received: 'nope-1' },
   { route: 'search', name: 'a bad percent-encoding', method: 'POST', url: '/spam%ZZ/_search', body: {}, status: 400, field: 'url', received: 'spam%ZZ' },
   { route: 'search', name: 'an index list too long', method: 'POST', url: `/${Array.from({ length: 1200 }, (_, i) => `i${i}`).join(',')}/_search`, body: {}, status: 400, field: 'url', received: 'i0,i1,i2' },
@@ -409,7 +410,7 @@ const BULK: BadInput[] = [
 // documents and _cat
 const DOCUMENTS: BadInput[] = [
   { route: 'document', name: 'GET from a missing index', method: 'GET', url: '/nope/_doc/1', status: 404, field: 'index', received: 'nope' },
-  { route: 'document', name: 'GET with realtime=false', method: 'GET', url: '/logs/_doc/1?realtime=false', status: 400, field: 'url parameter [realtime]', received: '"false"' },
+  { route: 'document', name: 'GET with an unknown URL parameter', method: 'GET', url: '/logs/_doc/1?frobnicate=false', status: 400, field: 'url parameter [frobnicate]', received: '"false"' },
   { route: 'document', name: 'GET with routing given twice', method: 'GET', url: '/logs/_doc/1?routing=a&routing=b', status: 400, field: 'routing', received: '["a","b"]' },
   { route: 'document', name: 'GET from a corpus index', method: 'GET', url: '/spam-1/_doc/1', status: 404, field: 'index', received: 'spam-1' },
   { route: 'document', name: 'GET with a wildcard index', method: 'GET', url: '/lo*/_doc/1', status: 404, field: 'index', received: 'lo*' },

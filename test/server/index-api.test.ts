@@ -87,7 +87,7 @@ describe('index API validation', () => {
     ['deleting with a wildcard', 'DELETE', '/sp*', undefined, 400, /^index must name indices to delete.*received "sp\*"$/],
     ['deleting a corpus index', 'DELETE', '/spam-1', undefined, 403, /^index \[spam-1\] blocked by: \[FORBIDDEN\/8\/index write \(api\)\]/],
     ['settings of a corpus index', 'PUT', '/spam-2/_settings', { refresh_interval: '1s' }, 403, /cluster_block|blocked by/],
-    ['an unknown URL parameter', 'GET', '/spam-1/_doc/1?realtime=false', undefined, 400, /^url parameter \[realtime\] is not supported \(routing, pretty\); received "false"$/],
+    ['an unknown URL parameter', 'GET', '/spam-1/_doc/1?stored_fields=a', undefined, 400, /^url parameter \[stored_fields\] is not supported \(routing, _source, _source_includes, _source_excludes, realtime, pretty\); received "a"$/],
     ['a bad refresh value', 'POST', '/_bulk?refresh=maybe', ndjson({ index: { _index: 'x1' } }, {}), 400, /^refresh must be true, false or wait_for; received "maybe"$/],
   ];
   it.each(refused)('refuses %s with a 4xx naming the field and the value', async (_what, method, url, body, status, reason) => {
