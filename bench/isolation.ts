@@ -191,8 +191,9 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   const phaseMs = numberArg('--phase-seconds', full ? 20 : 10) * 1000;
   const cheapPerSecond = 20;
   // The bundled sandboxes; the stores are in memory, so nothing from earlier runs applies.
-  const singleThreadedGc = process.argv.includes('--single-threaded-gc');
-  const laned = await createRuntime({ sandboxes: sandboxFile, dataDir: DATA_DIR, nodeId: 'lanes', singleThreadedGc });
+  // `node --single-threaded-gc dist/bench/isolation.js`: every isolate collects on its own thread.
+  const singleThreadedGc = process.execArgv.includes('--single-threaded-gc');
+  const laned = await createRuntime({ sandboxes: sandboxFile, dataDir: DATA_DIR, nodeId: 'lanes' });
   const single = await createRuntime({ sandboxes: sandboxFile, dataDir: DATA_DIR, lanes: false, nodeId: 'single' });
   const threads = single.options.threads;
   const bare = new Piscina({
@@ -295,7 +296,7 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       `\nisolation: lanes ${lanes.map((l) => `${l.name} ${l.workers}+${l.spareWorkers} at ${l.weight === 'idle' ? 'SCHED_IDLE' : `nice ${l.weight}`}${l.weighted ? '' : ' (UNWEIGHTED)'}`).join(', ')}; ` +
         `one lane and bare piscina: ${threads} workers; flood capacity ${floodCapacity.toFixed(1)}/s (bare, closed loop); ` +
         `cheap queries at ${cheapPerSecond}/s; ${rounds} rounds of ${phaseMs / 1000} s phases` +
-        (singleThreadedGc ? '; lanes runtime with single-threaded GC' : ''),
+        (singleThreadedGc ? '; single-threaded GC (node --single-threaded-gc)' : ''),
     );
     for (let round = 1; round <= rounds; round++) {
       // The background lane alone (enforcement off) against bare piscina, closed loop.

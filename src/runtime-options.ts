@@ -102,8 +102,10 @@ export interface RuntimeOptions {
   /**
    * Run V8's garbage collector on each isolate's own thread (`--single-threaded-gc`), so that a
    * task's GC work shows in its worker's thread clock instead of on shared helper threads that no
-   * sandbox is charged for. Process-wide, set before the first worker starts; costs GC throughput
-   * (measured by `bench/gc-blind-spot`). Default false.
+   * sandbox is charged for, and so that a background lane's GC runs at the lane's weight. Process-wide,
+   * set before the first worker starts; costs GC throughput (measured by `bench/gc-blind-spot`).
+   * Prefer `node --single-threaded-gc` at start: set at run time, after the main isolate has begun a
+   * concurrent marking cycle, it aborted the process here (a V8 check). Default false.
    */
   singleThreadedGc?: boolean;
   /**

@@ -352,8 +352,11 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
         })
       : undefined;
 
-  if (resolved.singleThreadedGc) {
-    // Process-wide and only for isolates made after it: workers refuse it in execArgv.
+  if (resolved.singleThreadedGc && !process.execArgv.includes('--single-threaded-gc')) {
+    // Process-wide and only for isolates made after it: workers refuse it in execArgv. Given to node
+    // at start it is safe; flipped here it can meet a concurrent marking cycle of the main isolate
+    // (seen: V8 `Check failed: concurrent_marking_handle_ implies ...`, the process aborted).
+    log.warn('singleThreadedGc is set at run time; start node with --single-threaded-gc instead (see docs/lanes.md)');
     v8.setFlagsFromString('--single-threaded-gc');
   }
   // Follows workers from their start, so a task that stops checkpointing can still be measured.
