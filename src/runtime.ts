@@ -425,9 +425,21 @@ function logLanes(log: pino.Logger, pool: LanePool): void {
   );
 }
 
+/**
+ * `weighted` only when every lane runs at the weight it asked for and each lane's threads really weigh
+ * less than the lane above: a process started at nice 19 cannot give its background lane less weight
+ * than its foreground (both end at 19), and then nothing favours the foreground.
+ */
 function isolationOf(lanes: readonly PoolLaneStats[]): NodeStats['isolation'] {
   if (lanes.length < 2) return 'single_lane';
-  return lanes.every((l) => l.weighted) ? 'weighted' : 'unweighted';
+  if (!lanes.every((l) => l.weighted)) return 'unweighted';
+  for (let i = 1; i < lanes.length; i++) {
+    const above = lanes[i - 1]!;
+    const below = lanes[i]!;
+    const belowIdle = below.weight === 'idle' && above.weight !== 'idle';
+    if (!belowIdle && !((below.nice ?? 0) > (above.nice ?? 0))) return 'unweighted';
+  }
+  return 'weighted';
 }
 
 /**
