@@ -53,6 +53,7 @@ import {
   openQueryPriority,
   type QueryPriorityStore,
 } from './scheduler/query-priority-store.js';
+import { weighHelperThreads } from './pool/helper-threads.js';
 import { LanePool, type PoolLaneStats } from './pool/lane-pool.js';
 import {
   type ResolvedRuntimeOptions,
@@ -381,6 +382,14 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   });
   log.info({ startupMs: pool.startups.map((s) => Math.round(s.startupMs)) }, 'workers ready');
   logLanes(log, pool);
+  if (resolved.helperThreadWeight !== undefined) {
+    const helpers = weighHelperThreads(resolved.helperThreadWeight);
+    (helpers.weighted === helpers.threads ? log.info : log.warn).call(
+      log,
+      { nice: resolved.helperThreadWeight, ...helpers },
+      `helper threads (V8 platform, libuv): ${helpers.weighted} of ${helpers.threads} at nice ${resolved.helperThreadWeight}`,
+    );
+  }
   try {
     await checkWorkerHeapLimit(pool, resolved.workerHeapMb);
   } catch (error) {
