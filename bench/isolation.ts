@@ -24,7 +24,8 @@
  * Targets: (L) and (L+) p99 within 1.5x of (a); (L) flood throughput >= 0.9x (b)'s; the background
  * lane alone >= 0.95x bare piscina's capacity.
  *
- * Usage: part of `npm run bench`; alone: `node dist/bench/isolation.js [--full] [--rounds N] [--phase-seconds S]`.
+ * Usage: part of `npm run bench`; alone: `node dist/bench/isolation.js [--full] [--rounds N]
+ * [--phase-seconds S] [--helper-thread-weight N]`.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -193,8 +194,18 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   const phaseMs = numberArg('--phase-seconds', full ? 20 : 10) * 1000;
   const cheapPerSecond = 20;
   // The bundled sandboxes; the stores are in memory, so nothing from earlier runs applies.
-  const singleThreadedGc = process.argv.includes('--single-threaded-gc');
-  const laned = await createRuntime({ sandboxes: sandboxFile, dataDir: DATA_DIR, nodeId: 'lanes', singleThreadedGc });
+  // `node --single-threaded-gc dist/bench/isolation.js`: every isolate collects on its own thread.
+  const singleThreadedGc = process.execArgv.includes('--single-threaded-gc');
+  // `--helper-thread-weight N`: the lanes runtime renices the process's helper threads (every case
+  // in this process then runs with them at that nice).
+  const helperAt = process.argv.indexOf('--helper-thread-weight');
+  const helperThreadWeight = helperAt < 0 ? undefined : Number(process.argv[helperAt + 1]);
+  const laned = await createRuntime({
+    sandboxes: sandboxFile,
+    dataDir: DATA_DIR,
+    nodeId: 'lanes',
+    ...(helperThreadWeight !== undefined ? { helperThreadWeight } : {}),
+  });
   const single = await createRuntime({ sandboxes: sandboxFile, dataDir: DATA_DIR, lanes: false, nodeId: 'single' });
   const threads = single.options.threads;
   const bare = new Piscina({
@@ -297,7 +308,8 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       `\nisolation: lanes ${lanes.map((l) => `${l.name} ${l.workers}+${l.spareWorkers} at ${l.weight === 'idle' ? 'SCHED_IDLE' : `nice ${l.weight}`}${l.weighted ? '' : ' (UNWEIGHTED)'}`).join(', ')}; ` +
         `one lane and bare piscina: ${threads} workers; flood capacity ${floodCapacity.toFixed(1)}/s (bare, closed loop); ` +
         `cheap queries at ${cheapPerSecond}/s; ${rounds} rounds of ${phaseMs / 1000} s phases` +
-        (singleThreadedGc ? '; lanes runtime with single-threaded GC' : ''),
+        (singleThreadedGc ? '; single-threaded GC (node --single-threaded-gc)' : '') +
+        (helperThreadWeight !== undefined ? `; helper threads at nice ${helperThreadWeight}` : ''),
     );
     for (let round = 1; round <= rounds; round++) {
       // The background lane alone (enforcement off) against bare piscina, closed loop.
@@ -390,7 +402,19 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       bareVsAloneP99: get('b')!.p99VsAlone,
     };
   });
-  const data = { phaseMs, rounds, cheapPerSecond, floodCapacity, aloneP99, capacities, backgroundVsBare, rows, summary };
+  const data = {
+    phaseMs,
+    rounds,
+    cheapPerSecond,
+    helperThreadWeight: helperThreadWeight ?? null,
+    singleThreadedGc,
+    floodCapacity,
+    aloneP99,
+    capacities,
+    backgroundVsBare,
+    rows,
+    summary,
+  };
   await writeResult('isolation', data, CHARTS['isolation']!(data));
   return { aloneP99, rows, summary, backgroundVsBare };
 }

@@ -94,6 +94,15 @@ export interface RuntimeOptions {
    */
   lanes?: readonly LaneOptions[] | false;
   /**
+   * Nice value, integer 0..19, given once at start to the process's helper threads: every thread but
+   * the main one and the lanes' workers, that is V8's platform workers (which run part of every
+   * isolate's GC), its delayed-task thread and libuv's threadpool (see `pool/helper-threads.ts`).
+   * Background isolates' GC work then stops competing with foreground workers at full weight; the
+   * foreground's own GC helpers and the threadpool's fs work run at that nice too. Default: left
+   * alone. docs/lanes.md has the measurement.
+   */
+  helperThreadWeight?: number;
+  /**
    * Probe the heap of a task that stopped checkpointing (none for `2 × intervalMs`) through the
    * in-process inspector, so an engine stuck in code without checkpoints still shows its memory.
    * Default true.
@@ -102,8 +111,10 @@ export interface RuntimeOptions {
   /**
    * Run V8's garbage collector on each isolate's own thread (`--single-threaded-gc`), so that a
    * task's GC work shows in its worker's thread clock instead of on shared helper threads that no
-   * sandbox is charged for. Process-wide, set before the first worker starts; costs GC throughput
-   * (measured by `bench/gc-blind-spot`). Default false.
+   * sandbox is charged for, and so that a background lane's GC runs at the lane's weight. Process-wide,
+   * set before the first worker starts; costs GC throughput (measured by `bench/gc-blind-spot`).
+   * Prefer `node --single-threaded-gc` at start: set at run time, after the main isolate has begun a
+   * concurrent marking cycle, it aborted the process here (a V8 check). Default false.
    */
   singleThreadedGc?: boolean;
   /**
@@ -228,6 +239,8 @@ export interface ResolvedRuntimeOptions {
   readonly spareWorkers: number;
   /** The lanes, highest band first, defaults filled in. */
   readonly lanes: readonly ResolvedLane[];
+  /** `undefined`: helper threads are left alone. */
+  readonly helperThreadWeight: number | undefined;
   readonly heapProbe: boolean;
   readonly queueOrder: 'priority' | 'fifo';
   readonly agingMsPerPriority: number;
@@ -446,6 +459,8 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     threads,
     spareWorkers,
     lanes,
+    helperThreadWeight:
+      options.helperThreadWeight === undefined ? undefined : integer('helperThreadWeight', options.helperThreadWeight, 0, 19, 0),
     heapProbe: options.heapProbe ?? true,
     queueOrder,
     agingMsPerPriority,

@@ -83,6 +83,7 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --foreground-min-priority P  lowest priority the foreground lane takes (default 11)
   --background-weight W  nice 0..19 or idle (SCHED_IDLE) of the background lane's threads (default 19)
   --spare-workers N      loaded spare workers of each lane, 0..64 (default 1)
+  --helper-thread-weight N  nice 0..19 for V8's GC helper threads and libuv's pool (default: left alone)
   --engine MODULE        engine module path (default: built-in MiniSearch over SpamAssassin)
   --enforcement MODE     enabled | monitor_only | disabled (default enabled)
   --interval-ms N        governor interval (default 100)
@@ -185,6 +186,7 @@ const RUNTIME_FLAGS = [
   'foreground-min-priority',
   'background-weight',
   'spare-workers',
+  'helper-thread-weight',
   'engine',
   'enforcement',
   'interval-ms',
@@ -219,6 +221,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
         'foreground-min-priority': { type: 'string' },
         'background-weight': { type: 'string' },
         'spare-workers': { type: 'string' },
+        'helper-thread-weight': { type: 'string' },
         engine: { type: 'string' },
         enforcement: { type: 'string' },
         'interval-ms': { type: 'string' },
@@ -296,6 +299,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
       : (intFlag('port', env['PORT'], 0, 65535, 'PORT') ?? 9200);
   const threads = intFlag('threads', str('threads'), 1, 1024);
   const spareWorkers = intFlag('spare-workers', str('spare-workers'), 0, 64);
+  const helperThreadWeight = intFlag('helper-thread-weight', str('helper-thread-weight'), 0, 19);
   const lanes = laneFlags(str);
   const intervalMs = intFlag('interval-ms', str('interval-ms'), 10, 60_000);
   const maxDocs = intFlag('max-docs', str('max-docs'), 1, 1_000_000);
@@ -378,6 +382,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     dataDir: str('data-dir') ?? env['QUERY_SANDBOX_DATA_DIR'] ?? '.query-sandbox',
     ...(threads !== undefined ? { threads } : {}),
     ...(spareWorkers !== undefined ? { spareWorkers } : {}),
+    ...(helperThreadWeight !== undefined ? { helperThreadWeight } : {}),
     ...(lanes !== undefined ? { lanes } : {}),
     ...(intervalMs !== undefined ? { intervalMs } : {}),
     ...(maxSandboxes !== undefined ? { maxSandboxes } : {}),
