@@ -8,7 +8,7 @@
 
 const kBrand = Symbol.for('query-sandbox.error');
 
-/** Codes a caller can act on. Each one appears in the README's error table (a test keeps them in step). */
+/** Codes a caller can act on. Each one appears in the error table of docs/errors.md (a test keeps them in step). */
 export const ErrorCode = {
   /** Refused before it ran: the sandbox is above its low limit, or the queue is full. HTTP 429. */
   REJECTED: 'QS_REJECTED',
