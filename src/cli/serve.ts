@@ -21,7 +21,7 @@ import { InvalidArgumentError } from '../errors.js';
 import { RuntimeFeed, withTaskEnds } from '../observability/runtime-feed.js';
 import { createRuntime } from '../runtime.js';
 import { FileSandboxStore } from '../sandbox/file-sandbox-store.js';
-import { describeJsonError } from '../sandbox/json-error-position.js';
+import { describeJsonError } from '../common/json-error-position.js';
 import { FileQueryPriorityStore } from '../scheduler/query-priority-store.js';
 import { parseQueryPriority } from '../scheduler/query-priority.js';
 import { buildCoordinatorServer } from '../server/coordinator-server.js';

@@ -78,7 +78,7 @@ import {
 } from '../indices/writable-indices.js';
 import { BulkPlanner, type PlannedItem, type ShardBatch } from '../routing/bulk-planner.js';
 import { type BulkItem, BulkRequestParser, type BulkRequestParserOptions } from '../routing/bulk-request.js';
-import { isPlainObject } from '../sandbox/is-plain-object.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 import { callInternal, type InternalCallOptions } from './internal-call.js';
 import {
   CAT_SHARDS_PATH,

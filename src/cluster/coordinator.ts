@@ -51,7 +51,7 @@ import {
   ShardsFailedError,
 } from '../errors.js';
 import { DecisionLog } from '../observability/decision-log.js';
-import { isPlainObject } from '../sandbox/is-plain-object.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 import type { DataNodeAddress } from './cluster-spec.js';
 import { ClusterWrites } from './cluster-writes.js';
 import type { CoordinatorStats, DataNodeStats } from './coordinator-stats.js';

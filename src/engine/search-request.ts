@@ -19,6 +19,7 @@
  * (see `search-options.ts`). Aggregations are refused with a 400 that says so.
  */
 
+import { isPlainObject } from '../common/is-plain-object.js';
 import { EngineRequestError, formatReceived } from '../errors.js';
 import { SEARCH_FIELDS, type SearchField, tokenizeMail } from './mail-index.js';
 import { parseQueryString } from './query-string.js';
@@ -327,7 +328,7 @@ function parseBool(raw: unknown, at: string, budget: ParseBudget, depth: number)
     const entries = spec[occur];
     const path = `${where}[${occur}]`;
     if (entries === undefined) return [];
-    if (isObject(entries)) return [parseQuery(entries, path, budget, depth)];
+    if (isPlainObject(entries)) return [parseQuery(entries, path, budget, depth)];
     if (!Array.isArray(entries)) {
       fail(`${path} must be a query object or an array of them; received ${formatReceived(entries)}`);
     }
@@ -350,7 +351,7 @@ function parseBool(raw: unknown, at: string, budget: ParseBudget, depth: number)
 function parseMatch(raw: unknown, at: string, budget: ParseBudget): TextQueryPlan {
   const [field, spec] = singleField(raw, at, 'match');
   const where = `${at}[match][${field}]`;
-  if (isObject(spec)) {
+  if (isPlainObject(spec)) {
     checkKeys(spec, where, ['query', 'fuzziness', 'operator', 'prefix_length']);
     return {
       kind: 'text',
@@ -377,7 +378,7 @@ function parsePrefix(raw: unknown, at: string, budget: ParseBudget): PrefixQuery
   const [field, spec] = singleField(raw, at, 'prefix');
   let value = spec;
   let where = `${at}[prefix][${field}]`;
-  if (isObject(spec)) {
+  if (isPlainObject(spec)) {
     checkKeys(spec, where, ['value']);
     value = spec['value'];
     where += '[value]';
@@ -849,12 +850,8 @@ function isSearchField(name: unknown): name is SearchField {
   return (SEARCH_FIELDS as readonly unknown[]).includes(name);
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function asObject(value: unknown, what: string): Record<string, unknown> {
-  if (!isObject(value)) fail(`${what} must be a JSON object; received ${formatReceived(value)}`);
+  if (!isPlainObject(value)) fail(`${what} must be a JSON object; received ${formatReceived(value)}`);
   return value;
 }
 

@@ -30,6 +30,7 @@
  * `bulk_routing.mode: id` cannot be combined with `routing_partition_size` > 1, because a partitioned
  * index routes by its routing value, so an id alone cannot choose the shard.
  */
+import { isPlainObject } from '../common/is-plain-object.js';
 import { InvalidArgumentError } from '../errors.js';
 import {
   resolveShardRouting,
@@ -37,7 +38,7 @@ import {
   MAX_NUMBER_OF_SHARDS,
   type ShardRouting,
 } from '../routing/shard-routing.js';
-import { parseTimeValueMs } from './time-value.js';
+import { parseTimeValueMs } from '../common/time-value.js';
 
 const MAX_INT = 0x7fffffff;
 
@@ -173,10 +174,6 @@ function parseBooleanSetting(value: unknown, path: string): boolean {
   if (value === true || value === 'true') return true;
   if (value === false || value === 'false') return false;
   throw new InvalidArgumentError(path, 'must be true or false (only [true] or [false] are allowed)', value);
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**

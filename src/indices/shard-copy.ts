@@ -24,6 +24,7 @@
  * acknowledges only when that append resolves (durable in `request` mode). If the append fails, the
  * copy is failed: every later write is refused until the node restarts and recovers from the log.
  */
+import { isPlainObject } from '../common/is-plain-object.js';
 import { EngineFailureError } from '../errors.js';
 import {
   type AppendResult,
@@ -85,10 +86,6 @@ export interface ShardCopyOptions {
   readonly durability?: ShardLogDurability | undefined;
   /** fsync period in `async` mode, ms. @default 5000 */
   readonly syncIntervalMs?: number | undefined;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**

@@ -1,4 +1,3 @@
-/** True for a `{...}` value as JSON.parse makes it: an object that is neither null nor an array. */
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+// Moved to src/common/is-plain-object.ts. This re-export keeps sandbox/ and scheduler/ unchanged while
+// issues 14 and 18 edit them; it goes when their imports point at common/ (issue 15).
+export { isPlainObject } from '../common/is-plain-object.js';

@@ -37,7 +37,7 @@ import { parseSettingValues, resolveIndexSettings } from '../indices/index-setti
 import type { ShardWriteItem } from '../indices/shard-copy.js';
 import type { LoggedOperation } from '../indices/shard-log.js';
 import type { WritableIndices } from '../indices/writable-indices.js';
-import { isPlainObject } from '../sandbox/is-plain-object.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 import { sendError } from './http-server.js';
 
 /** Largest internal write body, bytes (a coordinator's whole bulk may go to one primary). */

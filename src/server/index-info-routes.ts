@@ -28,7 +28,7 @@ import {
   type ShardCopyState,
   statusAtLeast,
 } from '../indices/cluster-health.js';
-import { parseTimeValueMs } from '../indices/time-value.js';
+import { parseTimeValueMs } from '../common/time-value.js';
 import type { IndexApi } from '../indices/writable-indices.js';
 import { catFormat } from './index-routes.js';
 import { headerValue, sendError } from './http-server.js';
