@@ -31,6 +31,7 @@
  * index routes by its routing value, so an id alone cannot choose the shard.
  */
 import { isPlainObject } from '../common/is-plain-object.js';
+import type { BulkRoutingMode } from '../bulk/bulk-planner.js';
 import { InvalidArgumentError } from '../errors.js';
 import {
   resolveShardRouting,
@@ -42,9 +43,6 @@ import { parseTimeValueMs } from '../common/time-value.js';
 
 const MAX_INT = 0x7fffffff;
 
-/** The two ways a single-shard bulk is made (see `src/routing/bulk-planner.ts`). */
-export type BulkRoutingMode = 'routing' | 'id';
-export const BULK_ROUTING_MODES: readonly BulkRoutingMode[] = ['routing', 'id'];
 
 /** Explicitly given settings, each checked on its own. Keys are camelCase forms of `index.*` keys. */
 export interface IndexSettingValues {

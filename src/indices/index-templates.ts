@@ -10,7 +10,7 @@
  *   here).
  * - Name: no space, `,`, `#`, `*`, no leading `_`, lowercase (`validate(...)`: "name must not contain a
  *   space", ...); and, stricter than Elasticsearch, which checks only those, the rest of the index-name
- *   rules (`index-name.ts`): none of `\ / ? " < > |` or `:`, no leading `-` or `+`, not `.` or `..`, at
+ *   rules (`common/index-name.ts`): none of `\ / ? " < > |` or `:`, no leading `-` or `+`, not `.` or `..`, at
  *   most 255 UTF-8 bytes, so that a template name is as safe in a path or a URL as an index name.
  *   Patterns: no space, `,`, `#`, `:`, no leading `_`, none of `\ / ? " < > |` (`*` is the
  *   wildcard).
