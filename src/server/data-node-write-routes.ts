@@ -38,7 +38,7 @@ import type { ShardWriteItem } from '../bulk/shard-write-item.js';
 import type { LoggedOperation } from '../indices/shard-log.js';
 import type { WritableIndices } from '../indices/writable-indices.js';
 import { isPlainObject } from '../common/is-plain-object.js';
-import { sendError } from './http-server.js';
+import { sendError } from './error-body.js';
 
 /** Largest internal write body, bytes (a coordinator's whole bulk may go to one primary). */
 const INTERNAL_BODY_LIMIT = 200 * 1024 * 1024;

@@ -20,7 +20,7 @@ import {
   writeDocument,
 } from '../bulk/document-writes.js';
 import type { GetResponse, IndexApi } from '../indices/writable-indices.js';
-import { sendError } from './http-server.js';
+import { sendError } from './error-body.js';
 
 type Query = Readonly<Record<string, unknown>>;
 

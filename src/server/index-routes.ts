@@ -24,7 +24,7 @@ import { InvalidArgumentError, TemplateNotFoundError } from '../errors.js';
 import { parseRefreshPolicy } from '../bulk/bulk-response.js';
 import type { CatShardRow, IndexApi } from '../indices/writable-indices.js';
 import { registerDocumentRoutes } from './document-routes.js';
-import { sendError } from './http-server.js';
+import { sendError } from './error-body.js';
 import type { RouteAuth } from './route-auth.js';
 
 export interface IndexRoutesOptions {
