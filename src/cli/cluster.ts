@@ -37,7 +37,7 @@ import { availableCores } from '../../native-shim/index.js';
 import { type ClusterSpec, formatClusterSpec } from '../cluster/cluster-spec.js';
 import { parseEngineOptions } from '../engine/engine-options.js';
 import { ensureIndexCache } from '../engine/index-cache.js';
-import { parseEtcdEndpoints } from '../cluster/etcd-endpoints.js';
+import { parseEtcdEndpoints } from '../etcd/etcd-endpoints.js';
 import { ETCD_INSTALL_HINT, findEtcdBinary, type LocalEtcd, startLocalEtcd } from '../cluster/local-etcd.js';
 import { InvalidArgumentError } from '../errors.js';
 import { isListeningMessage } from './node-lifecycle.js';

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { AdmissionMode } from '../admission/admission-controller.js';
 import { type DataNodeAddress, parseDataNodeList } from '../cluster/cluster-spec.js';
-import { parseEtcdEndpoints } from '../cluster/etcd-endpoints.js';
+import { parseEtcdEndpoints } from '../etcd/etcd-endpoints.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { EnforcementMode } from '../governor/decide.js';
 import type { RuntimeOptions } from '../runtime-options.js';

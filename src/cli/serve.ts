@@ -32,7 +32,7 @@ import { notifyListening, type StopWatch, watchStopRequests } from './node-lifec
 import { type NodeSecrets, readNodeSecrets } from './node-secrets.js';
 import { probePort } from './port-probe.js';
 import type { ServeOptions } from './serve-options.js';
-import type { EtcdConnection } from '../cluster/etcd-connection.js';
+import type { EtcdConnection } from '../etcd/etcd-connection.js';
 
 /**
  * `--etcd`: the node's connection to the cluster state, checked with one read at start (loaded only
@@ -41,7 +41,7 @@ import type { EtcdConnection } from '../cluster/etcd-connection.js';
  */
 async function connectClusterState(options: ServeOptions, log: pino.Logger): Promise<EtcdConnection | undefined> {
   if (options.etcd === undefined) return undefined;
-  const { EtcdConnection } = await import('../cluster/etcd-connection.js');
+  const { EtcdConnection } = await import('../etcd/etcd-connection.js');
   const connection = new EtcdConnection({
     endpoints: options.etcd,
     ...(options.etcdPrefix !== undefined ? { prefix: options.etcdPrefix } : {}),

@@ -58,7 +58,7 @@ import type { CoordinatorStats, DataNodeStats } from './coordinator-stats.js';
 import { callShardSearch, type NodeCallOutcome } from './data-node-client.js';
 import { discoverDataNodes } from './discovery.js';
 import { EtcdMetadataPersistence } from './etcd-index-metadata.js';
-import type { EtcdConnection } from './etcd-connection.js';
+import type { EtcdConnection } from '../etcd/etcd-connection.js';
 import type { MembershipWatcher } from './membership.js';
 import type { NodeInfo } from './internal-protocol.js';
 import { RemoteClientError } from './remote-client-error.js';
