@@ -18,30 +18,33 @@ import { FileQueryPriorityStore } from '../src/scheduler/query-priority-store.js
 
 const echoEngine = fileURLToPath(new URL('./fixtures/echo-engine.mjs', import.meta.url));
 
+// Priorities of 11 and more: the foreground lane, whose nice-0 workers get their share of a machine
+// busy with other work (a nice-19 background worker next to a CPU hog gets about 1.5 % of a core, so
+// no task of it would reach these limits, or finish its burn, in the test's time).
 const sandboxFile = {
   sandboxes: [
     {
       name: 'burners',
-      priority: 1,
+      priority: 11,
       resourceConsumptionLimits: { cpu: { low: 0.2, high: 0.6 }, memory: { low: 0.3, high: 0.5 } },
       selectionAttributes: [{ name: 'userPattern', value: 'burn_*' }],
     },
     {
       name: 'spinners',
-      priority: 4,
+      priority: 14,
       resourceConsumptionLimits: { cpu: { low: 0.05, high: 0.1 } },
       selectionAttributes: [{ name: 'userPattern', value: 'spin_*' }],
     },
     {
       name: 'watchers',
-      priority: 3,
+      priority: 13,
       mode: 'monitor',
       resourceConsumptionLimits: { cpu: { low: 0.1, high: 0.2 } },
       selectionAttributes: [{ name: 'userPattern', value: 'watch_*' }],
     },
     {
       name: 'alpha-only',
-      priority: 2,
+      priority: 12,
       selectionAttributes: [{ name: 'indicesPattern', value: 'alpha' }],
     },
   ],
@@ -250,7 +253,9 @@ describe('runtime with a second, trivial engine', () => {
     await sleep(350);
     const usage = runtime.governorSnapshot().usage;
     const u = usage.get(unit.id)?.cpu ?? 0;
-    expect(u).toBeGreaterThan(0.2); // one busy worker on two cores: about 0.5
+    // One busy worker on two cores: about 0.5 on an idle machine; other load can take most of its core,
+    // so the bound only says the task's CPU is seen. The equalities below are the point.
+    expect(u).toBeGreaterThan(0.05);
     expect(usage.get(dept.id)?.cpu).toBe(u);
     expect(usage.get(org.id)?.cpu).toBe(u);
     expect(usage.get('_root')!.cpu).toBeGreaterThanOrEqual(u);
@@ -286,7 +291,8 @@ describe('runtime with a second, trivial engine', () => {
     await sleep(150);
     await reg.delete(s.id);
     await sleep(200);
-    expect(runtime.governorSnapshot().usage.get('_root')!.cpu).toBeGreaterThan(0.2);
+    // Still counted (about 0.5 on an idle machine; a busy one leaves the worker less of its core).
+    expect(runtime.governorSnapshot().usage.get('_root')!.cpu).toBeGreaterThan(0.05);
     await expect(running).resolves.toMatchObject({ x: true });
   });
 
@@ -419,6 +425,8 @@ describe('runtime queue and shutdown', () => {
       const rt = await createRuntime({
         engine: echoEngine,
         threads: 1,
+        // One lane at nice 0: a nice-19 worker next to other load would not reach the limit.
+        lanes: false,
         spareWorkers,
         graceIntervals: 1,
         engineOptions: { initDelayMs: 1500 },
@@ -445,7 +453,7 @@ describe('runtime queue and shutdown', () => {
         await rt.close();
       }
     };
-    expect(await served(1)).toBeLessThan(500); // the spare takes it at once
+    expect(await served(1)).toBeLessThan(1000); // the spare takes it at once (an echo; slack for a busy machine)
     expect(await served(0)).toBeGreaterThan(1000); // waits for the replacement to load (1.5 s)
   });
 
@@ -482,7 +490,7 @@ describe('runtime query priority', () => {
     try {
       const started = performance.now();
       // Three slow low-priority tasks: one runs on the general worker, two wait; the reserved one idles.
-      const lows = [1, 2, 3].map(() => runtime.search({ index: 'alpha', body: { sleepMs: 300 } }));
+      const lows = [1, 2, 3].map(() => runtime.search({ index: 'alpha', body: { sleepMs: 1000 } }));
       await sleep(50);
       expect(runtime.schedulerStats().lanes[0]!.reservations).toEqual([
         { minPriority: null, workers: 1, busy: 1 },
@@ -491,7 +499,8 @@ describe('runtime query priority', () => {
       expect(runtime.schedulerStats().queued).toBe(2);
       // The body matches the rule's regex (the engine has no queryAttributes hook: the JSON body is used).
       await runtime.search({ index: 'alpha', body: { echo: 'vip' } });
-      expect(performance.now() - started).toBeLessThan(250);
+      // Well before the first low task ends (1 s): it did not wait for the general worker.
+      expect(performance.now() - started).toBeLessThan(800);
       await Promise.all(lows);
       const byPriority = runtime.schedulerStats().priorities.map((p) => [p.priority, p.dequeued]);
       expect(byPriority).toEqual([
