@@ -138,7 +138,11 @@ export interface RuntimeOptions {
   maxQueuedTasks?: number;
   /** Governor interval, ms, 10..60000. Default 100. */
   intervalMs?: number;
-  /** Intervals between soft and hard cancellation, integer 1..1000. Default 2. */
+  /**
+   * Intervals between soft and hard cancellation, integer 1..1000, for tasks of sandboxes that set no
+   * `cancellationGraceMs` (nor any ancestor does). Default 2 (200 ms at the default interval). A hard
+   * cancellation terminates the task's worker: its replacement runs the engine's `init` again.
+   */
   graceIntervals?: number;
   /** `enabled` (act), `monitor_only` (count what would be done), `disabled`. Default `enabled`. */
   enforcement?: EnforcementMode;

@@ -60,6 +60,7 @@ import {
   resolveRuntimeOptions,
   type TaskEndEvent,
 } from './runtime-options.js';
+import { effectiveCancellationGrace } from './sandbox/cancellation-grace.js';
 import { createRootSandbox, ROOT_SANDBOX_ID, type Resource, type Sandbox } from './sandbox/sandbox.js';
 import { loadSandboxFile, parseSandboxDefinitions } from './sandbox/sandbox-file.js';
 import { SandboxRegistry } from './sandbox/sandbox-registry.js';
@@ -458,6 +459,8 @@ class GovernedRuntime implements Runtime {
   // Swapped whole on every accepted sandbox change (see #applySandboxes); never mutated in place.
   #sandboxes: readonly Sandbox[];
   #byId: ReadonlyMap<string, Sandbox>;
+  /** Each sandbox's effective `cancellationGraceMs` (Infinity: never), swapped with the set. */
+  #graceMs: ReadonlyMap<string, number>;
   #classifier: SandboxClassifier;
   readonly #pool: LanePool;
   readonly #log: pino.Logger;
@@ -507,6 +510,7 @@ class GovernedRuntime implements Runtime {
     const sandboxes = registry.list();
     this.#sandboxes = sandboxes;
     this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
+    this.#graceMs = effectiveCancellationGrace(sandboxes, options.graceIntervals * options.intervalMs);
     this.#classifier = new SandboxClassifier(sandboxes);
     registry.onChange((list) => this.#applySandboxes(list));
     // A shared store (etcd) hands over the rules other nodes saved: applied here, not saved again.
@@ -549,6 +553,7 @@ class GovernedRuntime implements Runtime {
         counters: this.#counters,
         softCancel: (taskId, resource) => this.#softCancel(taskId, resource),
         hardCancel: (taskId, resource) => this.#hardCancel(taskId, resource),
+        graceMsOf: (taskId) => this.#graceMsOf(taskId),
         nowMs: () => performance.now(),
       },
     );
@@ -560,6 +565,7 @@ class GovernedRuntime implements Runtime {
     const classifier = new SandboxClassifier(sandboxes);
     this.#sandboxes = sandboxes;
     this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
+    this.#graceMs = effectiveCancellationGrace(sandboxes, this.options.graceIntervals * this.options.intervalMs);
     this.#classifier = classifier;
     this.#log.info(
       { sandboxes: sandboxes.map((s) => s.id), version: this.sandboxRegistry.version },
@@ -901,6 +907,12 @@ class GovernedRuntime implements Runtime {
       r.tracked.slot,
       resource === 'cpu' ? CancelReason.CPU : CancelReason.MEMORY,
     );
+  }
+
+  /** The grace of a running task: its sandbox's (a deleted sandbox's task: the root's). */
+  #graceMsOf(taskId: number): number {
+    const sandboxId = this.#running.get(taskId)?.queued.sandbox.id ?? ROOT_SANDBOX_ID;
+    return this.#graceMs.get(sandboxId) ?? this.#graceMs.get(ROOT_SANDBOX_ID)!;
   }
 
   #hardCancel(taskId: number, _resource: Resource): void {

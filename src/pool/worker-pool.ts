@@ -64,6 +64,9 @@ export class WorkerPool {
     this.weight = options.weight ?? 0;
     const channelName = `query-sandbox:pool:${process.pid}:${++poolCounter}`;
     this.#channel = new BroadcastChannel(channelName);
+    // Kept open for the start-up reports of replacements, but it must not keep the process alive:
+    // an embedding that forgets close() exits once its last task is done, as with bare piscina.
+    this.#channel.unref();
     this.#channel.onmessage = (event: unknown) =>
       this.#onReport((event as { data: WorkerStartupReport }).data);
     const workerData: HarnessWorkerData = {
