@@ -10,24 +10,14 @@ import { resolveNodeUsageTrackerOptions } from './admission/node-usage-tracker.j
 import { InvalidArgumentError } from './errors.js';
 import { EnforcementMode, SelectionStrategy } from './governor/decide.js';
 import type pino from 'pino';
+import type { TaskEndedEvent } from './diagnostics.js';
 import type { SandboxStore } from './sandbox/sandbox-store.js';
 
-/** What `onTaskEnd` receives about one task that ran. */
-export interface TaskEndEvent {
-  readonly taskId: number;
-  /** The leaf sandbox it ran in. */
-  readonly sandboxId: string;
-  /** The priority the scheduler gave it. */
-  readonly priority: number;
-  /** `completed`, `cancelled` (soft, hard, memory or shutdown) or `failed` (engine error, worker lost). */
-  readonly outcome: 'completed' | 'cancelled' | 'failed';
-  /** CPU time of its worker thread while it ran (from the end of the worker's previous task), ns. */
-  readonly cpuTimeNs: number;
-  /** Time it waited in the queue, ms. */
-  readonly waitMs: number;
-  /** Time from dispatch to its end, ms. */
-  readonly runMs: number;
-}
+/**
+ * What `onTaskEnd` receives about one task that ran: the `query-sandbox:task:ended` event (see
+ * `diagnostics.ts`), with the outcome, soft or hard, the cancellation's reason, CPU, wait and run.
+ */
+export type TaskEndEvent = TaskEndedEvent;
 import type { IndexMetadataStore } from './indices/index-metadata-store.js';
 import type { QueryPriorityStore } from './scheduler/query-priority-store.js';
 import {
@@ -70,8 +60,9 @@ export interface RuntimeOptions {
   indexMetadataStore?: IndexMetadataStore;
   /**
    * Called on the main thread once for every task that ran (not for ones refused before running),
-   * when it ends: its figures, for logs, billing or checks. It must be cheap; what it throws is logged
-   * and ignored.
+   * when it ends: its figures, for logs, billing or checks. A thin subscriber of the
+   * `query-sandbox:task:ended` channel (`diagnostics.ts`), filtered to this runtime's tasks that ran.
+   * It must be cheap; what it throws is logged and ignored.
    */
   onTaskEnd?: (event: TaskEndEvent) => void;
   /** Most sandboxes besides the root (creates beyond it answer 429), integer 0..10000. Default 100. */

@@ -11,6 +11,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import v8 from 'node:v8';
+import diagnostics_channel from 'node:diagnostics_channel';
 import pino from 'pino';
 import { NodeUsageTracker, type HeapUsage, type NodeUsageSnapshot } from './admission/node-usage-tracker.js';
 import { resolveIndexExpression } from './classify/index-expression.js';
@@ -23,12 +24,25 @@ import {
   InvalidArgumentError,
   isQuerySandboxError,
   NotRunningError,
+  type QuerySandboxError,
   RejectedError,
 } from './errors.js';
 import type { EnforcementMode } from './governor/decide.js';
 import { DuressDetector } from './governor/duress-detector.js';
 import { Governor, type GovernorSnapshot, type GovernorStats } from './governor/governor.js';
 import { SandboxCounterTable, type SandboxCounters } from './governor/sandbox-counters.js';
+import {
+  ChannelName,
+  channels,
+  nextRuntimeId,
+  type SandboxStateEvent,
+  type TaskCancellingEvent,
+  type TaskEndedEvent,
+  type TaskQueuedEvent,
+  type TaskRejectedEvent,
+  type TaskStartedEvent,
+  type WorkerReplacedEvent,
+} from './diagnostics.js';
 import { compiledModuleUrl } from './pool/compiled-module-url.js';
 import {
   type EngineDescription,
@@ -116,9 +130,12 @@ export interface NodeStats {
   readonly threads: number;
   /** Workers beyond `threads`, loaded and idle, that keep the capacity while one is replaced (every lane's). */
   readonly spareWorkers: number;
-  /** Workers alive, loaded or not. */
+  /** Workers loaded and taking tasks, every lane's (spares included). */
   readonly liveWorkers: number;
-  /** Workers alive but still loading the engine (replacements, mostly). */
+  /**
+   * Workers alive but still loading the engine (replacements of terminated ones, mostly): not counted
+   * in `liveWorkers`; the two add up to the workers alive.
+   */
   readonly loadingWorkers: number;
   /**
    * What the lanes give: `weighted` (two or more lanes, each running at the OS weight it asked for:
@@ -195,9 +212,31 @@ export interface Runtime {
   /** Queue, lanes and per-priority figures of the scheduler. */
   schedulerStats(): SchedulerStats;
   readonly options: ResolvedRuntimeOptions;
-  /** Stops accepting work, cancels queued and running tasks, stops the workers. Idempotent. */
-  close(): Promise<void>;
+  /** This runtime's id in the process, carried by every event it publishes (`diagnostics.ts`). */
+  readonly runtimeId: number;
+  /**
+   * Stops the runtime. New searches are refused at once (`NotRunningError`, 503). Without `drain`
+   * (the default), queued tasks are cancelled (`CancelledError`, resource `shutdown`) and running
+   * ones with them as their workers stop. With `drain: true`, queued and running tasks first go on
+   * to their end (the governor still acts) for up to `timeoutMs`; what is left then is cancelled as
+   * above. A second call returns the first one's promise; a call without `drain` cuts a drain short.
+   * The runtime holds nothing that keeps the process alive once its tasks are done, so a process that
+   * never calls `close` still exits.
+   * @throws InvalidArgumentError (the promise rejects) naming `options.drain` or `options.timeoutMs`.
+   */
+  close(options?: CloseOptions): Promise<void>;
 }
+
+/** Options of `Runtime.close`. */
+export interface CloseOptions {
+  /** Let queued and running tasks finish before stopping. Default false. */
+  readonly drain?: boolean;
+  /** With `drain`: the longest wait, ms, >= 0 (`Infinity`: no bound). Default 30000. */
+  readonly timeoutMs?: number;
+}
+
+/** `CloseOptions.timeoutMs` by default, ms. */
+const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 
 /**
  * Tasks handed to piscina per worker. With 2, piscina holds the next task ready and the 1 ms task
@@ -211,6 +250,8 @@ interface QueuedTask {
   readonly taskId: number;
   readonly sandbox: Sandbox;
   readonly priority: number;
+  /** When it was offered to the scheduler, ms (`performance.now()`). */
+  readonly queuedAtMs: number;
   readonly request: EngineRequest;
   readonly resolve: (value: unknown) => void;
   readonly reject: (reason: unknown) => void;
@@ -359,6 +400,7 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   }
   // Follows workers from their start, so a task that stops checkpointing can still be measured.
   const heapProbe = resolved.heapProbe ? new WorkerHeapProbe() : undefined;
+  const runtimeId = nextRuntimeId();
   const pool = await LanePool.start({
     engineUrl,
     engineOptions:
@@ -372,6 +414,17 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
     // One slot per task handed to piscina; at most DISPATCH_DEPTH_PER_WORKER per worker.
     depthPerWorker: DISPATCH_DEPTH_PER_WORKER,
     startTimeoutMs: resolved.startTimeoutMs,
+    onReplacement: (lane, report) => {
+      if (!channels.workerReplaced.hasSubscribers) return;
+      const event: WorkerReplacedEvent = {
+        runtimeId,
+        nodeId: resolved.nodeId,
+        lane: resolved.lanes[lane]!.name,
+        threadId: report.threadId,
+        startupMs: report.startupMs,
+      };
+      channels.workerReplaced.publish(event);
+    },
   }).catch(async (error: unknown) => {
     heapProbe?.close();
     await writable?.close();
@@ -387,6 +440,7 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
     throw error;
   }
   return new GovernedRuntime(
+    runtimeId,
     { ...resolved, queryPriority },
     engine,
     description,
@@ -480,9 +534,20 @@ class GovernedRuntime implements Runtime {
   /** Query-priority changes, one at a time: validate, save, apply. */
   #priorityChanges: Promise<unknown> = Promise.resolve();
   #nextTaskId = 1;
+  /** False once `close` was called: new searches are refused. */
+  #accepting = true;
+  /** True once the workers are being stopped (after a drain, if any). */
   #closed = false;
+  #closing: Promise<void> | undefined;
+  /** Ends a drain under way (set while one is). */
+  #endDrain: (() => void) | undefined;
+  readonly runtimeId: number;
+  /** Lane names by lane index, for events. */
+  readonly #laneNames: readonly string[];
+  #unsubscribeTaskEnd: (() => void) | undefined;
 
   constructor(
+    runtimeId: number,
     options: ResolvedRuntimeOptions,
     engine: EngineModule,
     description: EngineDescription,
@@ -493,6 +558,8 @@ class GovernedRuntime implements Runtime {
     priorityStore: QueryPriorityStore,
     writable: WritableIndices | undefined,
   ) {
+    this.runtimeId = runtimeId;
+    this.#laneNames = options.lanes.map((l) => l.name);
     this.indices = writable;
     this.#heapProbe = heapProbe;
     this.#priorityStore = priorityStore;
@@ -554,10 +621,46 @@ class GovernedRuntime implements Runtime {
         softCancel: (taskId, resource) => this.#softCancel(taskId, resource),
         hardCancel: (taskId, resource) => this.#hardCancel(taskId, resource),
         graceMsOf: (taskId) => this.#graceMsOf(taskId),
+        publishStateChanges: (before, after) => this.#publishStateChanges(before, after),
         nowMs: () => performance.now(),
       },
     );
     this.#governor.start();
+    const onTaskEnd = options.onTaskEnd;
+    if (onTaskEnd !== undefined) {
+      // A thin subscriber of `task:ended`: this runtime's tasks that ran.
+      const listener = (message: unknown): void => {
+        const event = message as TaskEndedEvent;
+        if (event.runtimeId !== runtimeId || !event.ran) return;
+        try {
+          onTaskEnd(event);
+        } catch (error) {
+          this.#log.warn({ error: String(error) }, 'onTaskEnd threw');
+        }
+      };
+      diagnostics_channel.subscribe(ChannelName.TASK_ENDED, listener);
+      this.#unsubscribeTaskEnd = () => diagnostics_channel.unsubscribe(ChannelName.TASK_ENDED, listener);
+    }
+  }
+
+  /** `sandbox:state` for every sandbox whose published state changed at this tick, when anyone listens. */
+  #publishStateChanges(before: GovernorSnapshot, after: GovernorSnapshot): void {
+    if (!channels.sandboxState.hasSubscribers) return;
+    for (const [sandboxId, verdict] of after.verdicts) {
+      const from = before.verdicts.get(sandboxId)?.state ?? 'ok';
+      if (from === verdict.state) continue;
+      const usage = after.usage.get(sandboxId);
+      const event: SandboxStateEvent = {
+        runtimeId: this.runtimeId,
+        nodeId: this.options.nodeId,
+        sandboxId,
+        from,
+        to: verdict.state,
+        resource: verdict.state === 'ok' ? undefined : verdict.resource,
+        usage: { cpu: usage?.cpu ?? 0, memory: usage?.memory ?? 0 },
+      };
+      channels.sandboxState.publish(event);
+    }
   }
 
   /** Takes a new sandbox list: classification uses it from the next request on. */
@@ -617,7 +720,7 @@ class GovernedRuntime implements Runtime {
   }
 
   #admit(request: SearchRequest): Promise<unknown> {
-    if (this.#closed) throw new NotRunningError();
+    if (!this.#accepting) throw new NotRunningError();
     if (typeof request.index !== 'string')
       throw new InvalidArgumentError('index', 'must be a string', request.index);
     const indices = resolveIndexExpression(request.index, this.#searchableIndices());
@@ -631,18 +734,32 @@ class GovernedRuntime implements Runtime {
       request.sandboxId !== undefined
         ? this.#classifier.resolveExplicit(request.sandboxId, attributes)
         : this.#classifier.classify(attributes);
-    this.#checkVerdict(sandbox, true);
+    this.#checkVerdict(sandbox, undefined);
     const priority = this.#priorityOf(engineRequest, request.user, sandbox);
     let task!: QueuedTask;
+    const queuedAtMs = performance.now();
     const settled = new Promise((resolve, reject) => {
-      task = { taskId: this.#nextTaskId++, sandbox, priority, request: engineRequest, resolve, reject };
+      task = { taskId: this.#nextTaskId++, sandbox, priority, queuedAtMs, request: engineRequest, resolve, reject };
     });
     // Full bounds shed the lowest priority first: the newest of the lowest-priority waiting tasks
     // makes room for a more important one; if the incoming task is itself the lowest, it is refused.
-    const offered = this.#scheduler.offer(task, sandbox.id, priority, performance.now());
+    const offered = this.#scheduler.offer(task, sandbox.id, priority, queuedAtMs);
     if (!offered.accepted) {
       this.#counters.countRejection(sandbox.id, 'queue');
-      throw new RejectedError(sandbox.id, 'queue', offered.message);
+      const error = new RejectedError(sandbox.id, 'queue', offered.message);
+      this.#publishRejection(task.taskId, priority, error, sandbox.id, offered.reason, false);
+      throw error;
+    }
+    if (channels.taskQueued.hasSubscribers) {
+      const event: TaskQueuedEvent = {
+        runtimeId: this.runtimeId,
+        nodeId: this.options.nodeId,
+        taskId: task.taskId,
+        sandboxId: sandbox.id,
+        priority,
+        lane: this.#laneNames[this.#scheduler.laneOf(priority)]!,
+      };
+      channels.taskQueued.publish(event);
     }
     this.#rejectEvicted(offered.evicted);
     this.#pump();
@@ -701,7 +818,9 @@ class GovernedRuntime implements Runtime {
   #rejectEvicted(evicted: readonly Eviction<QueuedTask>[]): void {
     for (const e of evicted) {
       this.#counters.countRejection(e.sandboxId, 'queue');
-      e.item.reject(new RejectedError(e.sandboxId, 'queue', e.message));
+      const error = new RejectedError(e.sandboxId, 'queue', e.message);
+      this.#publishRejection(e.item.taskId, e.priority, error, e.sandboxId, e.reason, true);
+      e.item.reject(error);
     }
   }
 
@@ -728,11 +847,12 @@ class GovernedRuntime implements Runtime {
 
   /**
    * Throws RejectedError when the governor's published verdict refuses new tasks of `sandbox`.
-   * `atAdmission`: count a monitor sandbox's `would_reject` (once per request, not again at dispatch).
+   * `queued`: the waiting task being dispatched; undefined at admission, where a monitor sandbox's
+   * `would_reject` is counted (once per request, not again at dispatch).
    */
-  #checkVerdict(sandbox: Sandbox, atAdmission: boolean): void {
+  #checkVerdict(sandbox: Sandbox, queued: QueuedTask | undefined): void {
     const verdict = this.#governor.verdict(sandbox.id);
-    if (atAdmission && verdict.wouldReject && verdict.resource !== undefined) {
+    if (queued === undefined && verdict.wouldReject && verdict.resource !== undefined) {
       this.#counters.of(sandbox.id)[verdict.resource].wouldReject++;
     }
     if (!verdict.rejectNew) return;
@@ -741,7 +861,7 @@ class GovernedRuntime implements Runtime {
     const usage = this.#governor.snapshot.usage.get(by);
     const limit = this.#byId.get(by)?.limits[resource];
     this.#counters.countRejection(sandbox.id, resource);
-    throw new RejectedError(
+    const error = new RejectedError(
       sandbox.id,
       resource,
       `rejected: sandbox [${by}] is above its low ${resource} limit` +
@@ -750,6 +870,15 @@ class GovernedRuntime implements Runtime {
           : '') +
         (by !== sandbox.id ? `; request bound to its child [${sandbox.id}]` : ''),
     );
+    this.#publishRejection(
+      queued?.taskId,
+      queued?.priority,
+      error,
+      by,
+      undefined,
+      queued !== undefined,
+    );
+    throw error;
   }
 
   /**
@@ -757,13 +886,19 @@ class GovernedRuntime implements Runtime {
    * counts each lane's `workers` (not its spares): the spares only stand in for workers being replaced.
    */
   #pump(): void {
+    this.#dispatchQueued();
+    // A drain under way ends once nothing is queued or running.
+    if (this.#endDrain !== undefined && this.#running.size === 0 && this.#scheduler.length === 0) this.#endDrain();
+  }
+
+  #dispatchQueued(): void {
     while (!this.#closed) {
       const dispatch = this.#scheduler.next(performance.now());
       if (dispatch === undefined) break;
       const queued = dispatch.item;
       // A task that waited is still new work: the verdict published since it was queued applies.
       try {
-        this.#checkVerdict(queued.sandbox, false);
+        this.#checkVerdict(queued.sandbox, queued);
       } catch (error) {
         this.#scheduler.release(dispatch);
         queued.reject(error);
@@ -781,6 +916,19 @@ class GovernedRuntime implements Runtime {
       const running: RunningTask = { queued, dispatch, tracked };
       this.#running.set(queued.taskId, running);
       this.#tracker.add(tracked);
+      if (channels.taskStarted.hasSubscribers) {
+        const event: TaskStartedEvent = {
+          runtimeId: this.runtimeId,
+          nodeId: this.options.nodeId,
+          taskId: queued.taskId,
+          sandboxId: queued.sandbox.id,
+          priority: queued.priority,
+          lane: this.#laneNames[dispatch.lane]!,
+          waitMs: dispatch.waitMs,
+          lent: dispatch.lent,
+        };
+        channels.taskStarted.publish(event);
+      }
       this.#pool.run(dispatch.lane, { taskId: queued.taskId, slot, request: queued.request }).then(
         (outcome) => this.#settle(running, outcome, undefined),
         (error: unknown) => this.#settle(running, undefined, error),
@@ -799,85 +947,133 @@ class GovernedRuntime implements Runtime {
     this.#governor.forget(queued.taskId);
     const sandboxId = queued.sandbox.id;
     const counters = this.#counters.of(sandboxId);
-    if (this.options.onTaskEnd !== undefined) {
-      const cancelled =
-        (outcome !== undefined && !outcome.ok && outcome.cancelCode !== 0) ||
-        (outcome === undefined &&
-          (picked?.hard === true ||
-            this.#closed ||
-            (thrown as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY'));
-      this.#emitTaskEnd({
-        taskId: queued.taskId,
-        sandboxId,
-        priority: queued.priority,
-        outcome: outcome?.ok === true ? 'completed' : cancelled ? 'cancelled' : 'failed',
-        cpuTimeNs: tracked.cpuTimeNs,
-        waitMs: running.dispatch.waitMs,
-        runMs: performance.now() - tracked.dispatchedAtMs,
-      });
-    }
     try {
+      let failure: QuerySandboxError;
       if (outcome?.ok === true) {
         counters.completions++;
         this.#governor.onTaskCompleted();
+        this.#publishTaskEnd(running, undefined, undefined);
         queued.resolve(outcome.result);
-      } else if (outcome !== undefined && outcome.cancelCode !== 0) {
+        return;
+      }
+      if (outcome !== undefined && outcome.cancelCode !== 0) {
         const resource = cancelResourceOf(outcome.cancelCode);
         this.#counters.countCancellation(sandboxId, resource, false);
-        queued.reject(this.#cancelledError(queued.sandbox, picked?.cancellation.sandboxId, resource, false));
+        failure = this.#cancelledError(queued.sandbox, picked?.cancellation.sandboxId, resource, false);
       } else if (outcome !== undefined) {
         const e = outcome.error;
+        counters.failures++;
         if (e.statusCode !== undefined) {
-          counters.failures++;
-          queued.reject(
-            new EngineRequestError(e.type ?? 'illegal_argument_exception', e.message, e.statusCode),
-          );
+          failure = new EngineRequestError(e.type ?? 'illegal_argument_exception', e.message, e.statusCode);
         } else {
-          counters.failures++;
           this.#log.warn({ taskId: queued.taskId, error: e.message, stack: e.stack }, 'engine failure');
-          queued.reject(new EngineFailureError(`engine failure: ${e.message}`));
+          failure = new EngineFailureError(`engine failure: ${e.message}`);
         }
+      } else if (picked?.hard === true || this.#closed) {
+        // The worker is gone: terminated by a hard cancellation or at shutdown.
+        const resource: Resource | 'shutdown' = picked?.hard ? picked.cancellation.resource : 'shutdown';
+        this.#counters.countCancellation(sandboxId, resource, true);
+        failure = this.#cancelledError(queued.sandbox, picked?.cancellation.sandboxId, resource, true);
+      } else if ((thrown as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
+        // The worker's own heap cap (resourceLimits) stopped the task: a memory cancellation.
+        this.#counters.countCancellation(sandboxId, 'memory', true);
+        this.#log.warn({ taskId: queued.taskId, sandboxId }, 'task exhausted its worker heap');
+        failure = new CancelledError(
+          sandboxId,
+          'memory',
+          true,
+          `task cancelled: it exhausted its worker's heap limit (${this.options.workerHeapMb} MiB, ` +
+            'options.workerHeapMb); the worker was replaced',
+        );
       } else {
-        // The worker is gone: terminated by a hard cancellation or at shutdown, or it died.
-        if (picked?.hard === true || this.#closed) {
-          const resource: Resource | 'shutdown' = picked?.hard ? picked.cancellation.resource : 'shutdown';
-          this.#counters.countCancellation(sandboxId, resource, true);
-          queued.reject(this.#cancelledError(queued.sandbox, picked?.cancellation.sandboxId, resource, true));
-        } else if ((thrown as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
-          // The worker's own heap cap (resourceLimits) stopped the task: a memory cancellation.
-          this.#counters.countCancellation(sandboxId, 'memory', true);
-          this.#log.warn({ taskId: queued.taskId, sandboxId }, 'task exhausted its worker heap');
-          queued.reject(
-            new CancelledError(
-              sandboxId,
-              'memory',
-              true,
-              `task cancelled: it exhausted its worker's heap limit (${this.options.workerHeapMb} MiB, ` +
-                'options.workerHeapMb); the worker was replaced',
-            ),
-          );
-        } else {
-          counters.failures++;
-          this.#log.warn({ taskId: queued.taskId, sandboxId, error: String(thrown) }, 'worker lost');
-          queued.reject(
-            new EngineFailureError(
-              `engine failure: the worker running the task exited (${thrown instanceof Error ? thrown.message : String(thrown)}); it was replaced`,
-              { cause: thrown },
-            ),
-          );
-        }
+        counters.failures++;
+        this.#log.warn({ taskId: queued.taskId, sandboxId, error: String(thrown) }, 'worker lost');
+        failure = new EngineFailureError(
+          `engine failure: the worker running the task exited (${thrown instanceof Error ? thrown.message : String(thrown)}); it was replaced`,
+          { cause: thrown },
+        );
       }
+      this.#publishTaskEnd(running, failure, picked?.cancellation.sandboxId);
+      queued.reject(failure);
     } finally {
       this.#pump();
     }
   }
 
-  #emitTaskEnd(event: TaskEndEvent): void {
-    try {
-      this.options.onTaskEnd?.(event);
-    } catch (error) {
-      this.#log.warn({ error: String(error) }, 'onTaskEnd threw');
-    }
+  /**
+   * Publishes `task:ended` for a task that ran (`failure` undefined: it completed), when anyone
+   * listens. Per-call control (a caller's signal or timeoutMs) ends its running tasks through here.
+   */
+  #publishTaskEnd(running: RunningTask, failure: QuerySandboxError | undefined, breachedBy: string | undefined): void {
+    if (!channels.taskEnded.hasSubscribers) return;
+    const { queued, tracked, dispatch } = running;
+    const event: TaskEndedEvent = {
+      runtimeId: this.runtimeId,
+      nodeId: this.options.nodeId,
+      taskId: queued.taskId,
+      sandboxId: queued.sandbox.id,
+      priority: queued.priority,
+      lane: this.#laneNames[dispatch.lane]!,
+      ran: true,
+      outcome: failure === undefined ? 'completed' : failure instanceof CancelledError ? 'cancelled' : 'failed',
+      cancellation:
+        failure instanceof CancelledError
+          ? { hard: failure.hard, reason: failure.resource, breachedSandboxId: breachedBy ?? failure.sandboxId }
+          : undefined,
+      errorCode: failure?.code,
+      cpuTimeNs: tracked.cpuTimeNs,
+      waitMs: dispatch.waitMs,
+      runMs: performance.now() - tracked.dispatchedAtMs,
+    };
+    channels.taskEnded.publish(event);
+  }
+
+  /**
+   * Publishes `task:ended` for a task that ends while still queued (the runtime closes). Per-call
+   * control ends its queued tasks through here.
+   */
+  #publishQueuedEnd(task: QueuedTask, failure: CancelledError): void {
+    if (!channels.taskEnded.hasSubscribers) return;
+    const event: TaskEndedEvent = {
+      runtimeId: this.runtimeId,
+      nodeId: this.options.nodeId,
+      taskId: task.taskId,
+      sandboxId: task.sandbox.id,
+      priority: task.priority,
+      lane: this.#laneNames[this.#scheduler.laneOf(task.priority)]!,
+      ran: false,
+      outcome: 'cancelled',
+      cancellation: { hard: false, reason: failure.resource, breachedSandboxId: task.sandbox.id },
+      errorCode: failure.code,
+      cpuTimeNs: 0,
+      waitMs: performance.now() - task.queuedAtMs,
+      runMs: 0,
+    };
+    channels.taskEnded.publish(event);
+  }
+
+  /** Publishes `task:rejected` when anyone listens. */
+  #publishRejection(
+    taskId: number | undefined,
+    priority: number | undefined,
+    error: RejectedError,
+    rejectedBy: string,
+    queueReason: string | undefined,
+    wasQueued: boolean,
+  ): void {
+    if (!channels.taskRejected.hasSubscribers) return;
+    const event: TaskRejectedEvent = {
+      runtimeId: this.runtimeId,
+      nodeId: this.options.nodeId,
+      taskId,
+      sandboxId: error.sandboxId,
+      priority,
+      reason: error.resource,
+      queueReason,
+      rejectedBy,
+      queued: wasQueued,
+    };
+    channels.taskRejected.publish(event);
   }
 
   #cancelledError(
@@ -907,6 +1103,26 @@ class GovernedRuntime implements Runtime {
       r.tracked.slot,
       resource === 'cpu' ? CancelReason.CPU : CancelReason.MEMORY,
     );
+    this.#publishCancelling(r, resource, false);
+  }
+
+  #publishCancelling(r: RunningTask, resource: Resource, hard: boolean): void {
+    if (!channels.taskCancelling.hasSubscribers) return;
+    const picked = this.#governor.cancellationOf(r.queued.taskId);
+    const event: TaskCancellingEvent = {
+      runtimeId: this.runtimeId,
+      nodeId: this.options.nodeId,
+      taskId: r.queued.taskId,
+      sandboxId: r.queued.sandbox.id,
+      priority: r.queued.priority,
+      lane: this.#laneNames[r.dispatch.lane]!,
+      hard,
+      reason: resource,
+      breachedSandboxId: picked?.cancellation.sandboxId ?? r.queued.sandbox.id,
+      graceMs: hard ? 0 : this.#graceMsOf(r.queued.taskId),
+      runMs: performance.now() - r.tracked.dispatchedAtMs,
+    };
+    channels.taskCancelling.publish(event);
   }
 
   /** The grace of a running task: its sandbox's (a deleted sandbox's task: the root's). */
@@ -915,9 +1131,11 @@ class GovernedRuntime implements Runtime {
     return this.#graceMs.get(sandboxId) ?? this.#graceMs.get(ROOT_SANDBOX_ID)!;
   }
 
-  #hardCancel(taskId: number, _resource: Resource): void {
+  #hardCancel(taskId: number, resource: Resource): void {
     const r = this.#running.get(taskId);
-    if (r !== undefined) this.#pool.terminateWorkerOf(r.dispatch.lane, r.tracked.slot, taskId);
+    if (r === undefined) return;
+    this.#publishCancelling(r, resource, true);
+    this.#pool.terminateWorkerOf(r.dispatch.lane, r.tracked.slot, taskId);
   }
 
   sandboxes(): readonly Sandbox[] {
@@ -1044,18 +1262,61 @@ class GovernedRuntime implements Runtime {
     return this.#scheduler.stats();
   }
 
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  close(options: CloseOptions = {}): Promise<void> {
+    if (typeof options !== 'object' || options === null) {
+      return Promise.reject(new InvalidArgumentError('options', 'must be an object', options));
+    }
+    const drain = options.drain ?? false;
+    const timeoutMs = options.timeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
+    if (typeof drain !== 'boolean') {
+      return Promise.reject(new InvalidArgumentError('options.drain', 'must be a boolean', drain));
+    }
+    if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0)) {
+      return Promise.reject(
+        new InvalidArgumentError('options.timeoutMs', 'must be a number of ms >= 0 (Infinity: no bound)', timeoutMs),
+      );
+    }
+    if (this.#closing !== undefined) {
+      // A close at once cuts short a drain under way.
+      if (!drain) this.#endDrain?.();
+      return this.#closing;
+    }
+    this.#accepting = false;
+    this.#closing = (async () => {
+      if (drain) await this.#drained(timeoutMs);
+      await this.#shutdown();
+    })();
+    return this.#closing;
+  }
+
+  /** Resolves once nothing is queued or running, or after `timeoutMs`, or when a close at once comes. */
+  #drained(timeoutMs: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer =
+        timeoutMs === Number.POSITIVE_INFINITY ? undefined : setTimeout(() => this.#endDrain?.(), timeoutMs);
+      timer?.unref();
+      this.#endDrain = () => {
+        if (timer !== undefined) clearTimeout(timer);
+        this.#endDrain = undefined;
+        resolve();
+      };
+      this.#pump();
+    });
+  }
+
+  async #shutdown(): Promise<void> {
     this.#closed = true;
+    this.#endDrain = undefined;
     this.#governor.stop();
     this.#usageTracker.stop();
     for (const q of this.#scheduler.drain()) {
       this.#counters.countCancellation(q.sandbox.id, 'shutdown', false);
-      q.reject(
-        new CancelledError(q.sandbox.id, 'shutdown', false, 'task cancelled: the runtime is shutting down'),
-      );
+      const error = new CancelledError(q.sandbox.id, 'shutdown', false, 'task cancelled: the runtime is shutting down');
+      this.#publishQueuedEnd(q, error);
+      q.reject(error);
     }
     await this.#pool.close();
+    this.#unsubscribeTaskEnd?.();
     this.#tracker.close();
     this.#heapProbe?.close();
     await this.indices?.close();

@@ -39,6 +39,8 @@ export interface GovernorDeps {
    * hard-cancel); its sandbox's `cancellationGraceMs`. Default: `graceIntervals × intervalMs` for all.
    */
   graceMsOf?(taskId: number): number;
+  /** Called at every tick with the previous and the new snapshot (for state-change events); must be cheap. */
+  publishStateChanges?(before: GovernorSnapshot, after: GovernorSnapshot): void;
   /** Clock, ms. */
   nowMs(): number;
 }
@@ -280,6 +282,7 @@ export class Governor {
       tasks,
     });
     this.#lastDecision = decision;
+    const before = this.#snapshot;
     this.#snapshot = {
       atMs: nowMs,
       ticks: this.#snapshot.ticks + 1,
@@ -290,6 +293,7 @@ export class Governor {
       usage: sample.sandboxes,
       verdicts: decision.verdicts,
     };
+    deps.publishStateChanges?.(before, this.#snapshot);
 
     for (const [id, v] of decision.verdicts) {
       if (v.wouldCancel) {
