@@ -72,7 +72,6 @@ import {
   type ResolvedRuntimeOptions,
   type RuntimeOptions,
   resolveRuntimeOptions,
-  type TaskEndEvent,
 } from './runtime-options.js';
 import { effectiveCancellationGrace } from './sandbox/cancellation-grace.js';
 import { createRootSandbox, ROOT_SANDBOX_ID, type Resource, type Sandbox } from './sandbox/sandbox.js';
