@@ -9,10 +9,10 @@
  * `CancelledError`, or an engine error.
  */
 import fs from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import v8 from 'node:v8';
 import diagnostics_channel from 'node:diagnostics_channel';
-import pino from 'pino';
 import { NodeUsageTracker, type HeapUsage, type NodeUsageSnapshot } from './admission/node-usage-tracker.js';
 import { resolveIndexExpression } from './classify/index-expression.js';
 import { SandboxClassifier } from './classify/sandbox-classifier.js';
@@ -45,9 +45,12 @@ import {
 } from './diagnostics.js';
 import { compiledModuleUrl } from './pool/compiled-module-url.js';
 import {
+  type EngineBody,
   type EngineDescription,
   type EngineModule,
   type EngineRequest,
+  type EngineResult,
+  type EngineShape,
   WRITABLE_INDICES_OPTION,
 } from './pool/engine-module.js';
 import { WritableIndices } from './indices/writable-indices.js';
@@ -59,6 +62,7 @@ import {
   parseQueryPriority,
   priorityOf,
   type QueryPriorityDocument,
+  type QueryPriorityInput,
 } from './scheduler/query-priority.js';
 import { type Dispatch, type Eviction, type SchedulerStats, TaskScheduler } from './scheduler/task-scheduler.js';
 import { checkReservations } from './scheduler/worker-reservations.js';
@@ -73,6 +77,7 @@ import {
   type RuntimeOptions,
   resolveRuntimeOptions,
 } from './runtime-options.js';
+import { type RuntimeLogger, SILENT_LOGGER } from './runtime-logger.js';
 import { effectiveCancellationGrace } from './sandbox/cancellation-grace.js';
 import { createRootSandbox, ROOT_SANDBOX_ID, type Resource, type Sandbox } from './sandbox/sandbox.js';
 import { loadSandboxFile, parseSandboxDefinitions } from './sandbox/sandbox-file.js';
@@ -85,12 +90,12 @@ import { sampleHeap, WorkerHeapProbe } from '../native-shim/index.js';
 
 export type { RuntimeOptions, TaskEndEvent } from './runtime-options.js';
 
-/** One search request as the runtime takes it. */
-export interface SearchRequest {
+/** One search request as the runtime takes it; `Body` is the engine's body type (`EngineBody`). */
+export interface SearchRequest<Body = unknown> {
   /** Index expression: a name, a comma list, wildcards (`spam-*`), `_all`. */
   readonly index: string;
   /** The request body (parsed JSON), handed to the engine. */
-  readonly body: unknown;
+  readonly body: Body;
   /** The authenticated user, from the deployment's authentication layer. */
   readonly user?: string | undefined;
   /** An explicit sandbox choice, honoured only when the request's attributes match it. */
@@ -159,9 +164,14 @@ export interface NodeStats {
   readonly governorTicks: number;
 }
 
-export interface Runtime {
+/**
+ * A running runtime. `Result` and `Body` are its engine's (`createRuntime<typeof import('./engine.js')>`):
+ * `search` resolves with what the engine's `handle` returns (after the structured clone that
+ * brings it from the worker: class instances arrive as plain objects, functions are refused).
+ */
+export interface Runtime<Result = unknown, Body = unknown> {
   /** Runs one search. Rejects with the errors listed in `errors.ts`. */
-  search(request: SearchRequest): Promise<unknown>;
+  search(request: SearchRequest<Body>): Promise<Result>;
   /** The sandboxes, the root first, parents before children. */
   sandboxes(): readonly Sandbox[];
   /**
@@ -207,7 +217,7 @@ export interface Runtime {
    * @throws InvalidArgumentError naming the field and the received value, or the store's error
    *   (nothing changes then).
    */
-  setQueryPriority(document: unknown): Promise<QueryPriorityDocument>;
+  setQueryPriority(document: QueryPriorityInput): Promise<QueryPriorityDocument>;
   /** Queue, lanes and per-priority figures of the scheduler. */
   schedulerStats(): SchedulerStats;
   readonly options: ResolvedRuntimeOptions;
@@ -306,12 +316,24 @@ async function loadSandboxes(source: ResolvedRuntimeOptions['sandboxes']): Promi
 /**
  * Creates and starts a runtime: loads the sandboxes, prepares the engine in the main thread, starts
  * the workers and waits until each has loaded the engine, then starts the governor.
+ *
+ * The type parameter is the engine module's type, so that `search` is typed by it (the module is
+ * loaded by URL, which TypeScript cannot follow):
+ * ```ts
+ * const runtime = await createRuntime<typeof import('./engine.js')>({
+ *   engine: new URL('./engine.js', import.meta.url).href,
+ * });
+ * const result = await runtime.search({ index: 'products', body: { q: 'lamp' } }); // the handle()'s result
+ * ```
+ * Nothing checks at run time that the module given is of that type.
  * @throws InvalidArgumentError / InvalidSandboxError for bad options or a bad sandbox file;
  *   Error when the engine cannot be loaded or a worker fails to start.
  */
-export async function createRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
+export async function createRuntime<Engine extends EngineShape = EngineModule>(
+  options: RuntimeOptions = {},
+): Promise<Runtime<EngineResult<Engine>, EngineBody<Engine>>> {
   const resolved = resolveRuntimeOptions(options);
-  const log = options.logger ?? pino({ level: 'silent' });
+  const log = options.logger ?? SILENT_LOGGER;
   const store: SandboxStore = options.sandboxStore ?? new MemorySandboxStore();
   const registry = await SandboxRegistry.open({
     store,
@@ -378,10 +400,15 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   log.info({ prepareMs: Math.round(prepareMs), indices: description.indices }, 'engine prepared');
   // Writable indices: recovered from their shard logs before any worker starts, so every worker's
   // first look at the refresh board finds everything that was acknowledged.
+  // Without a dataDir they live in a temporary directory, removed at close: nothing in the cwd.
+  const ephemeralDir =
+    engine.writableIndices === true && resolved.dataDir === undefined
+      ? await fs.mkdtemp(path.join(os.tmpdir(), 'query-sandbox-'))
+      : undefined;
   const writable =
     engine.writableIndices === true
       ? await WritableIndices.open({
-          dir: path.join(resolved.dataDir, 'indices'),
+          dir: path.join(resolved.dataDir ?? ephemeralDir!, 'indices'),
           nodeId: resolved.nodeId,
           role: resolved.nodeRole,
           readOnlyIndices: description.indices ?? [],
@@ -427,6 +454,7 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   }).catch(async (error: unknown) => {
     heapProbe?.close();
     await writable?.close();
+    await removeDir(ephemeralDir);
     throw error;
   });
   log.info({ startupMs: pool.startups.map((s) => Math.round(s.startupMs)) }, 'workers ready');
@@ -436,9 +464,10 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   } catch (error) {
     heapProbe?.close();
     await writable?.close();
+    await removeDir(ephemeralDir);
     throw error;
   }
-  return new GovernedRuntime(
+  return new GovernedRuntime<EngineResult<Engine>, EngineBody<Engine>>(
     runtimeId,
     { ...resolved, queryPriority },
     engine,
@@ -449,14 +478,20 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
     heapProbe,
     priorityStore,
     writable,
+    ephemeralDir,
   );
+}
+
+/** Removes a directory the runtime made for itself, if any. */
+async function removeDir(dir: string | undefined): Promise<void> {
+  if (dir !== undefined) await fs.rm(dir, { recursive: true, force: true });
 }
 
 /**
  * Says at start what the lanes give, so that nothing claims isolation it does not have: a warning for
  * every lane whose weight could not be set.
  */
-function logLanes(log: pino.Logger, pool: LanePool): void {
+function logLanes(log: RuntimeLogger, pool: LanePool): void {
   const lanes = pool.laneStats();
   for (const lane of lanes) {
     if (!lane.weighted) {
@@ -503,7 +538,7 @@ async function checkWorkerHeapLimit(pool: LanePool, workerHeapMb: number): Promi
   }
 }
 
-class GovernedRuntime implements Runtime {
+class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
   readonly options: ResolvedRuntimeOptions;
   readonly #engine: EngineModule;
   readonly #indices: readonly string[] | undefined;
@@ -516,7 +551,7 @@ class GovernedRuntime implements Runtime {
   #graceMs: ReadonlyMap<string, number>;
   #classifier: SandboxClassifier;
   readonly #pool: LanePool;
-  readonly #log: pino.Logger;
+  readonly #log: RuntimeLogger;
   readonly #allocator: SlotAllocator;
   readonly #tracker: UsageTracker;
   readonly #nodeSampler: NodeUsageSampler;
@@ -544,6 +579,8 @@ class GovernedRuntime implements Runtime {
   /** Lane names by lane index, for events. */
   readonly #laneNames: readonly string[];
   #unsubscribeTaskEnd: (() => void) | undefined;
+  /** The temporary directory of writable indices without a dataDir, removed at close. */
+  readonly #ephemeralDir: string | undefined;
 
   constructor(
     runtimeId: number,
@@ -552,11 +589,13 @@ class GovernedRuntime implements Runtime {
     description: EngineDescription,
     registry: SandboxRegistry,
     pool: LanePool,
-    log: pino.Logger,
+    log: RuntimeLogger,
     heapProbe: WorkerHeapProbe | undefined,
     priorityStore: QueryPriorityStore,
     writable: WritableIndices | undefined,
+    ephemeralDir: string | undefined,
   ) {
+    this.#ephemeralDir = ephemeralDir;
     this.runtimeId = runtimeId;
     this.#laneNames = options.lanes.map((l) => l.name);
     this.indices = writable;
@@ -710,9 +749,9 @@ class GovernedRuntime implements Runtime {
     return this.#usageTracker.snapshot();
   }
 
-  search(request: SearchRequest): Promise<unknown> {
+  search(request: SearchRequest<Body>): Promise<Result> {
     try {
-      return this.#admit(request);
+      return this.#admit(request) as Promise<Result>;
     } catch (error) {
       return Promise.reject(error);
     }
@@ -1214,7 +1253,7 @@ class GovernedRuntime implements Runtime {
     return this.#scheduler.config.document;
   }
 
-  setQueryPriority(document: unknown): Promise<QueryPriorityDocument> {
+  setQueryPriority(document: QueryPriorityInput): Promise<QueryPriorityDocument> {
     const change = this.#priorityChanges.then(() => this.#changeQueryPriority(document));
     this.#priorityChanges = change.catch(() => undefined);
     return change;
@@ -1319,5 +1358,6 @@ class GovernedRuntime implements Runtime {
     this.#tracker.close();
     this.#heapProbe?.close();
     await this.indices?.close();
+    await removeDir(this.#ephemeralDir);
   }
 }

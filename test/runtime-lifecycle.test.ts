@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,14 +18,23 @@ const settle = <T>(p: Promise<T>) =>
   );
 
 /** Runs the fixture in a child process; resolves with its exit code, output and wall time. */
-function runChild(mode: string, timeoutMs: number) {
+function runChild(
+  mode: string,
+  timeoutMs: number,
+  more: { readonly args?: readonly string[]; readonly cwd?: string; readonly env?: NodeJS.ProcessEnv } = {},
+) {
   const started = performance.now();
   return new Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string; ms: number }>(
     (resolve) => {
       execFile(
         process.execPath,
-        [forgetsClose, mode, dataDir()],
-        { timeout: timeoutMs, killSignal: 'SIGKILL' },
+        [forgetsClose, mode, ...(more.args ?? [dataDir()])],
+        {
+          timeout: timeoutMs,
+          killSignal: 'SIGKILL',
+          ...(more.cwd !== undefined ? { cwd: more.cwd } : {}),
+          ...(more.env !== undefined ? { env: more.env } : {}),
+        },
         (error, stdout, stderr) => {
           const e = error as (Error & { code?: number; signal?: string }) | null;
           resolve({
@@ -57,6 +66,24 @@ describe('runtime lifecycle', () => {
     expect(child.code).toBe(0);
     expect(JSON.parse(child.stdout)).toMatchObject({ bulkErrors: false });
     expect(JSON.parse(child.stdout).hits).toBeGreaterThanOrEqual(1);
+  });
+
+  it('creates nothing in the working directory without a dataDir: the cache goes to the user cache dir', async () => {
+    const cwd = dataDir();
+    const cache = dataDir();
+    const tmp = dataDir();
+    const child = await runChild('builtin', 120_000, {
+      args: ['-', 'close'],
+      cwd,
+      env: { ...process.env, XDG_CACHE_HOME: cache, TMPDIR: tmp },
+    });
+    expect(child.stderr).toBe('');
+    expect(child.code).toBe(0);
+    expect(JSON.parse(child.stdout)).toMatchObject({ bulkErrors: false });
+    expect(readdirSync(cwd)).toEqual([]);
+    expect(readdirSync(path.join(cache, 'query-sandbox')).length).toBeGreaterThan(0);
+    // The writable index's temporary directory went with close().
+    expect(readdirSync(tmp)).toEqual([]);
   });
 
   it('completes queued and running work with close({ drain: true }) and refuses new searches at once', async () => {

@@ -14,6 +14,7 @@ import {
   SandboxForbiddenError,
 } from '../src/errors.js';
 import { createRuntime, type Runtime } from '../src/runtime.js';
+import type { QueryPriorityInput } from '../src/scheduler/query-priority.js';
 import { FileQueryPriorityStore } from '../src/scheduler/query-priority-store.js';
 
 const echoEngine = fileURLToPath(new URL('./fixtures/echo-engine.mjs', import.meta.url));
@@ -508,6 +509,7 @@ describe('runtime query priority', () => {
       await expect(runtime.setQueryPriority({ priorities: [{ priority: 1, reserved_workers: 2 }] })).rejects.toThrow(
         "body.priorities must leave at least one of lane [background]'s 2 workers unreserved",
       );
+      // @ts-expect-error: the input type wants an integer; the runtime refuses it too
       await expect(runtime.setQueryPriority({ priorities: [{ priority: 'high' }] })).rejects.toThrow(
         'body.priorities[0].priority must be an integer; received "high"',
       );
@@ -620,7 +622,7 @@ describe('runtime query priority', () => {
         ],
       },
     });
-    const configs = [
+    const configs: QueryPriorityInput[] = [
       {},
       vipRules,
       { ...vipRules, lending: true },
@@ -633,7 +635,7 @@ describe('runtime query priority', () => {
       let stop = false;
       const reloader = (async () => {
         while (!stop) {
-          await runtime.setQueryPriority(configs[reloads++ % configs.length]);
+          await runtime.setQueryPriority(configs[reloads++ % configs.length]!);
           await sleep(3);
         }
       })();

@@ -163,6 +163,26 @@ export interface QueryAttributes {
   readonly timeRange?: { readonly fromMs: number; readonly toMs: number };
 }
 
+/** What `createRuntime<Engine>` takes as an engine module type: anything with a `handle`. */
+export interface EngineShape {
+  handle(request: never, context: never): unknown;
+}
+
+/**
+ * The result of an engine module's `handle`, awaited: what `Runtime.search` resolves with.
+ * `EngineResult<typeof import('./engine.js')>`; `unknown` for a type without `handle`.
+ */
+export type EngineResult<Engine> = Engine extends { handle(request: never, context: never): infer R }
+  ? Awaited<R>
+  : unknown;
+
+/** The request body an engine module's `handle` takes (`EngineRequest<Body>`): what `search` takes as `body`. */
+export type EngineBody<Engine> = Engine extends {
+  handle(request: EngineRequest<infer Body>, context: never): unknown;
+}
+  ? Body
+  : unknown;
+
 /** The shape of an engine module. */
 export interface EngineModule<Body = unknown, Result = unknown> {
   /**

@@ -17,6 +17,8 @@ import { InvalidArgumentError, SandboxNotFoundError } from '../errors.js';
 import { toSandboxDocument } from '../sandbox/sandbox-document.js';
 import { checkAdminToken } from './admin-auth.js';
 import type { Runtime } from '../runtime.js';
+import type { SandboxInput, SandboxPatch } from '../sandbox/sandbox-input.js';
+import type { QueryPriorityInput } from '../scheduler/query-priority.js';
 import { toErrorResponse } from './error-body.js';
 import { registerIndexRoutes } from './index-routes.js';
 import { nodeStatsView, type StatsQuery, sandboxStatsView, sandboxesView } from './stats-views.js';
@@ -158,7 +160,8 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
   app.put('/_sandbox', adminOnly, async (request, reply) => {
     try {
       admin(request);
-      const sandbox = await runtime.sandboxRegistry.create(request.body);
+      // Checked by the registry, whatever the body holds.
+      const sandbox = await runtime.sandboxRegistry.create(request.body as SandboxInput);
       return reply.code(201).header('etag', `"${sandbox.version}"`).send(toSandboxDocument(sandbox));
     } catch (error) {
       return sendError(reply, error);
@@ -168,7 +171,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
     try {
       admin(request);
       const expected = ifMatchVersion(headerValue(request, 'if-match'));
-      const sandbox = await runtime.sandboxRegistry.update(request.params.id, request.body, expected);
+      const sandbox = await runtime.sandboxRegistry.update(request.params.id, request.body as SandboxPatch, expected);
       return reply.header('etag', `"${sandbox.version}"`).send(toSandboxDocument(sandbox));
     } catch (error) {
       return sendError(reply, error);
@@ -188,7 +191,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
   app.put('/_query_priority', adminOnly, async (request, reply) => {
     try {
       admin(request);
-      return reply.send(await runtime.setQueryPriority(request.body));
+      return reply.send(await runtime.setQueryPriority(request.body as QueryPriorityInput));
     } catch (error) {
       return sendError(reply, error);
     }
