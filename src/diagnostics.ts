@@ -26,6 +26,7 @@
  * - ran: `task:queued`, `task:started`, any `task:cancelling` (soft, then maybe hard), `task:ended`.
  */
 import diagnostics_channel from 'node:diagnostics_channel';
+import { CancelledError, type QuerySandboxError, type RejectedError } from './errors.js';
 import type { SandboxState } from './governor/decide.js';
 import type { Resource } from './sandbox/sandbox.js';
 
@@ -192,4 +193,186 @@ let lastRuntimeId = 0;
 /** A new process-unique runtime id (1, 2, ...). */
 export function nextRuntimeId(): number {
   return ++lastRuntimeId;
+}
+
+/** Who publishes: made once per runtime. */
+export interface EventSource {
+  readonly runtimeId: number;
+  readonly nodeId: string;
+}
+
+// The publishers the runtime calls. Each returns at once while its channel has no subscriber, so
+// the request path builds no event object then; they take the figures as arguments for that reason.
+
+export function publishTaskQueued(
+  source: EventSource,
+  taskId: number,
+  sandboxId: string,
+  priority: number,
+  lane: string,
+): void {
+  if (!channels.taskQueued.hasSubscribers) return;
+  const event: TaskQueuedEvent = {
+    runtimeId: source.runtimeId,
+    nodeId: source.nodeId,
+    taskId,
+    sandboxId,
+    priority,
+    lane,
+  };
+  channels.taskQueued.publish(event);
+}
+
+export function publishTaskStarted(
+  source: EventSource,
+  taskId: number,
+  sandboxId: string,
+  priority: number,
+  lane: string,
+  waitMs: number,
+  lent: boolean,
+): void {
+  if (!channels.taskStarted.hasSubscribers) return;
+  const event: TaskStartedEvent = {
+    runtimeId: source.runtimeId,
+    nodeId: source.nodeId,
+    taskId,
+    sandboxId,
+    priority,
+    lane,
+    waitMs,
+    lent,
+  };
+  channels.taskStarted.publish(event);
+}
+
+export function publishTaskCancelling(
+  source: EventSource,
+  taskId: number,
+  sandboxId: string,
+  priority: number,
+  lane: string,
+  hard: boolean,
+  reason: Resource,
+  breachedSandboxId: string,
+  graceMs: number,
+  startedAtMs: number,
+): void {
+  if (!channels.taskCancelling.hasSubscribers) return;
+  const event: TaskCancellingEvent = {
+    runtimeId: source.runtimeId,
+    nodeId: source.nodeId,
+    taskId,
+    sandboxId,
+    priority,
+    lane,
+    hard,
+    reason,
+    breachedSandboxId,
+    graceMs,
+    runMs: performance.now() - startedAtMs,
+  };
+  channels.taskCancelling.publish(event);
+}
+
+/**
+ * `task:ended`. `failure`: the error the caller gets (undefined: completed); `breachedBy`: the sandbox
+ * whose limit the cancellation is for (default: the error's own); `startedAtMs`: dispatch time
+ * (`performance.now()`), or `undefined` for a task that never ran (then `waitMs` runs to now from
+ * `queuedAtMs`).
+ */
+export function publishTaskEnded(
+  source: EventSource,
+  taskId: number,
+  sandboxId: string,
+  priority: number,
+  lane: string,
+  failure: QuerySandboxError | undefined,
+  breachedBy: string | undefined,
+  cpuTimeNs: number,
+  waitMs: number,
+  startedAtMs: number | undefined,
+): void {
+  if (!channels.taskEnded.hasSubscribers) return;
+  const cancelled = failure instanceof CancelledError ? failure : undefined;
+  const event: TaskEndedEvent = {
+    runtimeId: source.runtimeId,
+    nodeId: source.nodeId,
+    taskId,
+    sandboxId,
+    priority,
+    lane,
+    ran: startedAtMs !== undefined,
+    outcome: failure === undefined ? 'completed' : cancelled !== undefined ? 'cancelled' : 'failed',
+    cancellation:
+      cancelled === undefined
+        ? undefined
+        : { hard: cancelled.hard, reason: cancelled.resource, breachedSandboxId: breachedBy ?? cancelled.sandboxId },
+    errorCode: failure?.code,
+    cpuTimeNs,
+    waitMs,
+    runMs: startedAtMs === undefined ? 0 : performance.now() - startedAtMs,
+  };
+  channels.taskEnded.publish(event);
+}
+
+export function publishTaskRejected(
+  source: EventSource,
+  taskId: number | undefined,
+  priority: number | undefined,
+  error: RejectedError,
+  rejectedBy: string,
+  queueReason: string | undefined,
+  queued: boolean,
+): void {
+  if (!channels.taskRejected.hasSubscribers) return;
+  const event: TaskRejectedEvent = {
+    runtimeId: source.runtimeId,
+    nodeId: source.nodeId,
+    taskId,
+    sandboxId: error.sandboxId,
+    priority,
+    reason: error.resource,
+    queueReason,
+    rejectedBy,
+    queued,
+  };
+  channels.taskRejected.publish(event);
+}
+
+/** `sandbox:state` for every sandbox whose published state differs between two governor snapshots. */
+export function publishSandboxStates(
+  source: EventSource,
+  before: ReadonlyMap<string, { readonly state: SandboxState }>,
+  after: ReadonlyMap<string, { readonly state: SandboxState; readonly resource: Resource | undefined }>,
+  usage: ReadonlyMap<string, { readonly cpu: number; readonly memory: number }>,
+): void {
+  if (!channels.sandboxState.hasSubscribers) return;
+  for (const [sandboxId, verdict] of after) {
+    const from = before.get(sandboxId)?.state ?? 'ok';
+    if (from === verdict.state) continue;
+    const u = usage.get(sandboxId);
+    const event: SandboxStateEvent = {
+      runtimeId: source.runtimeId,
+      nodeId: source.nodeId,
+      sandboxId,
+      from,
+      to: verdict.state,
+      resource: verdict.state === 'ok' ? undefined : verdict.resource,
+      usage: { cpu: u?.cpu ?? 0, memory: u?.memory ?? 0 },
+    };
+    channels.sandboxState.publish(event);
+  }
+}
+
+export function publishWorkerReplaced(source: EventSource, lane: string, threadId: number, startupMs: number): void {
+  if (!channels.workerReplaced.hasSubscribers) return;
+  const event: WorkerReplacedEvent = {
+    runtimeId: source.runtimeId,
+    nodeId: source.nodeId,
+    lane,
+    threadId,
+    startupMs,
+  };
+  channels.workerReplaced.publish(event);
 }

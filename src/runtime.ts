@@ -33,15 +33,16 @@ import { Governor, type GovernorSnapshot, type GovernorStats } from './governor/
 import { SandboxCounterTable, type SandboxCounters } from './governor/sandbox-counters.js';
 import {
   ChannelName,
-  channels,
+  type EventSource,
   nextRuntimeId,
-  type SandboxStateEvent,
-  type TaskCancellingEvent,
+  publishSandboxStates,
+  publishTaskCancelling,
+  publishTaskEnded,
+  publishTaskQueued,
+  publishTaskRejected,
+  publishTaskStarted,
+  publishWorkerReplaced,
   type TaskEndedEvent,
-  type TaskQueuedEvent,
-  type TaskRejectedEvent,
-  type TaskStartedEvent,
-  type WorkerReplacedEvent,
 } from './diagnostics.js';
 import { compiledModuleUrl } from './pool/compiled-module-url.js';
 import {
@@ -427,6 +428,7 @@ export async function createRuntime<Engine extends EngineShape = EngineModule>(
   // Follows workers from their start, so a task that stops checkpointing can still be measured.
   const heapProbe = resolved.heapProbe ? new WorkerHeapProbe() : undefined;
   const runtimeId = nextRuntimeId();
+  const source: EventSource = Object.freeze({ runtimeId, nodeId: resolved.nodeId });
   const pool = await LanePool.start({
     engineUrl,
     engineOptions:
@@ -440,17 +442,8 @@ export async function createRuntime<Engine extends EngineShape = EngineModule>(
     // One slot per task handed to piscina; at most DISPATCH_DEPTH_PER_WORKER per worker.
     depthPerWorker: DISPATCH_DEPTH_PER_WORKER,
     startTimeoutMs: resolved.startTimeoutMs,
-    onReplacement: (lane, report) => {
-      if (!channels.workerReplaced.hasSubscribers) return;
-      const event: WorkerReplacedEvent = {
-        runtimeId,
-        nodeId: resolved.nodeId,
-        lane: resolved.lanes[lane]!.name,
-        threadId: report.threadId,
-        startupMs: report.startupMs,
-      };
-      channels.workerReplaced.publish(event);
-    },
+    onReplacement: (lane, report) =>
+      publishWorkerReplaced(source, resolved.lanes[lane]!.name, report.threadId, report.startupMs),
   }).catch(async (error: unknown) => {
     heapProbe?.close();
     await writable?.close();
@@ -576,6 +569,8 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
   /** Ends a drain under way (set while one is). */
   #endDrain: (() => void) | undefined;
   readonly runtimeId: number;
+  /** This runtime as its events name it. */
+  readonly #source: EventSource;
   /** Lane names by lane index, for events. */
   readonly #laneNames: readonly string[];
   #unsubscribeTaskEnd: (() => void) | undefined;
@@ -597,6 +592,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
   ) {
     this.#ephemeralDir = ephemeralDir;
     this.runtimeId = runtimeId;
+    this.#source = Object.freeze({ runtimeId, nodeId: options.nodeId });
     this.#laneNames = options.lanes.map((l) => l.name);
     this.indices = writable;
     this.#heapProbe = heapProbe;
@@ -683,22 +679,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
 
   /** `sandbox:state` for every sandbox whose published state changed at this tick, when anyone listens. */
   #publishStateChanges(before: GovernorSnapshot, after: GovernorSnapshot): void {
-    if (!channels.sandboxState.hasSubscribers) return;
-    for (const [sandboxId, verdict] of after.verdicts) {
-      const from = before.verdicts.get(sandboxId)?.state ?? 'ok';
-      if (from === verdict.state) continue;
-      const usage = after.usage.get(sandboxId);
-      const event: SandboxStateEvent = {
-        runtimeId: this.runtimeId,
-        nodeId: this.options.nodeId,
-        sandboxId,
-        from,
-        to: verdict.state,
-        resource: verdict.state === 'ok' ? undefined : verdict.resource,
-        usage: { cpu: usage?.cpu ?? 0, memory: usage?.memory ?? 0 },
-      };
-      channels.sandboxState.publish(event);
-    }
+    publishSandboxStates(this.#source, before.verdicts, after.verdicts, after.usage);
   }
 
   /** Takes a new sandbox list: classification uses it from the next request on. */
@@ -785,20 +766,10 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     if (!offered.accepted) {
       this.#counters.countRejection(sandbox.id, 'queue');
       const error = new RejectedError(sandbox.id, 'queue', offered.message);
-      this.#publishRejection(task.taskId, priority, error, sandbox.id, offered.reason, false);
+      publishTaskRejected(this.#source, task.taskId, priority, error, sandbox.id, offered.reason, false);
       throw error;
     }
-    if (channels.taskQueued.hasSubscribers) {
-      const event: TaskQueuedEvent = {
-        runtimeId: this.runtimeId,
-        nodeId: this.options.nodeId,
-        taskId: task.taskId,
-        sandboxId: sandbox.id,
-        priority,
-        lane: this.#laneNames[this.#scheduler.laneOf(priority)]!,
-      };
-      channels.taskQueued.publish(event);
-    }
+    publishTaskQueued(this.#source, task.taskId, sandbox.id, priority, this.#laneNames[this.#scheduler.laneOf(priority)]!);
     this.#rejectEvicted(offered.evicted);
     this.#pump();
     return settled;
@@ -857,7 +828,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     for (const e of evicted) {
       this.#counters.countRejection(e.sandboxId, 'queue');
       const error = new RejectedError(e.sandboxId, 'queue', e.message);
-      this.#publishRejection(e.item.taskId, e.priority, error, e.sandboxId, e.reason, true);
+      publishTaskRejected(this.#source, e.item.taskId, e.priority, error, e.sandboxId, e.reason, true);
       e.item.reject(error);
     }
   }
@@ -908,7 +879,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
           : '') +
         (by !== sandbox.id ? `; request bound to its child [${sandbox.id}]` : ''),
     );
-    this.#publishRejection(
+    publishTaskRejected(this.#source, 
       queued?.taskId,
       queued?.priority,
       error,
@@ -954,19 +925,15 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
       const running: RunningTask = { queued, dispatch, tracked };
       this.#running.set(queued.taskId, running);
       this.#tracker.add(tracked);
-      if (channels.taskStarted.hasSubscribers) {
-        const event: TaskStartedEvent = {
-          runtimeId: this.runtimeId,
-          nodeId: this.options.nodeId,
-          taskId: queued.taskId,
-          sandboxId: queued.sandbox.id,
-          priority: queued.priority,
-          lane: this.#laneNames[dispatch.lane]!,
-          waitMs: dispatch.waitMs,
-          lent: dispatch.lent,
-        };
-        channels.taskStarted.publish(event);
-      }
+      publishTaskStarted(
+        this.#source,
+        queued.taskId,
+        queued.sandbox.id,
+        queued.priority,
+        this.#laneNames[dispatch.lane]!,
+        dispatch.waitMs,
+        dispatch.lent,
+      );
       this.#pool.run(dispatch.lane, { taskId: queued.taskId, slot, request: queued.request }).then(
         (outcome) => this.#settle(running, outcome, undefined),
         (error: unknown) => this.#settle(running, undefined, error),
@@ -1043,27 +1010,19 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
    * listens. Per-call control (a caller's signal or timeoutMs) ends its running tasks through here.
    */
   #publishTaskEnd(running: RunningTask, failure: QuerySandboxError | undefined, breachedBy: string | undefined): void {
-    if (!channels.taskEnded.hasSubscribers) return;
     const { queued, tracked, dispatch } = running;
-    const event: TaskEndedEvent = {
-      runtimeId: this.runtimeId,
-      nodeId: this.options.nodeId,
-      taskId: queued.taskId,
-      sandboxId: queued.sandbox.id,
-      priority: queued.priority,
-      lane: this.#laneNames[dispatch.lane]!,
-      ran: true,
-      outcome: failure === undefined ? 'completed' : failure instanceof CancelledError ? 'cancelled' : 'failed',
-      cancellation:
-        failure instanceof CancelledError
-          ? { hard: failure.hard, reason: failure.resource, breachedSandboxId: breachedBy ?? failure.sandboxId }
-          : undefined,
-      errorCode: failure?.code,
-      cpuTimeNs: tracked.cpuTimeNs,
-      waitMs: dispatch.waitMs,
-      runMs: performance.now() - tracked.dispatchedAtMs,
-    };
-    channels.taskEnded.publish(event);
+    publishTaskEnded(
+      this.#source,
+      queued.taskId,
+      queued.sandbox.id,
+      queued.priority,
+      this.#laneNames[dispatch.lane]!,
+      failure,
+      breachedBy,
+      tracked.cpuTimeNs,
+      dispatch.waitMs,
+      tracked.dispatchedAtMs,
+    );
   }
 
   /**
@@ -1071,47 +1030,18 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
    * control ends its queued tasks through here.
    */
   #publishQueuedEnd(task: QueuedTask, failure: CancelledError): void {
-    if (!channels.taskEnded.hasSubscribers) return;
-    const event: TaskEndedEvent = {
-      runtimeId: this.runtimeId,
-      nodeId: this.options.nodeId,
-      taskId: task.taskId,
-      sandboxId: task.sandbox.id,
-      priority: task.priority,
-      lane: this.#laneNames[this.#scheduler.laneOf(task.priority)]!,
-      ran: false,
-      outcome: 'cancelled',
-      cancellation: { hard: false, reason: failure.resource, breachedSandboxId: task.sandbox.id },
-      errorCode: failure.code,
-      cpuTimeNs: 0,
-      waitMs: performance.now() - task.queuedAtMs,
-      runMs: 0,
-    };
-    channels.taskEnded.publish(event);
-  }
-
-  /** Publishes `task:rejected` when anyone listens. */
-  #publishRejection(
-    taskId: number | undefined,
-    priority: number | undefined,
-    error: RejectedError,
-    rejectedBy: string,
-    queueReason: string | undefined,
-    wasQueued: boolean,
-  ): void {
-    if (!channels.taskRejected.hasSubscribers) return;
-    const event: TaskRejectedEvent = {
-      runtimeId: this.runtimeId,
-      nodeId: this.options.nodeId,
-      taskId,
-      sandboxId: error.sandboxId,
-      priority,
-      reason: error.resource,
-      queueReason,
-      rejectedBy,
-      queued: wasQueued,
-    };
-    channels.taskRejected.publish(event);
+    publishTaskEnded(
+      this.#source,
+      task.taskId,
+      task.sandbox.id,
+      task.priority,
+      this.#laneNames[this.#scheduler.laneOf(task.priority)]!,
+      failure,
+      undefined,
+      0,
+      performance.now() - task.queuedAtMs,
+      undefined,
+    );
   }
 
   #cancelledError(
@@ -1145,22 +1075,18 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
   }
 
   #publishCancelling(r: RunningTask, resource: Resource, hard: boolean): void {
-    if (!channels.taskCancelling.hasSubscribers) return;
-    const picked = this.#governor.cancellationOf(r.queued.taskId);
-    const event: TaskCancellingEvent = {
-      runtimeId: this.runtimeId,
-      nodeId: this.options.nodeId,
-      taskId: r.queued.taskId,
-      sandboxId: r.queued.sandbox.id,
-      priority: r.queued.priority,
-      lane: this.#laneNames[r.dispatch.lane]!,
+    publishTaskCancelling(
+      this.#source,
+      r.queued.taskId,
+      r.queued.sandbox.id,
+      r.queued.priority,
+      this.#laneNames[r.dispatch.lane]!,
       hard,
-      reason: resource,
-      breachedSandboxId: picked?.cancellation.sandboxId ?? r.queued.sandbox.id,
-      graceMs: hard ? 0 : this.#graceMsOf(r.queued.taskId),
-      runMs: performance.now() - r.tracked.dispatchedAtMs,
-    };
-    channels.taskCancelling.publish(event);
+      resource,
+      this.#governor.cancellationOf(r.queued.taskId)?.cancellation.sandboxId ?? r.queued.sandbox.id,
+      hard ? 0 : this.#graceMsOf(r.queued.taskId),
+      r.tracked.dispatchedAtMs,
+    );
   }
 
   /** The grace of a running task: its sandbox's (a deleted sandbox's task: the root's). */
