@@ -16,7 +16,7 @@ const timeImport = fileURLToPath(new URL('../../bench/imports/time-import.mjs', 
 const loadedModules = fileURLToPath(new URL('../../bench/imports/loaded-modules.mjs', import.meta.url));
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
-const entries = ['piscina', 'query-sandbox', 'query-sandbox/engine', 'query-sandbox/server', 'query-sandbox/cluster'];
+const entries = ['piscina', 'query-sandbox', 'query-sandbox/engine', 'query-sandbox/server', 'query-sandbox/metrics', 'query-sandbox/cluster'];
 
 function importMs(specifier: string): number {
   return Number(execFileSync(process.execPath, [timeImport, specifier], { encoding: 'utf8' }).trim());

@@ -89,3 +89,5 @@ export type { SchedulerStats } from './scheduler/task-scheduler.js';
 export { WritableIndices } from './indices/writable-indices.js';
 export { murmur3Hash } from './routing/murmur3.js';
 export { resolveShardRouting, shardId } from './routing/shard-routing.js';
+export { RuntimeFeed, type RuntimeSnapshot, withTaskEnds } from './observability/runtime-feed.js';
+// Prometheus metrics (prom-client) are in the `query-sandbox/metrics` entry (observability/index.ts).

@@ -72,7 +72,9 @@ import {
   openQueryPriority,
   type QueryPriorityStore,
 } from './scheduler/query-priority-store.js';
+import { weighHelperThreads } from './pool/helper-threads.js';
 import { LanePool, type PoolLaneStats } from './pool/lane-pool.js';
+import { DecisionLog } from './observability/decision-log.js';
 import {
   type ResolvedRuntimeOptions,
   type RuntimeOptions,
@@ -187,6 +189,8 @@ export interface Runtime<Result = unknown, Body = unknown> {
    * resolve index expressions over the engine's indices and these.
    */
   readonly indices: WritableIndices | undefined;
+  /** What the engine's `prepare` reported (indices, shards, documents, mappings). */
+  readonly engineDescription: EngineDescription;
   /** Per-sandbox stats keyed by sandbox id. */
   sandboxStats(): ReadonlyMap<string, SandboxStats>;
   nodeStats(): NodeStats;
@@ -416,13 +420,17 @@ export async function createRuntime<Engine extends EngineShape = EngineModule>(
           durability: resolved.translogDurability,
           syncIntervalMs: resolved.translogSyncIntervalMs,
           indexingPressureBytes: resolved.indexingPressureBytes,
+          writeQueueSize: resolved.writeQueueSize,
           metadataStore: options.indexMetadataStore,
           log,
         })
       : undefined;
 
-  if (resolved.singleThreadedGc) {
-    // Process-wide and only for isolates made after it: workers refuse it in execArgv.
+  if (resolved.singleThreadedGc && !process.execArgv.includes('--single-threaded-gc')) {
+    // Process-wide and only for isolates made after it: workers refuse it in execArgv. Given to node
+    // at start it is safe; flipped here it can meet a concurrent marking cycle of the main isolate
+    // (seen: V8 `Check failed: concurrent_marking_handle_ implies ...`, the process aborted).
+    log.warn('singleThreadedGc is set at run time; start node with --single-threaded-gc instead (see docs/lanes.md)');
     v8.setFlagsFromString('--single-threaded-gc');
   }
   // Follows workers from their start, so a task that stops checkpointing can still be measured.
@@ -452,6 +460,13 @@ export async function createRuntime<Engine extends EngineShape = EngineModule>(
   });
   log.info({ startupMs: pool.startups.map((s) => Math.round(s.startupMs)) }, 'workers ready');
   logLanes(log, pool);
+  if (resolved.helperThreadWeight !== undefined) {
+    const helpers = weighHelperThreads(resolved.helperThreadWeight);
+    const fields = { nice: resolved.helperThreadWeight, ...helpers };
+    const message = `helper threads (V8 platform, libuv): ${helpers.weighted} of ${helpers.threads} at nice ${resolved.helperThreadWeight}`;
+    if (helpers.weighted === helpers.threads) log.info(fields, message);
+    else log.warn(fields, message);
+  }
   try {
     await checkWorkerHeapLimit(pool, resolved.workerHeapMb);
   } catch (error) {
@@ -504,9 +519,21 @@ function logLanes(log: RuntimeLogger, pool: LanePool): void {
   );
 }
 
+/**
+ * `weighted` only when every lane runs at the weight it asked for and each lane's threads really weigh
+ * less than the lane above: a process started at nice 19 cannot give its background lane less weight
+ * than its foreground (both end at 19), and then nothing favours the foreground.
+ */
 function isolationOf(lanes: readonly PoolLaneStats[]): NodeStats['isolation'] {
   if (lanes.length < 2) return 'single_lane';
-  return lanes.every((l) => l.weighted) ? 'weighted' : 'unweighted';
+  if (!lanes.every((l) => l.weighted)) return 'unweighted';
+  for (let i = 1; i < lanes.length; i++) {
+    const above = lanes[i - 1]!;
+    const below = lanes[i]!;
+    const belowIdle = below.weight === 'idle' && above.weight !== 'idle';
+    if (!belowIdle && !((below.nice ?? 0) > (above.nice ?? 0))) return 'unweighted';
+  }
+  return 'weighted';
 }
 
 /**
@@ -537,6 +564,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
   readonly #indices: readonly string[] | undefined;
   readonly sandboxRegistry: SandboxRegistry;
   readonly indices: WritableIndices | undefined;
+  readonly engineDescription: EngineDescription;
   // Swapped whole on every accepted sandbox change (see #applySandboxes); never mutated in place.
   #sandboxes: readonly Sandbox[];
   #byId: ReadonlyMap<string, Sandbox>;
@@ -600,6 +628,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     this.options = options;
     this.#engine = engine;
     this.#indices = description.indices;
+    this.engineDescription = description;
     this.sandboxRegistry = registry;
     this.#scheduler = new TaskScheduler<QueuedTask>({
       lanes: options.lanes,
@@ -657,6 +686,8 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
         graceMsOf: (taskId) => this.#graceMsOf(taskId),
         publishStateChanges: (before, after) => this.#publishStateChanges(before, after),
         nowMs: () => performance.now(),
+        // State changes and cancellations, at info, rate-limited (observability/decision-log.ts).
+        decisions: new DecisionLog(log),
       },
     );
     this.#governor.start();

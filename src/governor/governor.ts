@@ -20,6 +20,7 @@ import {
   type TaskUsageView,
 } from './decide.js';
 import type { DuressDetector } from './duress-detector.js';
+import type { GovernorDecisionListener } from './governor-decisions.js';
 import type { SandboxCounterTable } from './sandbox-counters.js';
 import { TokenBucket } from './token-bucket.js';
 
@@ -43,6 +44,8 @@ export interface GovernorDeps {
   publishStateChanges?(before: GovernorSnapshot, after: GovernorSnapshot): void;
   /** Clock, ms. */
   nowMs(): number;
+  /** Told of state changes and cancellations (decision logs). Optional: nothing is built without it. */
+  readonly decisions?: GovernorDecisionListener | undefined;
 }
 
 export interface GovernorOptions {
@@ -283,6 +286,7 @@ export class Governor {
     });
     this.#lastDecision = decision;
     const before = this.#snapshot;
+    const previous = this.#snapshot.verdicts;
     this.#snapshot = {
       atMs: nowMs,
       ticks: this.#snapshot.ticks + 1,
@@ -294,6 +298,9 @@ export class Governor {
       verdicts: decision.verdicts,
     };
     deps.publishStateChanges?.(before, this.#snapshot);
+
+    const listener = deps.decisions;
+    if (listener !== undefined) reportStateChanges(listener, previous, decision.verdicts, sandboxes, sample);
 
     for (const [id, v] of decision.verdicts) {
       if (v.wouldCancel) {
@@ -309,6 +316,7 @@ export class Governor {
         p.hard = true;
         this.#hardCancellations++;
         deps.hardCancel(taskId, p.cancellation.resource);
+        if (listener !== undefined) reportCancellation(listener, p.cancellation, 'hard', sandboxes, sample);
       }
     }
     // New cancellations, in the decision's order, while either bucket has a token (as OpenSearch's
@@ -333,8 +341,54 @@ export class Governor {
       this.#softCancellations++;
       this.#cutAtMs.set(c.sandboxId, nowMs);
       deps.softCancel(c.taskId, c.resource);
+      if (listener !== undefined) reportCancellation(listener, c, 'soft', sandboxes, sample);
     }
   }
+}
+
+/** Tells `listener` of every sandbox whose published state differs from the last interval's. */
+function reportStateChanges(
+  listener: GovernorDecisionListener,
+  previous: ReadonlyMap<string, SandboxVerdict>,
+  verdicts: ReadonlyMap<string, SandboxVerdict>,
+  sandboxes: readonly Sandbox[],
+  sample: UsageSample,
+): void {
+  for (const [id, v] of verdicts) {
+    const from = previous.get(id)?.state ?? 'ok';
+    if (from === v.state) continue;
+    const resource = v.state === 'ok' ? undefined : v.resource;
+    const limit = resource === undefined ? undefined : sandboxes.find((s) => s.id === id)?.limits[resource];
+    listener.stateChanged({
+      sandboxId: id,
+      from,
+      to: v.state,
+      resource,
+      usage: resource === undefined ? undefined : sample.sandboxes.get(id)?.[resource],
+      lowLimit: limit?.low,
+      highLimit: limit?.high,
+    });
+  }
+}
+
+function reportCancellation(
+  listener: GovernorDecisionListener,
+  c: Cancellation,
+  kind: 'soft' | 'hard',
+  sandboxes: readonly Sandbox[],
+  sample: UsageSample,
+): void {
+  const task = sample.tasks.find((t) => t.taskId === c.taskId);
+  listener.cancelled({
+    taskId: c.taskId,
+    sandboxId: task?.sandboxId,
+    breachedSandboxId: c.sandboxId,
+    resource: c.resource,
+    kind,
+    usage: sample.sandboxes.get(c.sandboxId)?.[c.resource],
+    highLimit: sandboxes.find((s) => s.id === c.sandboxId)?.limits[c.resource]?.high,
+    taskUsage: task === undefined ? undefined : c.resource === 'cpu' ? task.cpuUsage : task.memoryUsage,
+  });
 }
 
 function breachedHigh(s: Sandbox, usage: SandboxUsage | undefined): Resource | undefined {
