@@ -87,8 +87,8 @@ export interface EngineRequest<Body = unknown> {
  * error: a task asked to stop that throws is reported as cancelled, `CancelledError` with
  * `hard: false`). An engine that does not stop within its sandbox's `cancellationGraceMs` (default
  * `graceIntervals × intervalMs`, 200 ms) is cancelled hard: its worker is terminated and a
- * replacement runs the engine's `init` again (0.7 to 0.9 s for the built-in engine's full corpus,
- * `npm run bench:replacement`), which is why a sandbox for engines that cannot be interrupted
+ * replacement runs the engine's `init` again (for the built-in engine's full corpus 0.46 to 0.56 s
+ * on a 2-core host, `npm run bench:replacement`; tens of seconds for a large index), which is why a sandbox for engines that cannot be interrupted
  * safely may say `"cancellationGraceMs": "never"`.
  *
  * What fires when, and what it costs:
