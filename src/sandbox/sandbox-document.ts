@@ -8,7 +8,13 @@ import { ROOT_SANDBOX_ID, RESOURCES, type Sandbox } from './sandbox.js';
 /** The document of one sandbox (a fresh plain object). */
 export function toSandboxDocument(s: Sandbox): Record<string, unknown> {
   if (s.id === ROOT_SANDBOX_ID) {
-    return { _id: s.id, priority: s.priority, updated_at: s.updatedAt, version: s.version };
+    return {
+      _id: s.id,
+      priority: s.priority,
+      ...(s.cancellationGraceMs !== undefined ? { cancellationGraceMs: s.cancellationGraceMs } : {}),
+      updated_at: s.updatedAt,
+      version: s.version,
+    };
   }
   const limits: Record<string, { low: number; high: number }> = {};
   for (const r of RESOURCES) {
@@ -31,6 +37,7 @@ export function toSandboxDocument(s: Sandbox): Record<string, unknown> {
     resourceConsumptionLimits: limits,
     selectionAttributes,
     tags: [...s.tags],
+    ...(s.cancellationGraceMs !== undefined ? { cancellationGraceMs: s.cancellationGraceMs } : {}),
     updated_at: s.updatedAt,
     version: s.version,
   };

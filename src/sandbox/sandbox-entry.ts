@@ -1,6 +1,7 @@
 import { InvalidSandboxError } from '../errors.js';
 import { isPlainObject } from './is-plain-object.js';
 import { type ParsedResourceLimits, parseResourceLimits } from './resource-limits.js';
+import { type CancellationGrace, parseCancellationGrace } from './cancellation-grace.js';
 import { ROOT_SANDBOX_ID, SandboxMode, type SelectionAttributes } from './sandbox.js';
 import { parseSelectionAttributes } from './selection-attributes.js';
 
@@ -14,11 +15,12 @@ const ENTRY_KEYS = [
   'resourceConsumptionLimits',
   'selectionAttributes',
   'tags',
+  'cancellationGraceMs',
   'updated_at',
   'version',
 ] as const;
 /** Fields the root's entry (`"_id": "_root"`) may have. */
-const ROOT_ENTRY_KEYS = ['_id', 'priority', 'updated_at', 'version'] as const;
+const ROOT_ENTRY_KEYS = ['_id', 'priority', 'cancellationGraceMs', 'updated_at', 'version'] as const;
 
 /** Names and ids: 1..50 (names) or 1..100 (ids) characters of `[A-Za-z0-9_-]`. */
 const NAME_PATTERN = /^[A-Za-z0-9_-]+$/;
@@ -44,17 +46,20 @@ export interface SandboxEntry {
   readonly limits: ParsedResourceLimits;
   readonly selectionAttributes: SelectionAttributes;
   readonly tags: readonly string[];
+  /** `cancellationGraceMs`; `undefined` when absent (inherited). */
+  readonly cancellationGraceMs: CancellationGrace | undefined;
   /** `updated_at`, ms since the epoch (0 when absent). */
   readonly updatedAt: number;
   /** `version`, >= 1 (1 when absent). */
   readonly version: number;
 }
 
-/** The root's entry: only its priority can be set. */
+/** The root's entry: only its priority and cancellation grace can be set. */
 export interface RootEntry {
   readonly index: number;
   readonly path: string;
   readonly priority: number;
+  readonly cancellationGraceMs: CancellationGrace | undefined;
   readonly updatedAt: number;
   readonly version: number;
 }
@@ -75,12 +80,13 @@ export function parseSandboxEntry(value: unknown, index: number): SandboxEntry |
       value,
       path,
       ROOT_ENTRY_KEYS,
-      'on the root sandbox entry (only _id and priority may be set)',
+      'on the root sandbox entry (only _id, priority and cancellationGraceMs may be set)',
     );
     return Object.freeze({
       index,
       path,
       priority: parsePriority(value['priority'], `${path}.priority`),
+      cancellationGraceMs: parseCancellationGrace(value['cancellationGraceMs'], `${path}.cancellationGraceMs`),
       updatedAt: parseCount(value['updated_at'], `${path}.updated_at`, 0, 0),
       version: parseCount(value['version'], `${path}.version`, 1, 1),
     });
@@ -138,6 +144,7 @@ export function parseSandboxEntry(value: unknown, index: number): SandboxEntry |
       `${path}.selectionAttributes`,
     ),
     tags: parseTags(value['tags'], `${path}.tags`),
+    cancellationGraceMs: parseCancellationGrace(value['cancellationGraceMs'], `${path}.cancellationGraceMs`),
     updatedAt: parseCount(value['updated_at'], `${path}.updated_at`, 0, 0),
     version: parseCount(value['version'], `${path}.version`, 1, 1),
   });

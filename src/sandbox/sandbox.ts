@@ -61,6 +61,11 @@ export interface Sandbox {
   readonly selectionAttributes: SelectionAttributes;
   /** Free-form labels for reporting. */
   readonly tags: readonly string[];
+  /**
+   * ms between a task's soft and hard cancellation, or `never` (see `cancellation-grace.ts`); absent:
+   * inherited from the parent, up to the runtime's `graceIntervals × intervalMs`.
+   */
+  readonly cancellationGraceMs?: number | 'never';
   /** When the definition last changed, ms since the epoch (0 when never changed through the API). */
   readonly updatedAt: number;
   /** Version of this sandbox's definition: 1 when created, +1 per update (`If-Match`). */
@@ -81,8 +86,10 @@ export function createRootSandbox(overrides?: {
   priority?: number;
   updatedAt?: number;
   version?: number;
+  cancellationGraceMs?: number | 'never' | undefined;
 }): Sandbox {
   return Object.freeze({
+    ...(overrides?.cancellationGraceMs !== undefined ? { cancellationGraceMs: overrides.cancellationGraceMs } : {}),
     id: ROOT_SANDBOX_ID,
     name: ROOT_SANDBOX_ID,
     parentId: null,
