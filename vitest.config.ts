@@ -8,6 +8,9 @@ import { defineConfig } from 'vitest/config';
  */
 export const CPU_BOUND_TESTS = [
   'test/runtime.test.ts',
+  'test/runtime-lifecycle.test.ts',
+  'test/diagnostics.test.ts',
+  'test/pool/cancellation-contract.test.ts',
   'test/pool/lane-pool.test.ts',
   'test/native-shim/thread-cpu-clock.test.ts',
   'test/native-shim/thread-priority.test.ts',
