@@ -96,12 +96,20 @@ export class RejectedError extends QuerySandboxError {
   }
 }
 
-/** The task was stopped while running. `hard` is true when its worker was terminated. */
+/**
+ * The task was stopped while running. `hard` is true when its worker was terminated. `resource`:
+ * `cpu` / `memory` (a high limit), `time` (it ran past its `cancel_after_time_interval`), `shutdown`.
+ */
 export class CancelledError extends QuerySandboxError {
   readonly sandboxId: string;
-  readonly resource: 'cpu' | 'memory' | 'shutdown';
+  readonly resource: 'cpu' | 'memory' | 'time' | 'shutdown';
   readonly hard: boolean;
-  constructor(sandboxId: string, resource: 'cpu' | 'memory' | 'shutdown', hard: boolean, message: string) {
+  constructor(
+    sandboxId: string,
+    resource: 'cpu' | 'memory' | 'time' | 'shutdown',
+    hard: boolean,
+    message: string,
+  ) {
     super(ErrorCode.CANCELLED, 'task_cancelled_exception', message);
     this.sandboxId = sandboxId;
     this.resource = resource;

@@ -47,6 +47,15 @@ import {
   type QueryPriorityDocument,
 } from './scheduler/query-priority.js';
 import { type Dispatch, type Eviction, type SchedulerStats, TaskScheduler } from './scheduler/task-scheduler.js';
+import { ConcurrencyCaps, type Hold } from './scheduler/concurrency-caps.js';
+import {
+  cancelAfterOf,
+  describeLimit,
+  requestedParameters,
+  timeoutOf,
+} from './execution/search-parameters.js';
+import { type EffectiveSearchSettings, effectiveSearchSettings } from './sandbox/search-settings.js';
+import type { AnyCancellation } from './governor/governor.js';
 import { checkReservations } from './scheduler/worker-reservations.js';
 import {
   MemoryQueryPriorityStore,
@@ -88,12 +97,30 @@ export interface SearchRequest {
    * coordinator sets it to the copies it picked on this node.
    */
   readonly shards?: Readonly<Record<string, readonly number[]>> | undefined;
+  /**
+   * The search `timeout` (an Elasticsearch time value such as `"500ms"`, or `"-1"` for none): past it
+   * the engine returns the hits it has, with `timed_out: true`. Absent: the `timeout` key of an object
+   * body, if any (taken out of the body the engine gets). The sandbox's `search_settings.timeout`
+   * applies when neither is given, or always with `override_request_values`.
+   */
+  readonly timeout?: string | number | undefined;
+  /**
+   * `cancel_after_time_interval` (a time value, `"-1"` for none): a task that runs longer is cancelled
+   * (429 `task_cancelled_exception`, resource `time`). Same precedence as `timeout`.
+   */
+  readonly cancelAfterTimeInterval?: string | number | undefined;
 }
 
 /** Per-sandbox stats, a plain snapshot. */
 export interface SandboxStats {
   readonly running: number;
   readonly queued: number;
+  /**
+   * Concurrency of the sandbox's subtree: tasks running now, the most seen at once since the start,
+   * and the sandbox's own queued tasks that wait because a concurrency cap (its own or an ancestor's,
+   * or a per-user cap) is reached.
+   */
+  readonly concurrency: { readonly running: number; readonly peak: number; readonly waitingForCap: number };
   readonly counters: Readonly<SandboxCounters>;
   readonly usage: { readonly cpu: number; readonly memory: number };
   readonly state: 'ok' | 'rejecting' | 'cancelling';
@@ -209,8 +236,11 @@ const DISPATCH_DEPTH_PER_WORKER = 1;
 interface QueuedTask {
   readonly taskId: number;
   readonly sandbox: Sandbox;
+  readonly user: string | undefined;
   readonly priority: number;
   readonly request: EngineRequest;
+  /** The request's own `cancel_after_time_interval`, ms (-1: none), undefined when not given. */
+  readonly requestedCancelAfterMs: number | undefined;
   readonly resolve: (value: unknown) => void;
   readonly reject: (reason: unknown) => void;
 }
@@ -219,6 +249,8 @@ interface RunningTask {
   readonly queued: QueuedTask;
   readonly dispatch: Dispatch<QueuedTask>;
   readonly tracked: TrackedTask;
+  /** What it counts on for the concurrency caps. */
+  readonly hold: Hold;
 }
 
 /**
@@ -252,8 +284,14 @@ function checkShards(
   return Object.freeze(out);
 }
 
-function cancelResourceOf(code: number): Resource | 'shutdown' {
-  return code === CancelReason.CPU ? 'cpu' : code === CancelReason.MEMORY ? 'memory' : 'shutdown';
+function cancelResourceOf(code: number): Resource | 'time' | 'shutdown' {
+  return code === CancelReason.CPU
+    ? 'cpu'
+    : code === CancelReason.MEMORY
+      ? 'memory'
+      : code === CancelReason.TIME
+        ? 'time'
+        : 'shutdown';
 }
 
 async function loadSandboxes(source: ResolvedRuntimeOptions['sandboxes']): Promise<Sandbox[]> {
@@ -458,7 +496,9 @@ class GovernedRuntime implements Runtime {
   // Swapped whole on every accepted sandbox change (see #applySandboxes); never mutated in place.
   #sandboxes: readonly Sandbox[];
   #byId: ReadonlyMap<string, Sandbox>;
+  #settings: ReadonlyMap<string, EffectiveSearchSettings>;
   #classifier: SandboxClassifier;
+  readonly #caps: ConcurrencyCaps;
   readonly #pool: LanePool;
   readonly #log: pino.Logger;
   readonly #allocator: SlotAllocator;
@@ -497,16 +537,20 @@ class GovernedRuntime implements Runtime {
     this.#engine = engine;
     this.#indices = description.indices;
     this.sandboxRegistry = registry;
+    const sandboxes = registry.list();
+    this.#caps = new ConcurrencyCaps(sandboxes);
     this.#scheduler = new TaskScheduler<QueuedTask>({
       lanes: options.lanes,
       maxQueuedTasks: options.maxQueuedTasks,
       agingMsPerPriority: options.agingMsPerPriority,
       fifo: options.queueOrder === 'fifo',
       config: options.queryPriority,
+      // A task held back by its sandbox's concurrency cap waits; the tasks behind it go ahead.
+      mayStart: (q) => !this.#caps.active || this.#caps.mayStart(q.sandbox.id, q.user),
     });
-    const sandboxes = registry.list();
     this.#sandboxes = sandboxes;
     this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
+    this.#settings = effectiveSearchSettings(sandboxes);
     this.#classifier = new SandboxClassifier(sandboxes);
     registry.onChange((list) => this.#applySandboxes(list));
     // A shared store (etcd) hands over the rules other nodes saved: applied here, not saved again.
@@ -549,6 +593,7 @@ class GovernedRuntime implements Runtime {
         counters: this.#counters,
         softCancel: (taskId, resource) => this.#softCancel(taskId, resource),
         hardCancel: (taskId, resource) => this.#hardCancel(taskId, resource),
+        cancelAfterMs: (taskId) => this.#cancelAfterOf(taskId)?.ms,
         nowMs: () => performance.now(),
       },
     );
@@ -560,11 +605,27 @@ class GovernedRuntime implements Runtime {
     const classifier = new SandboxClassifier(sandboxes);
     this.#sandboxes = sandboxes;
     this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
+    this.#settings = effectiveSearchSettings(sandboxes);
     this.#classifier = classifier;
+    this.#caps.setSandboxes(sandboxes);
     this.#log.info(
       { sandboxes: sandboxes.map((s) => s.id), version: this.sandboxRegistry.version },
       'sandboxes changed',
     );
+    // A raised or removed concurrency cap may let waiting tasks start.
+    this.#pump();
+  }
+
+  /** The effective search settings of a sandbox; a deleted one's tasks run under the root's. */
+  #settingsOf(sandboxId: string): EffectiveSearchSettings {
+    return this.#settings.get(sandboxId) ?? this.#settings.get(ROOT_SANDBOX_ID)!;
+  }
+
+  /** The `cancel_after_time_interval` in force for a running task now (its sandbox's may have changed). */
+  #cancelAfterOf(taskId: number) {
+    const r = this.#running.get(taskId);
+    if (r === undefined) return undefined;
+    return cancelAfterOf(r.queued.requestedCancelAfterMs, this.#settingsOf(r.queued.sandbox.id));
   }
 
   #sampleNode() {
@@ -615,10 +676,12 @@ class GovernedRuntime implements Runtime {
     if (typeof request.index !== 'string')
       throw new InvalidArgumentError('index', 'must be a string', request.index);
     const indices = resolveIndexExpression(request.index, this.#searchableIndices());
-    const engineRequest: EngineRequest =
+    const requested = requestedParameters(request);
+    const body = requested.body;
+    let engineRequest: EngineRequest =
       request.shards === undefined
-        ? { indices, body: request.body }
-        : { indices, body: request.body, shards: checkShards(request.shards, indices) };
+        ? { indices, body }
+        : { indices, body, shards: checkShards(request.shards, indices) };
     this.#validate(this.#engineOwned(engineRequest));
     const attributes = { user: request.user, indices };
     const sandbox =
@@ -626,10 +689,21 @@ class GovernedRuntime implements Runtime {
         ? this.#classifier.resolveExplicit(request.sandboxId, attributes)
         : this.#classifier.classify(attributes);
     this.#checkVerdict(sandbox, true);
+    const timeout = timeoutOf(requested.timeoutMs, this.#settingsOf(sandbox.id));
+    if (timeout !== undefined) engineRequest = { ...engineRequest, timeoutMs: timeout.ms };
     const priority = this.#priorityOf(engineRequest, request.user, sandbox);
     let task!: QueuedTask;
     const settled = new Promise((resolve, reject) => {
-      task = { taskId: this.#nextTaskId++, sandbox, priority, request: engineRequest, resolve, reject };
+      task = {
+        taskId: this.#nextTaskId++,
+        sandbox,
+        user: request.user,
+        priority,
+        request: engineRequest,
+        requestedCancelAfterMs: requested.cancelAfterMs,
+        resolve,
+        reject,
+      };
     });
     // Full bounds shed the lowest priority first: the newest of the lowest-priority waiting tasks
     // makes room for a more important one; if the incoming task is itself the lowest, it is refused.
@@ -772,7 +846,8 @@ class GovernedRuntime implements Runtime {
       }
       this.#pool.slots.assign(slot, queued.taskId);
       const tracked = newTrackedTask(queued.taskId, queued.sandbox.id, slot, performance.now());
-      const running: RunningTask = { queued, dispatch, tracked };
+      const hold = this.#caps.started(queued.sandbox.id, queued.user);
+      const running: RunningTask = { queued, dispatch, tracked, hold };
       this.#running.set(queued.taskId, running);
       this.#tracker.add(tracked);
       this.#pool.run(dispatch.lane, { taskId: queued.taskId, slot, request: queued.request }).then(
@@ -784,6 +859,11 @@ class GovernedRuntime implements Runtime {
 
   #settle(running: RunningTask, outcome: TaskOutcome | undefined, thrown: unknown): void {
     const { queued, tracked } = running;
+    // The harness gave up on a handler that stalled past its cancel-after: its code may still run, so
+    // the worker is replaced before it can take another task (while the slot still names it).
+    const abandoned = outcome?.ok === false && outcome.abandoned === true;
+    if (abandoned) this.#pool.terminateWorkerOf(running.dispatch.lane, tracked.slot, queued.taskId);
+    this.#caps.ended(running.hold);
     this.#tracker.complete(tracked);
     this.#pool.slots.release(tracked.slot);
     this.#allocator.release(tracked.slot);
@@ -813,12 +893,13 @@ class GovernedRuntime implements Runtime {
     try {
       if (outcome?.ok === true) {
         counters.completions++;
+        if ((outcome.result as { timed_out?: unknown } | null)?.timed_out === true) counters.timedOut++;
         this.#governor.onTaskCompleted();
         queued.resolve(outcome.result);
       } else if (outcome !== undefined && outcome.cancelCode !== 0) {
         const resource = cancelResourceOf(outcome.cancelCode);
-        this.#counters.countCancellation(sandboxId, resource, false);
-        queued.reject(this.#cancelledError(queued.sandbox, picked?.cancellation.sandboxId, resource, false));
+        this.#counters.countCancellation(sandboxId, resource, abandoned);
+        queued.reject(this.#cancelledError(running, picked?.cancellation, resource, abandoned));
       } else if (outcome !== undefined) {
         const e = outcome.error;
         if (e.statusCode !== undefined) {
@@ -834,9 +915,9 @@ class GovernedRuntime implements Runtime {
       } else {
         // The worker is gone: terminated by a hard cancellation or at shutdown, or it died.
         if (picked?.hard === true || this.#closed) {
-          const resource: Resource | 'shutdown' = picked?.hard ? picked.cancellation.resource : 'shutdown';
+          const resource: Resource | 'time' | 'shutdown' = picked?.hard ? picked.cancellation.resource : 'shutdown';
           this.#counters.countCancellation(sandboxId, resource, true);
-          queued.reject(this.#cancelledError(queued.sandbox, picked?.cancellation.sandboxId, resource, true));
+          queued.reject(this.#cancelledError(running, picked?.cancellation, resource, true));
         } else if ((thrown as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
           // The worker's own heap cap (resourceLimits) stopped the task: a memory cancellation.
           this.#counters.countCancellation(sandboxId, 'memory', true);
@@ -875,15 +956,30 @@ class GovernedRuntime implements Runtime {
   }
 
   #cancelledError(
-    sandbox: Sandbox,
-    breachedBy: string | undefined,
-    resource: Resource | 'shutdown',
+    running: RunningTask,
+    cancellation: AnyCancellation | undefined,
+    resource: Resource | 'time' | 'shutdown',
     hard: boolean,
   ): CancelledError {
+    const sandbox = running.queued.sandbox;
     if (resource === 'shutdown') {
       return new CancelledError(sandbox.id, resource, hard, `task cancelled: the runtime is shutting down`);
     }
-    const by = breachedBy ?? sandbox.id;
+    if (resource === 'time') {
+      const limit = cancelAfterOf(running.queued.requestedCancelAfterMs, this.#settingsOf(sandbox.id));
+      const ranMs = Math.round(performance.now() - running.tracked.dispatchedAtMs);
+      const after =
+        limit !== undefined
+          ? describeLimit(limit, 'cancel_after_time_interval')
+          : `its cancel_after_time_interval${cancellation?.resource === 'time' ? ` [${cancellation.cancelAfterMs}ms]` : ''}`;
+      return new CancelledError(
+        sandbox.id,
+        resource,
+        hard,
+        `task cancelled: it ran ${ranMs} ms, past ${after}` + (hard ? '; its worker was replaced' : ''),
+      );
+    }
+    const by = cancellation?.sandboxId ?? sandbox.id;
     return new CancelledError(
       sandbox.id,
       resource,
@@ -894,16 +990,16 @@ class GovernedRuntime implements Runtime {
     );
   }
 
-  #softCancel(taskId: number, resource: Resource): void {
+  #softCancel(taskId: number, resource: Resource | 'time'): void {
     const r = this.#running.get(taskId);
     if (r === undefined) return;
     this.#pool.slots.requestCancel(
       r.tracked.slot,
-      resource === 'cpu' ? CancelReason.CPU : CancelReason.MEMORY,
+      resource === 'cpu' ? CancelReason.CPU : resource === 'memory' ? CancelReason.MEMORY : CancelReason.TIME,
     );
   }
 
-  #hardCancel(taskId: number, _resource: Resource): void {
+  #hardCancel(taskId: number, _resource: Resource | 'time'): void {
     const r = this.#running.get(taskId);
     if (r !== undefined) this.#pool.terminateWorkerOf(r.dispatch.lane, r.tracked.slot, taskId);
   }
@@ -919,6 +1015,14 @@ class GovernedRuntime implements Runtime {
       running.set(r.queued.sandbox.id, (running.get(r.queued.sandbox.id) ?? 0) + 1);
     }
     const queued = this.#scheduler.queuedBySandbox();
+    const waitingForCap = new Map<string, number>();
+    if (this.#caps.active) {
+      for (const q of this.#scheduler.queuedItems()) {
+        if (!this.#caps.mayStart(q.sandbox.id, q.user)) {
+          waitingForCap.set(q.sandbox.id, (waitingForCap.get(q.sandbox.id) ?? 0) + 1);
+        }
+      }
+    }
     const out = new Map<string, SandboxStats>();
     for (const s of this.#sandboxes) {
       const c = this.#counters.of(s.id);
@@ -926,6 +1030,7 @@ class GovernedRuntime implements Runtime {
       out.set(s.id, {
         running: running.get(s.id) ?? 0,
         queued: queued.get(s.id) ?? 0,
+        concurrency: { ...this.#caps.counts(s.id), waitingForCap: waitingForCap.get(s.id) ?? 0 },
         counters: structuredClone(c),
         usage: { cpu: usage?.cpu ?? 0, memory: usage?.memory ?? 0 },
         state: snapshot.verdicts.get(s.id)?.state ?? 'ok',

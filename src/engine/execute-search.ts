@@ -38,10 +38,13 @@ export interface SearchHit {
   readonly _source: HitSource | Readonly<Record<string, unknown>>;
 }
 
-/** The OpenSearch-shaped search response. `took` is in ms. */
+/**
+ * The OpenSearch-shaped search response. `took` is in ms. `timed_out` is true when the search timeout
+ * stopped the search before every shard was searched: the hits are those of the shards searched.
+ */
 export interface SearchResponse {
   readonly took: number;
-  readonly timed_out: false;
+  readonly timed_out: boolean;
   readonly _shards: {
     readonly total: number;
     readonly successful: number;
@@ -68,6 +71,10 @@ export interface SearchResponse {
  * @param nowMs what `now` means in date math (epoch ms); default the current time.
  * @param shards index name to the shard numbers to search; an index absent from it (or no `shards`)
  *   searches every shard held (loaded) of it.
+ * @param timeoutMs the search timeout, ms (> 0), counted from this call: once it has passed, no further
+ *   shard is searched and the response has `timed_out: true` with the hits found so far (at least the
+ *   first shard is always searched). As with an Elasticsearch shard that times out before it collects
+ *   anything, a shard not searched counts as successful with no hits. Absent: no timeout.
  * @returns hits sorted by score desc, then index name, then `_id`; paged by from/size.
  * @throws IndexNotFoundError for a name that is not loaded; EngineRequestError
  *   `shard_not_found_exception` (404) for a requested shard that is not held; whatever `checkpoint` throws.
@@ -79,6 +86,7 @@ export function executeSearch(
   checkpoint: () => void,
   nowMs: number = Date.now(),
   shards?: Readonly<Record<string, readonly number[]>>,
+  timeoutMs?: number,
 ): SearchResponse {
   const started = performance.now();
   const names = [...new Set(indexNames)];
@@ -92,10 +100,16 @@ export function executeSearch(
   const run: QueryRun = { nowMs, checkpoint };
   const hits: SearchHit[] = [];
   let shardCount = 0;
+  let timedOut = false;
+  const deadline = timeoutMs === undefined ? Number.POSITIVE_INFINITY : started + timeoutMs;
   for (const { name, shards } of targets) {
     for (const shard of shards) {
       checkpoint();
       shardCount++;
+      if (timedOut || (shardCount > 1 && performance.now() >= deadline)) {
+        timedOut = true;
+        continue;
+      }
       for (const match of matchShard(shard, plan.query, run).values()) {
         hits.push(toHit(name, match.result, match.score));
       }
@@ -107,7 +121,7 @@ export function executeSearch(
   for (const hit of hits) if (maxScore === null || hit._score > maxScore) maxScore = hit._score;
   return {
     took: Math.round(performance.now() - started),
-    timed_out: false,
+    timed_out: timedOut,
     _shards: { total: shardCount, successful: shardCount, skipped: 0, failed: 0 },
     hits: {
       total: { value: hits.length, relation: 'eq' },

@@ -2,7 +2,9 @@
  * The periodic governor. Every interval it samples usage (tracker, node sampler), feeds duress, calls
  * the pure `decide`, publishes the verdicts that the request path reads, and cancels tasks: soft
  * first (the task's cancel flag, seen by its AbortSignal), then hard (its worker is terminated) when
- * it is still running `graceIntervals` intervals later.
+ * it is still running `graceIntervals` intervals later. At every tick the wall-clock watchdog
+ * (`wall-clock-watchdog.ts`) also picks the tasks that ran past their `cancel_after_time_interval`;
+ * they are cancelled the same way, soft then hard, without the token buckets, and counted apart.
  */
 import { createHistogram } from 'node:perf_hooks';
 import type { NodeUsage } from '../tracking/node-usage-sampler.js';
@@ -21,6 +23,10 @@ import {
 import type { DuressDetector } from './duress-detector.js';
 import type { SandboxCounterTable } from './sandbox-counters.js';
 import { TokenBucket } from './token-bucket.js';
+import { overdueTasks, type WallClockCancellation } from './wall-clock-watchdog.js';
+
+/** What a task is cancelled for: usage over a high limit, or its run time past its cancel-after. */
+export type AnyCancellation = Cancellation | WallClockCancellation;
 
 /** What the governor needs from the rest of the runtime (wired by the composition root). */
 export interface GovernorDeps {
@@ -29,10 +35,15 @@ export interface GovernorDeps {
   sandboxes(): readonly Sandbox[];
   readonly duress: DuressDetector;
   readonly counters: SandboxCounterTable;
-  /** Soft cancellation: raise the task's cancel flag. */
-  softCancel(taskId: number, resource: Resource): void;
+  /** Soft cancellation: raise the task's cancel flag (`time`: it ran past its cancel-after). */
+  softCancel(taskId: number, resource: Resource | 'time'): void;
   /** Hard cancellation: terminate the task's worker. */
-  hardCancel(taskId: number, resource: Resource): void;
+  hardCancel(taskId: number, resource: Resource | 'time'): void;
+  /**
+   * The `cancel_after_time_interval` in force for a running task, ms (> 0), or undefined for none
+   * (read at every tick). Default: none for every task (no watchdog).
+   */
+  cancelAfterMs?(taskId: number): number | undefined;
   /** Clock, ms. */
   nowMs(): number;
 }
@@ -59,8 +70,12 @@ export interface GovernorOptions {
 
 /** Governor counters, a plain snapshot. */
 export interface GovernorStats {
+  /** Usage-based cancellations (over a high limit, or orphans in duress): soft, then hard. */
   readonly softCancellations: number;
   readonly hardCancellations: number;
+  /** Wall-clock watchdog: tasks cancelled for running past their cancel-after (soft), and of those, hard. */
+  readonly wallClockCancellations: number;
+  readonly wallClockHardCancellations: number;
   /**
    * Tasks whose cancellation the token buckets held back at least once (each counted once; they are
    * picked again at later intervals while still needed).
@@ -78,7 +93,7 @@ export interface GovernorStats {
 }
 
 interface PendingCancellation {
-  readonly cancellation: Cancellation;
+  readonly cancellation: AnyCancellation;
   readonly softAtMs: number;
   hard: boolean;
 }
@@ -122,6 +137,8 @@ export class Governor {
   #lastTickMs: number;
   #softCancellations = 0;
   #hardCancellations = 0;
+  #wallClockCancellations = 0;
+  #wallClockHardCancellations = 0;
   #rateLimited = 0;
   /** Tasks held back by the rate limit and not yet settled (so each is counted once). */
   readonly #heldBack = new Set<number>();
@@ -187,7 +204,7 @@ export class Governor {
   /** True when the task was picked for cancellation and not yet forgotten. */
   cancellationOf(
     taskId: number,
-  ): { readonly cancellation: Cancellation; readonly hard: boolean } | undefined {
+  ): { readonly cancellation: AnyCancellation; readonly hard: boolean } | undefined {
     return this.#pending.get(taskId);
   }
 
@@ -210,6 +227,8 @@ export class Governor {
     const stats: GovernorStats = {
       softCancellations: this.#softCancellations,
       hardCancellations: this.#hardCancellations,
+      wallClockCancellations: this.#wallClockCancellations,
+      wallClockHardCancellations: this.#wallClockHardCancellations,
       rateLimited: this.#rateLimited,
       tokens: { time: this.#timeBucket.tokens, completions: this.#completionBucket.tokens },
       ticks: this.#ticks,
@@ -295,8 +314,18 @@ export class Governor {
     for (const [taskId, p] of this.#pending) {
       if (!p.hard && nowMs - p.softAtMs >= this.#graceMs) {
         p.hard = true;
-        this.#hardCancellations++;
+        if (p.cancellation.resource === 'time') this.#wallClockHardCancellations++;
+        else this.#hardCancellations++;
         deps.hardCancel(taskId, p.cancellation.resource);
+      }
+    }
+    // The wall-clock watchdog: whatever their usage, tasks past their cancel-after (not rate limited).
+    if (deps.cancelAfterMs !== undefined) {
+      const cancelAfterMs = deps.cancelAfterMs;
+      for (const c of overdueTasks(tasks, nowMs, (taskId) => cancelAfterMs(taskId))) {
+        this.#pending.set(c.taskId, { cancellation: c, softAtMs: nowMs, hard: false });
+        this.#wallClockCancellations++;
+        deps.softCancel(c.taskId, 'time');
       }
     }
     // New cancellations, in the decision's order, while either bucket has a token (as OpenSearch's
@@ -304,6 +333,8 @@ export class Governor {
     const cancellations = decision.cancellations;
     for (let i = 0; i < cancellations.length; i++) {
       const c = cancellations[i]!;
+      // Picked by the watchdog in this tick already.
+      if (this.#pending.has(c.taskId)) continue;
       const byTime = this.#timeBucket.tryTake();
       const byCompletions = this.#completionBucket.tryTake();
       if (!byTime && !byCompletions) {

@@ -49,12 +49,22 @@ function heapNow(): number {
  */
 const ASYNC_POLL_MS = 25;
 
+/**
+ * An async handler still pending this long after a wall-clock cancellation (`CancelReason.TIME`) is
+ * abandoned: the task ends as cancelled at once and the main thread replaces the worker (its code may
+ * still be live). A handler that stalls (awaits forever, ignoring its signal) would otherwise hold its
+ * worker until the hard cancellation, `graceIntervals` later; a cooperative one settles well within it.
+ */
+const ABANDON_AFTER_MS = ASYNC_POLL_MS;
+
 function cancelMessage(code: number): string {
   switch (code) {
     case CancelReason.CPU:
       return 'task cancelled: its sandbox is above its high cpu limit';
     case CancelReason.MEMORY:
       return 'task cancelled: its sandbox is above its high memory limit';
+    case CancelReason.TIME:
+      return 'task cancelled: it ran past its cancel_after_time_interval';
     default:
       return 'task cancelled: the runtime is shutting down';
   }
@@ -132,6 +142,9 @@ try {
   channel.close();
 }
 
+/** What the race against an abandoned handler resolves with. */
+const ABANDONED: unique symbol = Symbol('abandoned');
+
 /** Thread CPU at the end of the previous task, ns (0 before the first). */
 let lastEndCpuNs = 0;
 
@@ -180,11 +193,31 @@ export default async function runTask(envelope: TaskEnvelope): Promise<TaskOutco
     if (pending !== null && typeof (pending as Promise<unknown>)?.then === 'function') {
       // While an async handler waits, its event loop is free: keep its memory checkpoint fresh (so the
       // main thread need not probe it) and watch for a soft cancellation.
+      let abandon: (() => void) | undefined;
+      let timeAbortAt = 0;
+      const abandoned = new Promise<typeof ABANDONED>((resolve) => {
+        abandon = () => resolve(ABANDONED);
+      });
       poll = setInterval(() => {
         slots.checkpoint(slot, taskId, heapNow());
         abortIfRequested();
+        if (slots.cancelCode(slot, taskId) !== CancelReason.TIME) return;
+        const now = performance.now();
+        if (timeAbortAt === 0) timeAbortAt = now;
+        else if (now - timeAbortAt >= ABANDON_AFTER_MS) abandon?.();
       }, ASYNC_POLL_MS);
-      result = await pending;
+      const first = await Promise.race([pending, abandoned]);
+      if (first === ABANDONED) {
+        // Swallow the handler's late rejection, if it ever comes.
+        (pending as Promise<unknown>).catch(() => undefined);
+        return {
+          ok: false,
+          error: serializeError(new Error(cancelMessage(CancelReason.TIME))),
+          cancelCode: CancelReason.TIME,
+          abandoned: true,
+        };
+      }
+      result = first;
     } else {
       result = pending;
     }

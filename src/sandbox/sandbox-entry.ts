@@ -2,6 +2,7 @@ import { InvalidSandboxError } from '../errors.js';
 import { isPlainObject } from './is-plain-object.js';
 import { type ParsedResourceLimits, parseResourceLimits } from './resource-limits.js';
 import { ROOT_SANDBOX_ID, SandboxMode, type SelectionAttributes } from './sandbox.js';
+import { parseSearchSettings, type SearchSettings } from './search-settings.js';
 import { parseSelectionAttributes } from './selection-attributes.js';
 
 /** Fields a sandbox entry of a sandbox file may have. */
@@ -14,11 +15,17 @@ const ENTRY_KEYS = [
   'resourceConsumptionLimits',
   'selectionAttributes',
   'tags',
+  'search_settings',
+  'max_concurrent_tasks',
+  'max_concurrent_tasks_per_user',
   'updated_at',
   'version',
 ] as const;
 /** Fields the root's entry (`"_id": "_root"`) may have. */
-const ROOT_ENTRY_KEYS = ['_id', 'priority', 'updated_at', 'version'] as const;
+const ROOT_ENTRY_KEYS = ['_id', 'priority', 'search_settings', 'updated_at', 'version'] as const;
+
+/** Largest `max_concurrent_tasks` / `max_concurrent_tasks_per_user`. */
+export const MAX_CONCURRENT_TASKS = 100_000;
 
 /** Names and ids: 1..50 (names) or 1..100 (ids) characters of `[A-Za-z0-9_-]`. */
 const NAME_PATTERN = /^[A-Za-z0-9_-]+$/;
@@ -44,17 +51,23 @@ export interface SandboxEntry {
   readonly limits: ParsedResourceLimits;
   readonly selectionAttributes: SelectionAttributes;
   readonly tags: readonly string[];
+  readonly searchSettings: SearchSettings;
+  /** `max_concurrent_tasks`, 1..100000, or undefined. */
+  readonly maxConcurrentTasks: number | undefined;
+  /** `max_concurrent_tasks_per_user`, 1..100000, or undefined. */
+  readonly maxConcurrentTasksPerUser: number | undefined;
   /** `updated_at`, ms since the epoch (0 when absent). */
   readonly updatedAt: number;
   /** `version`, >= 1 (1 when absent). */
   readonly version: number;
 }
 
-/** The root's entry: only its priority can be set. */
+/** The root's entry: only its priority and its search settings (the node-wide defaults) can be set. */
 export interface RootEntry {
   readonly index: number;
   readonly path: string;
   readonly priority: number;
+  readonly searchSettings: SearchSettings;
   readonly updatedAt: number;
   readonly version: number;
 }
@@ -75,12 +88,13 @@ export function parseSandboxEntry(value: unknown, index: number): SandboxEntry |
       value,
       path,
       ROOT_ENTRY_KEYS,
-      'on the root sandbox entry (only _id and priority may be set)',
+      'on the root sandbox entry (only _id, priority and search_settings may be set)',
     );
     return Object.freeze({
       index,
       path,
       priority: parsePriority(value['priority'], `${path}.priority`),
+      searchSettings: parseSearchSettings(value['search_settings'], `${path}.search_settings`),
       updatedAt: parseCount(value['updated_at'], `${path}.updated_at`, 0, 0),
       version: parseCount(value['version'], `${path}.version`, 1, 1),
     });
@@ -138,9 +152,24 @@ export function parseSandboxEntry(value: unknown, index: number): SandboxEntry |
       `${path}.selectionAttributes`,
     ),
     tags: parseTags(value['tags'], `${path}.tags`),
+    searchSettings: parseSearchSettings(value['search_settings'], `${path}.search_settings`),
+    maxConcurrentTasks: parseCap(value['max_concurrent_tasks'], `${path}.max_concurrent_tasks`),
+    maxConcurrentTasksPerUser: parseCap(
+      value['max_concurrent_tasks_per_user'],
+      `${path}.max_concurrent_tasks_per_user`,
+    ),
     updatedAt: parseCount(value['updated_at'], `${path}.updated_at`, 0, 0),
     version: parseCount(value['version'], `${path}.version`, 1, 1),
   });
+}
+
+/** A concurrency cap: an integer in 1..100000, or undefined when absent. */
+function parseCap(value: unknown, path: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_CONCURRENT_TASKS) {
+    throw new InvalidSandboxError(path, `must be an integer in 1..${MAX_CONCURRENT_TASKS} (tasks running at once)`, value);
+  }
+  return value;
 }
 
 /** An integer >= `min` (`fallback` when absent): `updated_at` (ms since the epoch), `version`. */

@@ -68,9 +68,12 @@ export async function loadSandboxFile(path: string): Promise<Sandbox[]> {
  * defaults to 80 % of `high`; a child's limits must not exceed its nearest limited ancestor's),
  * `selectionAttributes` (`[{ name: userPattern | indicesPattern, value: pattern | pattern[] }]`, at
  * most 10 patterns of 1..100 chars per attribute; two sandboxes may not name identical ones), `tags`
- * (strings), and the store's `updated_at` (ms since the epoch, default 0) and `version` (>= 1,
+ * (strings), `search_settings` (see `search-settings.ts`), `max_concurrent_tasks` and
+ * `max_concurrent_tasks_per_user` (integers 1..100000: tasks of the subtree, and of one user in it,
+ * that run at once; a child's cap may not exceed its nearest capped ancestor's), and the store's `updated_at` (ms since the epoch, default 0) and `version` (>= 1,
  * default 1). Unknown keys are refused. An entry `{ "_id": "_root", "priority": n }` sets the root's
- * priority (default 0); nothing else about the root can be set. `version` is the store's
+ * priority (default 0) and may hold `search_settings` (the node-wide defaults); nothing else about
+ * the root can be set. `version` is the store's
  * compare-and-swap counter: checked here, not returned.
  *
  * Errors: the first one found is thrown (entries are checked in file order, then the checks across
@@ -132,6 +135,7 @@ export function parseSandboxDefinitions(json: unknown, options: ParseOptions = {
   const depths = checkParents(entries, byId);
   checkSiblingPriorities(entries);
   checkLimitsWithinAncestors(entries, byId);
+  checkCapsWithinAncestors(entries, byId);
   checkDistinctSelectionAttributes(entries);
 
   const ordered = entries
@@ -142,7 +146,12 @@ export function parseSandboxDefinitions(json: unknown, options: ParseOptions = {
     createRootSandbox(
       rootEntry === undefined
         ? undefined
-        : { priority: rootEntry.priority, updatedAt: rootEntry.updatedAt, version: rootEntry.version },
+        : {
+            priority: rootEntry.priority,
+            updatedAt: rootEntry.updatedAt,
+            version: rootEntry.version,
+            searchSettings: rootEntry.searchSettings,
+          },
     ),
     ...ordered,
   ];
@@ -261,6 +270,44 @@ function checkLimitsWithinAncestors(
   }
 }
 
+/**
+ * A concurrency cap counts a sandbox's whole subtree, so a child's cap above its nearest capped
+ * ancestor's could never be reached: refused, as a child's limits above its parent's are. A per-user
+ * cap above the sandbox's own cap is refused for the same reason.
+ */
+function checkCapsWithinAncestors(
+  entries: readonly SandboxEntry[],
+  byId: ReadonlyMap<string, SandboxEntry>,
+): void {
+  for (const entry of entries) {
+    const own = entry.maxConcurrentTasks;
+    const perUser = entry.maxConcurrentTasksPerUser;
+    if (perUser !== undefined && own !== undefined && perUser > own) {
+      throw new InvalidSandboxError(
+        `${entry.path}.max_concurrent_tasks_per_user`,
+        `must not exceed the sandbox's max_concurrent_tasks (${own})`,
+        perUser,
+      );
+    }
+    if (own === undefined) continue;
+    let parentId = entry.parentId;
+    while (parentId !== null) {
+      const parent = byId.get(parentId)!;
+      if (parent.maxConcurrentTasks !== undefined) {
+        if (own > parent.maxConcurrentTasks) {
+          throw new InvalidSandboxError(
+            `${entry.path}.max_concurrent_tasks`,
+            `must not exceed the max_concurrent_tasks of parent sandbox "${parent.id}" (${parent.maxConcurrentTasks})`,
+            own,
+          );
+        }
+        break;
+      }
+      parentId = parent.parentId;
+    }
+  }
+}
+
 function nearestLimitedAncestor(
   entry: SandboxEntry,
   resource: Resource,
@@ -312,6 +359,9 @@ function toSandbox(entry: SandboxEntry): Sandbox {
     limits: Object.freeze(limits),
     selectionAttributes: entry.selectionAttributes,
     tags: entry.tags,
+    searchSettings: entry.searchSettings,
+    maxConcurrentTasks: entry.maxConcurrentTasks,
+    maxConcurrentTasksPerUser: entry.maxConcurrentTasksPerUser,
     updatedAt: entry.updatedAt,
     version: entry.version,
   });

@@ -62,10 +62,26 @@ function ifMatchVersion(header: string | undefined): number | undefined {
   return Number(match[1]);
 }
 
+/** URL parameters of `_search` (OpenSearch's names); the query, `size` and `from` go in the body. */
+export const SEARCH_URL_PARAMETERS: readonly string[] = [
+  'pretty',
+  'timeout',
+  'cancel_after_time_interval',
+  'max_concurrent_shard_requests',
+];
+const SEARCH_URL_HINT =
+  '(pretty, timeout, cancel_after_time_interval, max_concurrent_shard_requests; put size, from and the query in the body)';
+
+/**
+ * The header that names a workload group in OpenSearch (`queryGroupId` before 3.0), an alias of the
+ * explicit-sandbox header: its value is a sandbox `_id`, honoured under the same rule.
+ */
+export const WORKLOAD_GROUP_HEADER = 'workloadgroupid';
+
 /** URL parameters each route takes (`*`: the others), and the hint a refusal gives. */
 const URL_PARAMETERS: Record<string, { readonly names: readonly string[]; readonly hint: string }> = {
-  '/:index/_search': { names: ['pretty'], hint: '(put size, from and the query in the body)' },
-  '/_search': { names: ['pretty'], hint: '(put size, from and the query in the body)' },
+  '/:index/_search': { names: SEARCH_URL_PARAMETERS, hint: SEARCH_URL_HINT },
+  '/_search': { names: SEARCH_URL_PARAMETERS, hint: SEARCH_URL_HINT },
   '/_sandbox/_stats': { names: ['breach', 'from', 'size', 'pretty'], hint: '(breach, from, size, pretty)' },
   '*': { names: ['pretty'], hint: '(only pretty)' },
 };
@@ -301,19 +317,58 @@ export function createApiServer(options: ApiServerOptions): FastifyInstance {
   return app;
 }
 
+/** What a search route hands on: the request's index, body, user, explicit sandbox and URL parameters. */
+export interface SearchRouteRequest {
+  index: string;
+  body: unknown;
+  user: string | undefined;
+  /** From the explicit-sandbox header, or OpenSearch's `workloadGroupId` header (the same rule applies). */
+  sandboxId: string | undefined;
+  /** `?timeout=` (a time value; the body's `timeout` key is read by the runtime). */
+  timeout: string | undefined;
+  /** `?cancel_after_time_interval=`. */
+  cancelAfterTimeInterval: string | undefined;
+  /** `?max_concurrent_shard_requests=`: an integer >= 1 (checked here). */
+  maxConcurrentShardRequests: number | undefined;
+}
+
+/**
+ * The explicit sandbox of a request: the explicit-sandbox header or the `workloadGroupId` header,
+ * which name the same thing (a sandbox `_id`) and go through the same check (`resolveExplicit`).
+ * @throws InvalidArgumentError when both are sent with different values.
+ */
+export function explicitSandboxOf(request: FastifyRequest, sandboxHeader: string): string | undefined {
+  const sandboxId = headerValue(request, sandboxHeader);
+  const group = headerValue(request, WORKLOAD_GROUP_HEADER);
+  if (sandboxId !== undefined && group !== undefined && sandboxId !== group) {
+    throw new InvalidArgumentError(
+      'workloadGroupId',
+      `must name the same sandbox as the ${sandboxHeader} header (${JSON.stringify(sandboxId)}) when both are sent`,
+      group,
+    );
+  }
+  return sandboxId ?? group;
+}
+
+/** `?max_concurrent_shard_requests=`: an integer in 1..65536. @throws InvalidArgumentError. */
+function shardRequestsParameter(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (typeof value !== 'string' || !/^\d+$/.test(value) || n < 1 || n > 65_536) {
+    throw new InvalidArgumentError('max_concurrent_shard_requests', 'must be an integer in 1..65536', value);
+  }
+  return n;
+}
+
 /**
  * `GET|POST /{index}/_search` and `/_search`: the body must be a JSON object (or absent); the user
- * and explicit sandbox come from the named headers; `search` answers, `sendFailure` turns its errors
- * into the error body.
+ * and explicit sandbox come from the named headers (or `workloadGroupId`), `timeout`,
+ * `cancel_after_time_interval` and `max_concurrent_shard_requests` from the URL; `search` answers,
+ * `sendFailure` turns its errors into the error body.
  */
 export function registerSearchRoutes(
   app: FastifyInstance,
-  search: (request: {
-    index: string;
-    body: unknown;
-    user: string | undefined;
-    sandboxId: string | undefined;
-  }) => Promise<unknown>,
+  search: (request: SearchRouteRequest) => Promise<unknown>,
   sendFailure: (reply: FastifyReply, error: unknown) => FastifyReply,
   headers: { readonly userHeader: string; readonly sandboxHeader: string },
 ): void {
@@ -323,11 +378,16 @@ export function registerSearchRoutes(
       return sendError(reply, new InvalidArgumentError('body', 'must be a JSON object', body));
     }
     try {
+      const query = (request.query as Record<string, unknown> | undefined) ?? {};
+      const text = (name: string) => (typeof query[name] === 'string' ? (query[name] as string) : undefined);
       const result = await search({
         index,
         body: body ?? {},
         user: headerValue(request, headers.userHeader),
-        sandboxId: headerValue(request, headers.sandboxHeader),
+        sandboxId: explicitSandboxOf(request, headers.sandboxHeader),
+        timeout: text('timeout'),
+        cancelAfterTimeInterval: text('cancel_after_time_interval'),
+        maxConcurrentShardRequests: shardRequestsParameter(query['max_concurrent_shard_requests']),
       });
       return reply.send(result);
     } catch (error) {
