@@ -859,10 +859,6 @@ class GovernedRuntime implements Runtime {
 
   #settle(running: RunningTask, outcome: TaskOutcome | undefined, thrown: unknown): void {
     const { queued, tracked } = running;
-    // The harness gave up on a handler that stalled past its cancel-after: its code may still run, so
-    // the worker is replaced before it can take another task (while the slot still names it).
-    const abandoned = outcome?.ok === false && outcome.abandoned === true;
-    if (abandoned) this.#pool.terminateWorkerOf(running.dispatch.lane, tracked.slot, queued.taskId);
     this.#caps.ended(running.hold);
     this.#tracker.complete(tracked);
     this.#pool.slots.release(tracked.slot);
@@ -878,6 +874,7 @@ class GovernedRuntime implements Runtime {
         (outcome !== undefined && !outcome.ok && outcome.cancelCode !== 0) ||
         (outcome === undefined &&
           (picked?.hard === true ||
+            picked?.cancellation.resource === 'time' ||
             this.#closed ||
             (thrown as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY'));
       this.#emitTaskEnd({
@@ -898,8 +895,8 @@ class GovernedRuntime implements Runtime {
         queued.resolve(outcome.result);
       } else if (outcome !== undefined && outcome.cancelCode !== 0) {
         const resource = cancelResourceOf(outcome.cancelCode);
-        this.#counters.countCancellation(sandboxId, resource, abandoned);
-        queued.reject(this.#cancelledError(running, picked?.cancellation, resource, abandoned));
+        this.#counters.countCancellation(sandboxId, resource, false);
+        queued.reject(this.#cancelledError(running, picked?.cancellation, resource, false));
       } else if (outcome !== undefined) {
         const e = outcome.error;
         if (e.statusCode !== undefined) {
@@ -913,9 +910,11 @@ class GovernedRuntime implements Runtime {
           queued.reject(new EngineFailureError(`engine failure: ${e.message}`));
         }
       } else {
-        // The worker is gone: terminated by a hard cancellation or at shutdown, or it died.
-        if (picked?.hard === true || this.#closed) {
-          const resource: Resource | 'time' | 'shutdown' = picked?.hard ? picked.cancellation.resource : 'shutdown';
+        // The worker is gone: terminated by a hard cancellation or at shutdown, or it died. A worker
+        // whose task the watchdog picked exits by itself when its handler stalls (worker-harness.ts).
+        if (picked?.hard === true || this.#closed || picked?.cancellation.resource === 'time') {
+          const resource: Resource | 'time' | 'shutdown' =
+            picked?.hard === true || picked?.cancellation.resource === 'time' ? picked.cancellation.resource : 'shutdown';
           this.#counters.countCancellation(sandboxId, resource, true);
           queued.reject(this.#cancelledError(running, picked?.cancellation, resource, true));
         } else if ((thrown as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {

@@ -27,17 +27,7 @@ export interface SerializedError {
 /** Returned by the worker for one task (the harness never throws). */
 export type TaskOutcome =
   | { readonly ok: true; readonly result: unknown }
-  | {
-      readonly ok: false;
-      readonly error: SerializedError;
-      readonly cancelCode: number;
-      /**
-       * True when the harness gave up waiting for an async handler that did not settle after a
-       * wall-clock cancellation (`CancelReason.TIME`): its code may still run on the worker, which the
-       * main thread must therefore replace before giving it another task.
-       */
-      readonly abandoned?: boolean;
-    };
+  | { readonly ok: false; readonly error: SerializedError; readonly cancelCode: number };
 
 /** `workerData` of every worker in the pool. */
 export interface HarnessWorkerData {

@@ -51,9 +51,12 @@ const ASYNC_POLL_MS = 25;
 
 /**
  * An async handler still pending this long after a wall-clock cancellation (`CancelReason.TIME`) is
- * abandoned: the task ends as cancelled at once and the main thread replaces the worker (its code may
- * still be live). A handler that stalls (awaits forever, ignoring its signal) would otherwise hold its
- * worker until the hard cancellation, `graceIntervals` later; a cooperative one settles well within it.
+ * given up: the worker records the task's end in its slot and exits, so that piscina fails the task
+ * and starts a replacement (the handler's code may still be live: the worker must not take another
+ * task). A handler that stalls (awaits forever, ignoring its signal) would otherwise hold its worker
+ * until the governor's hard cancellation, `graceIntervals` later; a cooperative one settles well
+ * within this. The main thread reads the exit of a worker whose task the watchdog picked as a hard
+ * wall-clock cancellation.
  */
 const ABANDON_AFTER_MS = ASYNC_POLL_MS;
 
@@ -142,9 +145,6 @@ try {
   channel.close();
 }
 
-/** What the race against an abandoned handler resolves with. */
-const ABANDONED: unique symbol = Symbol('abandoned');
-
 /** Thread CPU at the end of the previous task, ns (0 before the first). */
 let lastEndCpuNs = 0;
 
@@ -193,31 +193,22 @@ export default async function runTask(envelope: TaskEnvelope): Promise<TaskOutco
     if (pending !== null && typeof (pending as Promise<unknown>)?.then === 'function') {
       // While an async handler waits, its event loop is free: keep its memory checkpoint fresh (so the
       // main thread need not probe it) and watch for a soft cancellation.
-      let abandon: (() => void) | undefined;
       let timeAbortAt = 0;
-      const abandoned = new Promise<typeof ABANDONED>((resolve) => {
-        abandon = () => resolve(ABANDONED);
-      });
       poll = setInterval(() => {
         slots.checkpoint(slot, taskId, heapNow());
         abortIfRequested();
         if (slots.cancelCode(slot, taskId) !== CancelReason.TIME) return;
         const now = performance.now();
-        if (timeAbortAt === 0) timeAbortAt = now;
-        else if (now - timeAbortAt >= ABANDON_AFTER_MS) abandon?.();
+        if (timeAbortAt === 0) {
+          timeAbortAt = now;
+        } else if (now - timeAbortAt >= ABANDON_AFTER_MS) {
+          // Give up on the handler: record the end, then leave (see ABANDON_AFTER_MS).
+          lastEndCpuNs = currentThreadCpuTimeNs();
+          slots.end(slot, taskId, lastEndCpuNs, heapNow());
+          process.exit(0);
+        }
       }, ASYNC_POLL_MS);
-      const first = await Promise.race([pending, abandoned]);
-      if (first === ABANDONED) {
-        // Swallow the handler's late rejection, if it ever comes.
-        (pending as Promise<unknown>).catch(() => undefined);
-        return {
-          ok: false,
-          error: serializeError(new Error(cancelMessage(CancelReason.TIME))),
-          cancelCode: CancelReason.TIME,
-          abandoned: true,
-        };
-      }
-      result = first;
+      result = await pending;
     } else {
       result = pending;
     }
