@@ -226,3 +226,32 @@ describe('executeSearch: bool', () => {
     expect(seen).toBe(3);
   });
 });
+
+describe('executeSearch with a search timeout', () => {
+  const busy = (ms: number) => {
+    const end = performance.now() + ms;
+    while (performance.now() < end) {
+      /* a shard that takes a while */
+    }
+  };
+
+  it('stops before the next shard once the timeout has passed and says timed_out, keeping the hits found', () => {
+    const plan = parseSearchBody({ query: { match_all: {} }, size: 100 });
+    const full = executeSearch(THREE_SHARDS, ['mail'], plan, () => {}, NOW);
+    const partial = executeSearch(THREE_SHARDS, ['mail'], plan, () => busy(3), NOW, undefined, 1);
+    expect(full.timed_out).toBe(false);
+    expect(partial.timed_out).toBe(true);
+    expect(partial._shards).toEqual({ total: 3, successful: 3, skipped: 0, failed: 0 });
+    expect(partial.hits.total.value).toBeGreaterThan(0);
+    expect(partial.hits.total.value).toBeLessThan(full.hits.total.value);
+  });
+
+  it('always searches the first shard, and does not time out a search that finishes in time', () => {
+    const plan = parseSearchBody({ query: { match_all: {} }, size: 100 });
+    const one = executeSearch(ONE_SHARD, ['mail'], plan, () => busy(2), NOW, undefined, 1);
+    expect(one.timed_out).toBe(false);
+    expect(one.hits.total.value).toBe(DOCS.length);
+    const roomy = executeSearch(THREE_SHARDS, ['mail'], plan, () => {}, NOW, undefined, 60_000);
+    expect(roomy).toMatchObject({ timed_out: false, hits: { total: { value: DOCS.length } } });
+  });
+});
