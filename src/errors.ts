@@ -199,11 +199,11 @@ export class EngineFailureError extends QuerySandboxError {
   }
 }
 
-/** No sandbox has the id. */
+/** No sandbox has the id (or, through `_wlm`, the name: `message` says so). */
 export class SandboxNotFoundError extends QuerySandboxError {
   readonly sandboxId: string;
-  constructor(sandboxId: string) {
-    super(ErrorCode.SANDBOX_NOT_FOUND, 'resource_not_found_exception', `no sandbox with _id [${sandboxId}]`);
+  constructor(sandboxId: string, message = `no sandbox with _id [${sandboxId}]`) {
+    super(ErrorCode.SANDBOX_NOT_FOUND, 'resource_not_found_exception', message);
     this.sandboxId = sandboxId;
   }
 }

@@ -5,7 +5,8 @@
  * Routes: `POST|GET /{index}/_search`, `POST|GET /_search`; sandboxes: `GET /_sandbox`,
  * `GET /_sandbox/{id}`, `PUT /_sandbox` (create), `PUT /_sandbox/{id}` (partial update, `If-Match`),
  * `DELETE /_sandbox/{id}`, `GET /_sandbox/_stats?breach=true&from=0&size=100`; `GET /_nodes/stats`,
- * `GET /`. Sandbox changes need `Authorization: Bearer <adminToken>`.
+ * `GET /`; OpenSearch's `_wlm` API over the same sandboxes (`wlm-routes.ts`). Sandbox changes need
+ * `Authorization: Bearer <adminToken>`.
  */
 import Fastify, {
   type FastifyBaseLogger,
@@ -19,6 +20,7 @@ import { checkAdminToken } from './admin-auth.js';
 import type { Runtime } from '../runtime.js';
 import { toErrorResponse } from './error-body.js';
 import { registerIndexRoutes } from './index-routes.js';
+import { registerWlmRoutes } from './wlm-routes.js';
 import { nodeStatsView, type StatsQuery, sandboxStatsView, sandboxesView } from './stats-views.js';
 
 export interface HttpServerOptions {
@@ -103,10 +105,15 @@ function statsQuery(query: Record<string, unknown>): StatsQuery {
   return { breach: breach === 'true', from: int('from', 0, 100_000, 0), size: int('size', 1, 1000, 100) };
 }
 
-/** Route config this server reads: `rawBody` (hand the handler the raw bytes), `urlParameters` (allowed). */
+/**
+ * Route config this server reads: `rawBody` (hand the handler the raw bytes), `urlParameters`
+ * (allowed), `auth` (the authorisation a route needs: `admin` for changes, `read` for reads; declared
+ * on the `_wlm` routes for route-level authorisation).
+ */
 export interface RouteConfig {
   readonly rawBody?: boolean;
   readonly urlParameters?: { readonly names: readonly string[]; readonly hint: string };
+  readonly auth?: 'admin' | 'read';
 }
 
 /**
@@ -200,6 +207,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
       return sendError(reply, error);
     }
   });
+  registerWlmRoutes(app, runtime, { sendError, adminOnly, checkAdmin: admin });
   app.get('/_query_priority', async () => runtime.queryPriority());
   app.put('/_query_priority', adminOnly, async (request, reply) => {
     try {
