@@ -20,6 +20,8 @@ export interface MergeableHit {
 
 /** The part of a node's search response the merge reads. */
 export interface NodeHits {
+  /** The node's answer said `timed_out: true` (a search timeout stopped it early). */
+  readonly timedOut: boolean;
   readonly total: number;
   readonly maxScore: number | null;
   readonly hits: readonly MergeableHit[];
@@ -65,7 +67,12 @@ export function readNodeHits(response: unknown): NodeHits | undefined {
       return undefined;
     }
   }
-  return { total: value, maxScore: maxScore as number | null, hits: list as unknown as MergeableHit[] };
+  return {
+    timedOut: response['timed_out'] === true,
+    total: value,
+    maxScore: maxScore as number | null,
+    hits: list as unknown as MergeableHit[],
+  };
 }
 
 /**

@@ -17,7 +17,7 @@ import type {
 } from 'fastify';
 import { stripStatsHeader } from '../admission/stats-header.js';
 import { type Coordinator, type CoordinatorStats, RemoteClientError } from '../cluster/coordinator.js';
-import { createApiServer, registerSearchRoutes, sendError } from './http-server.js';
+import { createApiServer, registerSearchRoutes, SEARCH_URL_PARAMETERS, sendError } from './http-server.js';
 import { registerIndexRoutes } from './index-routes.js';
 
 export interface CoordinatorServerOptions {
@@ -151,7 +151,10 @@ export function buildCoordinatorServer(
   const app = createApiServer({
     bodyLimitBytes: options.bodyLimitBytes,
     logger: log,
-    urlParameters: () => ({ names: ['pretty'], hint: '(only pretty; put size, from and the query in the body)' }),
+    urlParameters: (url) =>
+      url.endsWith('/_search')
+        ? { names: SEARCH_URL_PARAMETERS, hint: '(pretty, timeout, cancel_after_time_interval, max_concurrent_shard_requests)' }
+        : { names: ['pretty'], hint: '(only pretty; put size, from and the query in the body)' },
   });
   // A stats header sent by a client is never believed, and none ever reaches a client.
   app.addHook('onRequest', async (request) => {

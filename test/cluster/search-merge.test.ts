@@ -5,12 +5,13 @@ const hit = (_index: string, _id: string, _score: number) => ({ _index, _id, _sc
 
 describe('merging node answers', () => {
   const a = {
+    timedOut: false,
     total: 4,
     maxScore: 3,
     hits: [hit('i', 'a1', 3), hit('i', 'a2', 2), hit('j', 'a3', 2), hit('i', 'a4', 1)],
   };
-  const b = { total: 3, maxScore: 5, hits: [hit('i', 'b1', 5), hit('i', 'a0', 2), hit('i', 'b3', 1)] };
-  const c = { total: 0, maxScore: null, hits: [] };
+  const b = { timedOut: false, total: 3, maxScore: 5, hits: [hit('i', 'b1', 5), hit('i', 'a0', 2), hit('i', 'b3', 1)] };
+  const c = { timedOut: false, total: 0, maxScore: null, hits: [] };
 
   it('orders by score, then index, then _id, and cuts from/size', () => {
     const all = mergeHits([a, b, c], 0, 100);
@@ -24,7 +25,7 @@ describe('merging node answers', () => {
 
   it('keeps the rest of each hit as the node sent it', () => {
     const full = { _index: 'i', _id: 'x', _score: 1, _source: { subject: 's' } };
-    expect(mergeHits([{ total: 1, maxScore: 1, hits: [full] }], 0, 1).hits[0]).toBe(full);
+    expect(mergeHits([{ timedOut: false, total: 1, maxScore: 1, hits: [full] }], 0, 1).hits[0]).toBe(full);
   });
 
   it('compares like the engine', () => {
@@ -37,7 +38,7 @@ describe('merging node answers', () => {
     const response = {
       hits: { total: { value: 1, relation: 'eq' }, max_score: 2, hits: [hit('i', 'x', 2)] },
     };
-    expect(readNodeHits(response)).toEqual({ total: 1, maxScore: 2, hits: [hit('i', 'x', 2)] });
+    expect(readNodeHits(response)).toEqual({ timedOut: false, total: 1, maxScore: 2, hits: [hit('i', 'x', 2)] });
     for (const bad of [
       null,
       { echo: 1 },
