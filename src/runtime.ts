@@ -27,6 +27,7 @@ import {
 } from './errors.js';
 import type { EnforcementMode } from './governor/decide.js';
 import { DuressDetector } from './governor/duress-detector.js';
+import { enforcementModeOf, type NodeModeWord } from './governor/node-mode.js';
 import { Governor, type GovernorSnapshot, type GovernorStats } from './governor/governor.js';
 import { SandboxCounterTable, type SandboxCounters } from './governor/sandbox-counters.js';
 import { compiledModuleUrl } from './pool/compiled-module-url.js';
@@ -204,8 +205,11 @@ export interface Runtime {
    * after this reading.
    */
   governorStats(options?: { readonly resetTickCost?: boolean }): GovernorStats;
-  /** Changes the enforcement mode at runtime (takes effect at the next interval). */
-  setEnforcement(mode: EnforcementMode): void;
+  /**
+   * Changes the enforcement mode at runtime (takes effect at the next interval): `enforced` (or
+   * OpenSearch's `enabled`), `monitor_only`, `disabled`. @throws InvalidArgumentError for another word.
+   */
+  setEnforcement(mode: EnforcementMode | NodeModeWord): void;
   /** The query-priority configuration in force (see `scheduler/query-priority.ts`). */
   queryPriority(): QueryPriorityDocument;
   /**
@@ -1078,11 +1082,8 @@ class GovernedRuntime implements Runtime {
     return this.#governor.stats(options);
   }
 
-  setEnforcement(mode: EnforcementMode): void {
-    if (!['enabled', 'monitor_only', 'disabled'].includes(mode)) {
-      throw new InvalidArgumentError('enforcement', 'must be one of enabled, monitor_only, disabled', mode);
-    }
-    this.#governor.enforcement = mode;
+  setEnforcement(mode: EnforcementMode | NodeModeWord): void {
+    this.#governor.enforcement = enforcementModeOf(mode, 'enforcement');
   }
 
   queryPriority(): QueryPriorityDocument {
