@@ -223,9 +223,10 @@ export function toWorkloadGroup(s: Sandbox): Record<string, unknown> {
     const limit = s.limits[r];
     if (limit !== undefined) limits[r] = Math.min(1, round6(limit.high / WLM_CANCELLATION_FRACTION));
   }
+  // Values as strings and keys sorted, as OpenSearch writes a Settings object.
   const settings: Record<string, string> = {};
   const own = toSearchSettingsDocument(s.searchSettings);
-  for (const [key, native] of Object.entries(SETTING_KEYS)) {
+  for (const [key, native] of Object.entries(SETTING_KEYS).sort(([a], [b]) => (a < b ? -1 : 1))) {
     if (own[native] !== undefined) settings[key] = String(own[native]);
   }
   const throttling =
