@@ -74,7 +74,9 @@ const cases: Array<{ name: string; withCaps: boolean; heldAhead: number }> = [
 for (const c of cases) measure(c.withCaps, c.heldAhead);
 const samples = cases.map(() => [] as number[]);
 for (let r = 0; r < rounds; r++) {
-  cases.forEach((c, i) => samples[i]!.push(measure(c.withCaps, c.heldAhead)));
+  cases.forEach((c, i) => {
+    samples[i]!.push(measure(c.withCaps, c.heldAhead));
+  });
 }
 const medians = samples.map(median);
 const baseline = medians[0]!;

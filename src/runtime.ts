@@ -598,6 +598,11 @@ class GovernedRuntime implements Runtime {
         softCancel: (taskId, resource) => this.#softCancel(taskId, resource),
         hardCancel: (taskId, resource) => this.#hardCancel(taskId, resource),
         cancelAfterMs: (taskId) => this.#cancelAfterOf(taskId)?.ms,
+        schedule: (callback, delayMs) => {
+          const timer = setTimeout(callback, delayMs);
+          timer.unref();
+          return () => clearTimeout(timer);
+        },
         nowMs: () => performance.now(),
       },
     );

@@ -23,7 +23,7 @@ import {
 import type { DuressDetector } from './duress-detector.js';
 import type { SandboxCounterTable } from './sandbox-counters.js';
 import { TokenBucket } from './token-bucket.js';
-import { overdueTasks, type WallClockCancellation } from './wall-clock-watchdog.js';
+import { dueWithin, overdueTasks, type WallClockCancellation } from './wall-clock-watchdog.js';
 
 /** What a task is cancelled for: usage over a high limit, or its run time past its cancel-after. */
 export type AnyCancellation = Cancellation | WallClockCancellation;
@@ -44,6 +44,11 @@ export interface GovernorDeps {
    * (read at every tick). Default: none for every task (no watchdog).
    */
   cancelAfterMs?(taskId: number): number | undefined;
+  /**
+   * Runs `callback` after `delayMs` (a real timer, unref'ed); returns a function that cancels it. With
+   * it, the watchdog cancels a task due before the next tick at its limit. Default: none (ticks only).
+   */
+  schedule?(callback: () => void, delayMs: number): () => void;
   /** Clock, ms. */
   nowMs(): number;
 }
@@ -140,6 +145,8 @@ export class Governor {
   #wallClockCancellations = 0;
   #wallClockHardCancellations = 0;
   #rateLimited = 0;
+  /** Timers armed for tasks whose cancel-after falls before the next tick (see `wall-clock-watchdog.ts`). */
+  readonly #wallClockTimers = new Map<number, () => void>();
   /** Tasks held back by the rate limit and not yet settled (so each is counted once). */
   readonly #heldBack = new Set<number>();
   readonly #tickNs = createHistogram();
@@ -176,6 +183,8 @@ export class Governor {
   stop(): void {
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
+    for (const cancel of this.#wallClockTimers.values()) cancel();
+    this.#wallClockTimers.clear();
   }
 
   get enforcement(): EnforcementMode {
@@ -212,6 +221,19 @@ export class Governor {
   forget(taskId: number): void {
     this.#pending.delete(taskId);
     this.#heldBack.delete(taskId);
+    const timer = this.#wallClockTimers.get(taskId);
+    if (timer !== undefined) {
+      timer();
+      this.#wallClockTimers.delete(taskId);
+    }
+  }
+
+  /** A wall-clock cancellation: soft now, hard after the grace period (at a later tick). */
+  #cancelForTime(c: WallClockCancellation, nowMs: number): void {
+    if (this.#pending.has(c.taskId)) return;
+    this.#pending.set(c.taskId, { cancellation: c, softAtMs: nowMs, hard: false });
+    this.#wallClockCancellations++;
+    this.#deps.softCancel(c.taskId, 'time');
   }
 
   /** A task completed normally: adds to the completion bucket. */
@@ -322,10 +344,25 @@ export class Governor {
     // The wall-clock watchdog: whatever their usage, tasks past their cancel-after (not rate limited).
     if (deps.cancelAfterMs !== undefined) {
       const cancelAfterMs = deps.cancelAfterMs;
-      for (const c of overdueTasks(tasks, nowMs, (taskId) => cancelAfterMs(taskId))) {
-        this.#pending.set(c.taskId, { cancellation: c, softAtMs: nowMs, hard: false });
-        this.#wallClockCancellations++;
-        deps.softCancel(c.taskId, 'time');
+      for (const c of overdueTasks(tasks, nowMs, (taskId) => cancelAfterMs(taskId))) this.#cancelForTime(c, nowMs);
+      const schedule = deps.schedule;
+      if (schedule !== undefined) {
+        for (const due of dueWithin(tasks, nowMs, this.#intervalMs, (taskId) => cancelAfterMs(taskId))) {
+          if (this.#wallClockTimers.has(due.taskId)) continue;
+          const startedAtMs = nowMs + due.inMs - due.cancelAfterMs;
+          const cancel = schedule(() => {
+            this.#wallClockTimers.delete(due.taskId);
+            const at = deps.nowMs();
+            // The limit may have changed since; the next tick sees a task that is not due yet.
+            const limit = cancelAfterMs(due.taskId);
+            if (limit === undefined || at - startedAtMs < limit - 1) return;
+            this.#cancelForTime(
+              { taskId: due.taskId, sandboxId: due.sandboxId, cancelAfterMs: limit, ranMs: at - startedAtMs, resource: 'time' },
+              at,
+            );
+          }, due.inMs);
+          this.#wallClockTimers.set(due.taskId, cancel);
+        }
       }
     }
     // New cancellations, in the decision's order, while either bucket has a token (as OpenSearch's

@@ -6,7 +6,10 @@
  * a lock, a stuck refresh, a remote call) uses neither, so usage-based cancellation never sees it.
  *
  * A task's time counts from its dispatch to a worker (its wait in the queue does not count). Its
- * limit is looked up at every tick, so a sandbox's lowered limit reaches tasks already running.
+ * limit is looked up at every tick, so a sandbox's lowered limit reaches tasks already running. A
+ * task whose limit falls before the next tick (`dueWithin`) gets a timer for the exact moment, when
+ * the governor is given one (`GovernorDeps.schedule`), so a task is cancelled at its limit, not up to
+ * one interval late.
  * Wall-clock cancellations are not rate limited by the governor's token buckets: like a search
  * timeout, the limit is a rule the request runs under, not a shedding decision.
  */
@@ -31,6 +34,36 @@ export interface WallClockCancellation {
   readonly ranMs: number;
   /** Always `time`: what the cancellation is about, beside `cpu` and `memory`. */
   readonly resource: 'time';
+}
+
+/** A task whose limit falls before the next tick: when, in ms from now, it is due. */
+export interface DueSoon {
+  readonly taskId: number;
+  readonly sandboxId: string;
+  readonly cancelAfterMs: number;
+  readonly inMs: number;
+}
+
+/**
+ * The tasks not yet at their limit that reach it within `horizonMs` (the next interval): the
+ * governor arms a timer for each, so that a task is cancelled at its limit rather than up to one
+ * interval after it.
+ */
+export function dueWithin(
+  tasks: readonly WatchedTask[],
+  nowMs: number,
+  horizonMs: number,
+  cancelAfterMsOf: (taskId: number) => number | undefined,
+): DueSoon[] {
+  const out: DueSoon[] = [];
+  for (const t of tasks) {
+    if (t.cancelling) continue;
+    const limit = cancelAfterMsOf(t.taskId);
+    if (limit === undefined || !(limit > 0)) continue;
+    const inMs = limit - (nowMs - t.startedAtMs);
+    if (inMs > 0 && inMs < horizonMs) out.push({ taskId: t.taskId, sandboxId: t.sandboxId, cancelAfterMs: limit, inMs });
+  }
+  return out;
 }
 
 /**

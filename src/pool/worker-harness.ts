@@ -50,15 +50,15 @@ function heapNow(): number {
 const ASYNC_POLL_MS = 25;
 
 /**
- * An async handler still pending this long after a wall-clock cancellation (`CancelReason.TIME`) is
- * given up: the worker records the task's end in its slot and exits, so that piscina fails the task
+ * An async handler still pending this long after its wall-clock cancellation (`CancelReason.TIME`)
+ * was seen (and its signal fired) is given up: the worker records the task's end in its slot and exits, so that piscina fails the task
  * and starts a replacement (the handler's code may still be live: the worker must not take another
  * task). A handler that stalls (awaits forever, ignoring its signal) would otherwise hold its worker
  * until the governor's hard cancellation, `graceIntervals` later; a cooperative one settles well
  * within this. The main thread reads the exit of a worker whose task the watchdog picked as a hard
  * wall-clock cancellation.
  */
-const ABANDON_AFTER_MS = ASYNC_POLL_MS;
+const ABANDON_AFTER_MS = 5;
 
 function cancelMessage(code: number): string {
   switch (code) {
@@ -193,20 +193,24 @@ export default async function runTask(envelope: TaskEnvelope): Promise<TaskOutco
     if (pending !== null && typeof (pending as Promise<unknown>)?.then === 'function') {
       // While an async handler waits, its event loop is free: keep its memory checkpoint fresh (so the
       // main thread need not probe it) and watch for a soft cancellation.
-      let timeAbortAt = 0;
+      let settled = false;
+      let abandonArmed = false;
+      const done = () => {
+        settled = true;
+      };
+      (pending as Promise<unknown>).then(done, done);
       poll = setInterval(() => {
         slots.checkpoint(slot, taskId, heapNow());
         abortIfRequested();
-        if (slots.cancelCode(slot, taskId) !== CancelReason.TIME) return;
-        const now = performance.now();
-        if (timeAbortAt === 0) {
-          timeAbortAt = now;
-        } else if (now - timeAbortAt >= ABANDON_AFTER_MS) {
+        if (abandonArmed || slots.cancelCode(slot, taskId) !== CancelReason.TIME) return;
+        abandonArmed = true;
+        setTimeout(() => {
+          if (settled) return;
           // Give up on the handler: record the end, then leave (see ABANDON_AFTER_MS).
           lastEndCpuNs = currentThreadCpuTimeNs();
           slots.end(slot, taskId, lastEndCpuNs, heapNow());
           process.exit(0);
-        }
+        }, ABANDON_AFTER_MS);
       }, ASYNC_POLL_MS);
       result = await pending;
     } else {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DuressDetector } from '../../src/governor/duress-detector.js';
 import { Governor } from '../../src/governor/governor.js';
 import { SandboxCounterTable } from '../../src/governor/sandbox-counters.js';
-import { overdueTasks } from '../../src/governor/wall-clock-watchdog.js';
+import { dueWithin, overdueTasks } from '../../src/governor/wall-clock-watchdog.js';
 import { parseSandboxDefinitions } from '../../src/sandbox/sandbox-file.js';
 import { newTrackedTask, type TrackedTask } from '../../src/tracking/tracked-task.js';
 
@@ -23,6 +23,17 @@ describe('overdueTasks', () => {
     const picked = overdueTasks([task(1, 0), task(2, 150), task(3, 0)], 600, (id) => limits.get(id));
     expect(picked).toEqual([{ taskId: 1, sandboxId: 's', cancelAfterMs: 500, ranMs: 600, resource: 'time' }]);
     expect(overdueTasks([task(2, 100)], 600, (id) => limits.get(id))).toHaveLength(1); // exactly at the limit
+  });
+
+  it('lists the tasks that reach their limit before the next tick, with how long until then', () => {
+    const limits = new Map([
+      [1, 250],
+      [2, 1000],
+      [3, 150],
+    ]);
+    expect(dueWithin([task(1, 0), task(2, 0), task(3, 0)], 200, 100, (id) => limits.get(id))).toEqual([
+      { taskId: 1, sandboxId: 's', cancelAfterMs: 250, inMs: 50 },
+    ]);
   });
 
   it('skips tasks without a limit, with a non-positive one, and tasks already being cancelled', () => {
@@ -50,6 +61,7 @@ describe('the governor runs the watchdog at every tick', () => {
     const soft: Array<[number, string]> = [];
     const hard: Array<[number, string]> = [];
     const limits = new Map<number, number>();
+    const timers: Array<{ callback: () => void; delayMs: number; cancelled: boolean }> = [];
     const governor = new Governor(
       {
         intervalMs: 100,
@@ -72,10 +84,18 @@ describe('the governor runs the watchdog at every tick', () => {
         hardCancel: (id, resource) => hard.push([id, resource]),
         nowMs: () => now,
         cancelAfterMs: (id) => limits.get(id),
+        schedule: (callback, delayMs) => {
+          const timer = { callback, delayMs, cancelled: false };
+          timers.push(timer);
+          return () => {
+            timer.cancelled = true;
+          };
+        },
       },
     );
     return {
       governor,
+      timers,
       soft,
       hard,
       limits,
@@ -122,6 +142,44 @@ describe('the governor runs the watchdog at every tick', () => {
     h.at(900);
     h.governor.tick();
     expect(h.soft).toHaveLength(1);
+  });
+
+  it('arms a timer at the tick before the limit and cancels at the limit, not a whole interval later', () => {
+    const h = harness();
+    h.run(3, 'capped', 0);
+    h.limits.set(3, 250);
+    h.at(200);
+    h.governor.tick();
+    expect(h.soft).toEqual([]);
+    expect(h.timers.map((t) => t.delayMs)).toEqual([50]);
+    h.at(250);
+    h.timers[0]!.callback();
+    expect(h.soft).toEqual([[3, 'time']]);
+    expect(h.governor.cancellationOf(3)?.cancellation).toMatchObject({ cancelAfterMs: 250, ranMs: 250 });
+    // The next tick does not pick it again; hard comes a grace period after the timer's soft.
+    h.at(300);
+    h.governor.tick();
+    h.at(450);
+    h.governor.tick();
+    expect(h.hard).toEqual([[3, 'time']]);
+    expect(h.governor.stats().wallClockCancellations).toBe(1);
+  });
+
+  it('a timer does nothing once its task ended or its limit was raised', () => {
+    const h = harness();
+    h.run(4, 'capped', 0);
+    h.run(5, 'capped', 0);
+    h.limits.set(4, 250);
+    h.limits.set(5, 250);
+    h.at(200);
+    h.governor.tick();
+    expect(h.timers).toHaveLength(2);
+    h.end(4);
+    expect(h.timers[0]!.cancelled).toBe(true);
+    h.limits.set(5, 10_000);
+    h.at(250);
+    h.timers[1]!.callback();
+    expect(h.soft).toEqual([]);
   });
 
   it('a task that ends after its soft cancellation is not cancelled hard; a raised limit spares a running task', () => {
