@@ -141,6 +141,28 @@ describe('runtime: search settings and concurrency caps', () => {
     expect(viaParameter.timeoutMs).toBe(150);
   });
 
+  it('applies search settings changed at runtime: to the next request, and a cancel-after to running tasks', async () => {
+    const timed = runtime.sandboxes().find((s) => s.name === 'timed')!;
+    await runtime.sandboxRegistry.update(timed.id, { search_settings: { timeout: '-1' } });
+    const untimed = (await runtime.search({ index: 'alpha', body: { collectItems: 20, itemMs: 10 }, user: 'timed_1' })) as {
+      timed_out: boolean;
+      timeoutMs: number | null;
+    };
+    expect(untimed).toMatchObject({ timed_out: false, timeoutMs: null });
+    // A task already running gets a cancel-after set after it started.
+    const started = performance.now();
+    const running = runtime.search({ index: 'alpha', body: { sleepMs: 5000 }, user: 'timed_1' }).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 100));
+    await runtime.sandboxRegistry.update(timed.id, { search_settings: { timeout: '150ms', cancel_after_time_interval: '300ms' } });
+    const error = await running;
+    const elapsedMs = performance.now() - started;
+    expect(error).toBeInstanceOf(CancelledError);
+    expect((error as Error).message).toContain('search_settings.cancel_after_time_interval [300ms] of sandbox [timed]');
+    expect(elapsedMs).toBeGreaterThanOrEqual(300);
+    expect(elapsedMs).toBeLessThan(300 + INTERVAL_MS + 200);
+    await runtime.sandboxRegistry.update(timed.id, { search_settings: { cancel_after_time_interval: null } });
+  });
+
   it('refuses a bad request timeout naming the parameter and the value', async () => {
     await expect(runtime.search({ index: 'alpha', body: { timeout: '5 parsecs' } })).rejects.toThrow(InvalidArgumentError);
     await expect(runtime.search({ index: 'alpha', body: {}, cancelAfterTimeInterval: '1.5s' })).rejects.toThrow(
