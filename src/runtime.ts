@@ -63,7 +63,9 @@ import {
   openQueryPriority,
   type QueryPriorityStore,
 } from './scheduler/query-priority-store.js';
+import { weighHelperThreads } from './pool/helper-threads.js';
 import { LanePool, type PoolLaneStats } from './pool/lane-pool.js';
+import { DecisionLog } from './observability/decision-log.js';
 import {
   type ResolvedRuntimeOptions,
   type RuntimeOptions,
@@ -187,6 +189,8 @@ export interface Runtime {
    * resolve index expressions over the engine's indices and these.
    */
   readonly indices: WritableIndices | undefined;
+  /** What the engine's `prepare` reported (indices, shards, documents, mappings). */
+  readonly engineDescription: EngineDescription;
   /** Per-sandbox stats keyed by sandbox id. */
   sandboxStats(): ReadonlyMap<string, SandboxStats>;
   nodeStats(): NodeStats;
@@ -389,13 +393,17 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
           durability: resolved.translogDurability,
           syncIntervalMs: resolved.translogSyncIntervalMs,
           indexingPressureBytes: resolved.indexingPressureBytes,
+          writeQueueSize: resolved.writeQueueSize,
           metadataStore: options.indexMetadataStore,
           log,
         })
       : undefined;
 
-  if (resolved.singleThreadedGc) {
-    // Process-wide and only for isolates made after it: workers refuse it in execArgv.
+  if (resolved.singleThreadedGc && !process.execArgv.includes('--single-threaded-gc')) {
+    // Process-wide and only for isolates made after it: workers refuse it in execArgv. Given to node
+    // at start it is safe; flipped here it can meet a concurrent marking cycle of the main isolate
+    // (seen: V8 `Check failed: concurrent_marking_handle_ implies ...`, the process aborted).
+    log.warn('singleThreadedGc is set at run time; start node with --single-threaded-gc instead (see docs/lanes.md)');
     v8.setFlagsFromString('--single-threaded-gc');
   }
   // Follows workers from their start, so a task that stops checkpointing can still be measured.
@@ -420,6 +428,14 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   });
   log.info({ startupMs: pool.startups.map((s) => Math.round(s.startupMs)) }, 'workers ready');
   logLanes(log, pool);
+  if (resolved.helperThreadWeight !== undefined) {
+    const helpers = weighHelperThreads(resolved.helperThreadWeight);
+    (helpers.weighted === helpers.threads ? log.info : log.warn).call(
+      log,
+      { nice: resolved.helperThreadWeight, ...helpers },
+      `helper threads (V8 platform, libuv): ${helpers.weighted} of ${helpers.threads} at nice ${resolved.helperThreadWeight}`,
+    );
+  }
   try {
     await checkWorkerHeapLimit(pool, resolved.workerHeapMb);
   } catch (error) {
@@ -464,9 +480,21 @@ function logLanes(log: pino.Logger, pool: LanePool): void {
   );
 }
 
+/**
+ * `weighted` only when every lane runs at the weight it asked for and each lane's threads really weigh
+ * less than the lane above: a process started at nice 19 cannot give its background lane less weight
+ * than its foreground (both end at 19), and then nothing favours the foreground.
+ */
 function isolationOf(lanes: readonly PoolLaneStats[]): NodeStats['isolation'] {
   if (lanes.length < 2) return 'single_lane';
-  return lanes.every((l) => l.weighted) ? 'weighted' : 'unweighted';
+  if (!lanes.every((l) => l.weighted)) return 'unweighted';
+  for (let i = 1; i < lanes.length; i++) {
+    const above = lanes[i - 1]!;
+    const below = lanes[i]!;
+    const belowIdle = below.weight === 'idle' && above.weight !== 'idle';
+    if (!belowIdle && !((below.nice ?? 0) > (above.nice ?? 0))) return 'unweighted';
+  }
+  return 'weighted';
 }
 
 /**
@@ -497,6 +525,7 @@ class GovernedRuntime implements Runtime {
   readonly #indices: readonly string[] | undefined;
   readonly sandboxRegistry: SandboxRegistry;
   readonly indices: WritableIndices | undefined;
+  readonly engineDescription: EngineDescription;
   // Swapped whole on every accepted sandbox change (see #applySandboxes); never mutated in place.
   #sandboxes: readonly Sandbox[];
   #byId: ReadonlyMap<string, Sandbox>;
@@ -540,6 +569,7 @@ class GovernedRuntime implements Runtime {
     this.options = options;
     this.#engine = engine;
     this.#indices = description.indices;
+    this.engineDescription = description;
     this.sandboxRegistry = registry;
     const sandboxes = registry.list();
     this.#caps = new ConcurrencyCaps(sandboxes);
@@ -604,6 +634,8 @@ class GovernedRuntime implements Runtime {
           return () => clearTimeout(timer);
         },
         nowMs: () => performance.now(),
+        // State changes and cancellations, at info, rate-limited (observability/decision-log.ts).
+        decisions: new DecisionLog(log),
       },
     );
     this.#governor.start();

@@ -26,9 +26,12 @@
  *    picked by the ranking among the copies not tried yet. A node that did not answer at all is ranked
  *    after the others for `failedNodeBackoffMs`.
  * 6. A 4xx other than those (a bad query, a forbidden sandbox) is the client's: the first such answer
- *    is passed on as is (`RemoteClientError`); it counts as no failure of the node and logs no warning. If every shard failed: `ShardsFailedError` (429 when
- *    every failure was a 429, else 503). Otherwise the hits are merged (`search-merge.ts`) and failed
- *    shards are listed in `_shards.failures`.
+ *    is passed on as is (`RemoteClientError`); it counts as no failure of the node and logs no warning.
+ *    Then Elasticsearch's rules for shard failures: every shard failed: `ShardsFailedError` (`all
+ *    shards failed`, its status from the failures: 429 when they were refusals, see
+ *    `shardFailuresStatus`); some failed: the merged hits (`search-merge.ts`) with 200 and the failed
+ *    shards in `_shards.failures`, or, with `allow_partial_search_results=false`, `ShardsFailedError`
+ *    (`Partial shards failure`).
  *
  * Search settings (`sandbox/search-settings.ts`): the request's `timeout` and
  * `cancel_after_time_interval` are passed on to the data nodes, which apply them with their sandbox's
@@ -57,6 +60,7 @@ import {
 } from '../errors.js';
 import { SandboxClassifier } from '../classify/sandbox-classifier.js';
 import { requestedParameters } from '../execution/search-parameters.js';
+import { DecisionLog } from '../observability/decision-log.js';
 import { isPlainObject } from '../sandbox/is-plain-object.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { type EffectiveSearchSettings, effectiveSearchSettings, resolveSetting } from '../sandbox/search-settings.js';
@@ -71,7 +75,14 @@ import type { MembershipWatcher } from './membership.js';
 import type { NodeInfo } from './internal-protocol.js';
 import { RemoteClientError } from './remote-client-error.js';
 import { RoutingTable } from './routing-table.js';
-import { type MergeableHit, mergeHits, type NodeHits, readNodeHits } from './search-merge.js';
+import {
+  type MergeableHit,
+  type MergedTotal,
+  mergeHits,
+  mergeOrderOf,
+  type NodeHits,
+  readNodeHits,
+} from './search-merge.js';
 import { pageOf } from './search-page.js';
 
 export type { CoordinatorStats, DataNodeStats } from './coordinator-stats.js';
@@ -128,6 +139,11 @@ export interface CoordinatorOptions {
    * request's own value bounds the fan-out)
    */
   readonly sandboxes?: () => readonly Sandbox[];
+  /**
+   * The cluster secret, sent on every call to a data node (`Authorization: Bearer <secret>`); the data
+   * nodes' internal routes refuse calls without it (401) or with another one (403). @default none
+   */
+  readonly clusterSecret?: string | undefined;
 }
 
 /** One search as the coordinator takes it. */
@@ -148,7 +164,7 @@ export interface CoordinatorSearchRequest {
   readonly maxConcurrentShardRequests?: number | undefined;
 }
 
-/** The merged answer, OpenSearch-shaped. */
+/** The merged answer, Elasticsearch-shaped. */
 export interface CoordinatorSearchResponse {
   readonly took: number;
   readonly timed_out: boolean;
@@ -160,10 +176,21 @@ export interface CoordinatorSearchResponse {
     readonly failures?: readonly ShardFailure[];
   };
   readonly hits: {
-    readonly total: { readonly value: number; readonly relation: 'eq' };
+    /** Absent with `track_total_hits: false`. */
+    readonly total?: MergedTotal;
     readonly max_score: number | null;
     readonly hits: readonly MergeableHit[];
   };
+}
+
+/**
+ * `allow_partial_search_results` of a body (the HTTP edge copies the URL parameter there): `false` or
+ * `"false"` refuses partial results; anything else, or none, allows them (Elasticsearch's default,
+ * `search.default_allow_partial_results: true`). The data nodes check the value itself.
+ */
+function allowsPartialResults(body: Readonly<Record<string, unknown>>): boolean {
+  const value = body['allow_partial_search_results'];
+  return value !== false && value !== 'false';
 }
 
 interface Target {
@@ -182,6 +209,8 @@ interface NodeState {
   shardRequests: number;
   failures: number;
   retriedAway: number;
+  /** Searches refused before fan-out because this node was over its admission limit, per resource. */
+  readonly admissionRejections: { cpu: number; heap: number };
   downUntilMs: number;
   /** The last call to the node got no answer or a failure (not a client error); false until one fails. */
   lastCallFailed: boolean;
@@ -262,7 +291,10 @@ export class Coordinator {
   readonly #collector: StatsCollector;
   readonly #shardTimeoutMs: number;
   readonly #backoffMs: number;
+  readonly #clusterSecret: string | undefined;
   readonly #log: pino.Logger;
+  /** Admission rejections at info, rate-limited. */
+  readonly #decisions: DecisionLog;
   readonly #closing = new AbortController();
   #writes: ClusterWrites | undefined;
   #membership: MembershipWatcher | undefined;
@@ -289,6 +321,7 @@ export class Coordinator {
       shardTimeoutMs: number;
       backoffMs: number;
       log: pino.Logger;
+      clusterSecret: string | undefined;
     },
   ) {
     this.nodeId = nodeId;
@@ -302,6 +335,7 @@ export class Coordinator {
         shardRequests: 0,
         failures: 0,
         retriedAway: 0,
+        admissionRejections: { cpu: 0, heap: 0 },
         downUntilMs: 0,
         lastCallFailed: false,
       });
@@ -312,7 +346,9 @@ export class Coordinator {
     this.#collector = parts.collector;
     this.#shardTimeoutMs = parts.shardTimeoutMs;
     this.#backoffMs = parts.backoffMs;
+    this.#clusterSecret = parts.clusterSecret;
     this.#log = parts.log;
+    this.#decisions = new DecisionLog(parts.log);
   }
 
   /**
@@ -357,6 +393,7 @@ export class Coordinator {
           collector.ingest(nodeId, header);
         },
         log,
+        options.clusterSecret,
       );
       urls = new Map(infos.map((info, i) => [info.node_id, options.dataNodes[i]!.url]));
     } else {
@@ -386,6 +423,7 @@ export class Coordinator {
       shardTimeoutMs,
       backoffMs,
       log,
+      clusterSecret: options.clusterSecret,
     });
     coordinator.#membership = state?.membership;
     coordinator.#sandboxes = options.sandboxes;
@@ -410,6 +448,7 @@ export class Coordinator {
         node.lastCallFailed = true;
       },
       timeoutMs: shardTimeoutMs,
+      clusterSecret: options.clusterSecret,
       indexingPressureBytes: options.indexingPressureBytes,
       slowNodeFactor: options.slowNodeFactor,
       slowNodeRetryMs: options.slowNodeRetryMs,
@@ -470,7 +509,8 @@ export class Coordinator {
    * Runs one search over the cluster (see module doc).
    * @throws InvalidArgumentError / IndexNotFoundError / EngineRequestError (400/404) for a bad request;
    *   AdmissionRejectedError (429) before fan-out; RemoteClientError for a data node's 4xx;
-   *   ShardsFailedError (429/503) when every shard failed; NotRunningError once closed.
+   *   ShardsFailedError when every shard failed, or some did with allow_partial_search_results=false;
+   *   NotRunningError once closed.
    */
   async search(request: CoordinatorSearchRequest): Promise<CoordinatorSearchResponse> {
     if (this.#closing.signal.aborted) throw new NotRunningError('the coordinator is closed');
@@ -516,6 +556,16 @@ export class Coordinator {
       this.#rejected++;
       const { refusal } = decision;
       const target = targets[refusal.shardIndex]!;
+      const refused = this.#nodes.get(refusal.nodeId);
+      if (refused !== undefined) refused.admissionRejections[refusal.resource]++;
+      this.#decisions.admissionRejected({
+        nodeId: refusal.nodeId,
+        resource: refusal.resource,
+        usage: refusal.usage,
+        limit: refusal.limit,
+        index: target.index,
+        shard: target.shard,
+      });
       throw new AdmissionRejectedError(
         refusal.nodeId,
         refusal.resource,
@@ -610,11 +660,15 @@ export class Coordinator {
       this.#failed++;
       throw new ShardsFailedError(failures);
     }
+    if (failures.length > 0 && !allowsPartialResults(body)) {
+      this.#failed++;
+      throw new ShardsFailedError(failures, { partial: true });
+    }
     if (failures.length > 0) this.#partial++;
-    const merged = mergeHits(parts, from, size);
+    const merged = mergeHits(parts, from, size, mergeOrderOf(body));
     return {
       took: Math.round(performance.now() - started),
-      timed_out: parts.some((p) => p.timedOut),
+      timed_out: merged.timedOut,
       _shards: {
         total: targets.length,
         successful: targets.length - failures.length,
@@ -623,7 +677,7 @@ export class Coordinator {
         ...(failures.length > 0 ? { failures } : {}),
       },
       hits: {
-        total: { value: merged.total, relation: 'eq' },
+        ...(merged.total === undefined ? {} : { total: merged.total }),
         max_score: merged.maxScore,
         hits: merged.hits,
       },
@@ -705,6 +759,7 @@ export class Coordinator {
         { index: Object.keys(wanted).join(','), shards: wanted, bodyJson, cancelAfterTimeInterval },
         forwarded,
         this.#shardTimeoutMs,
+        this.#clusterSecret,
         this.#closing.signal,
       );
     } finally {
@@ -778,6 +833,7 @@ export class Coordinator {
         failures: node.failures,
         lastCallFailed: node.lastCallFailed,
         retriedAway: node.retriedAway,
+        admissionRejections: { ...node.admissionRejections },
         outstandingShards: this.#ranking.outstanding(node.nodeId),
         ranking: this.#ranking.nodeStats(node.nodeId),
       });

@@ -21,6 +21,7 @@ import {
   type TaskUsageView,
 } from './decide.js';
 import type { DuressDetector } from './duress-detector.js';
+import type { GovernorDecisionListener } from './governor-decisions.js';
 import type { SandboxCounterTable } from './sandbox-counters.js';
 import { TokenBucket } from './token-bucket.js';
 import { dueWithin, overdueTasks, type WallClockCancellation } from './wall-clock-watchdog.js';
@@ -51,6 +52,8 @@ export interface GovernorDeps {
   schedule?(callback: () => void, delayMs: number): () => void;
   /** Clock, ms. */
   nowMs(): number;
+  /** Told of state changes and cancellations (decision logs). Optional: nothing is built without it. */
+  readonly decisions?: GovernorDecisionListener | undefined;
 }
 
 export interface GovernorOptions {
@@ -234,6 +237,8 @@ export class Governor {
     this.#pending.set(c.taskId, { cancellation: c, softAtMs: nowMs, hard: false });
     this.#wallClockCancellations++;
     this.#deps.softCancel(c.taskId, 'time');
+    const listener = this.#deps.decisions;
+    if (listener !== undefined) reportWallClockCancellation(listener, c, 'soft');
   }
 
   /** A task completed normally: adds to the completion bucket. */
@@ -313,6 +318,7 @@ export class Governor {
       tasks,
     });
     this.#lastDecision = decision;
+    const previous = this.#snapshot.verdicts;
     this.#snapshot = {
       atMs: nowMs,
       ticks: this.#snapshot.ticks + 1,
@@ -323,6 +329,9 @@ export class Governor {
       usage: sample.sandboxes,
       verdicts: decision.verdicts,
     };
+
+    const listener = deps.decisions;
+    if (listener !== undefined) reportStateChanges(listener, previous, decision.verdicts, sandboxes, sample);
 
     for (const [id, v] of decision.verdicts) {
       if (v.wouldCancel) {
@@ -339,6 +348,7 @@ export class Governor {
         if (p.cancellation.resource === 'time') this.#wallClockHardCancellations++;
         else this.#hardCancellations++;
         deps.hardCancel(taskId, p.cancellation.resource);
+        if (listener !== undefined) reportCancellation(listener, p.cancellation, 'hard', sandboxes, sample);
       }
     }
     // The wall-clock watchdog: whatever their usage, tasks past their cancel-after (not rate limited).
@@ -388,8 +398,77 @@ export class Governor {
       this.#softCancellations++;
       this.#cutAtMs.set(c.sandboxId, nowMs);
       deps.softCancel(c.taskId, c.resource);
+      if (listener !== undefined) reportCancellation(listener, c, 'soft', sandboxes, sample);
     }
   }
+}
+
+/** Tells `listener` of every sandbox whose published state differs from the last interval's. */
+function reportStateChanges(
+  listener: GovernorDecisionListener,
+  previous: ReadonlyMap<string, SandboxVerdict>,
+  verdicts: ReadonlyMap<string, SandboxVerdict>,
+  sandboxes: readonly Sandbox[],
+  sample: UsageSample,
+): void {
+  for (const [id, v] of verdicts) {
+    const from = previous.get(id)?.state ?? 'ok';
+    if (from === v.state) continue;
+    const resource = v.state === 'ok' ? undefined : v.resource;
+    const limit = resource === undefined ? undefined : sandboxes.find((s) => s.id === id)?.limits[resource];
+    listener.stateChanged({
+      sandboxId: id,
+      from,
+      to: v.state,
+      resource,
+      usage: resource === undefined ? undefined : sample.sandboxes.get(id)?.[resource],
+      lowLimit: limit?.low,
+      highLimit: limit?.high,
+    });
+  }
+}
+
+function reportCancellation(
+  listener: GovernorDecisionListener,
+  c: AnyCancellation,
+  kind: 'soft' | 'hard',
+  sandboxes: readonly Sandbox[],
+  sample: UsageSample,
+): void {
+  if (c.resource === 'time') {
+    reportWallClockCancellation(listener, c, kind);
+    return;
+  }
+  const task = sample.tasks.find((t) => t.taskId === c.taskId);
+  listener.cancelled({
+    taskId: c.taskId,
+    sandboxId: task?.sandboxId,
+    breachedSandboxId: c.sandboxId,
+    resource: c.resource,
+    kind,
+    usage: sample.sandboxes.get(c.sandboxId)?.[c.resource],
+    highLimit: sandboxes.find((s) => s.id === c.sandboxId)?.limits[c.resource]?.high,
+    taskUsage: task === undefined ? undefined : c.resource === 'cpu' ? task.cpuUsage : task.memoryUsage,
+  });
+}
+
+/** A wall-clock cancellation for `listener`: no usage figures, the limit the task ran past. */
+function reportWallClockCancellation(
+  listener: GovernorDecisionListener,
+  c: WallClockCancellation,
+  kind: 'soft' | 'hard',
+): void {
+  listener.cancelled({
+    taskId: c.taskId,
+    sandboxId: c.sandboxId,
+    breachedSandboxId: c.sandboxId,
+    resource: 'time',
+    kind,
+    usage: undefined,
+    highLimit: undefined,
+    taskUsage: undefined,
+    cancelAfterMs: c.cancelAfterMs,
+  });
 }
 
 function breachedHigh(s: Sandbox, usage: SandboxUsage | undefined): Resource | undefined {

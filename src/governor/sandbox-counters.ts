@@ -7,6 +7,8 @@ import type { Resource } from '../sandbox/sandbox.js';
 export interface ResourceCounters {
   rejections: number;
   cancellations: number;
+  /** Of `cancellations`, those where the worker had to be terminated. */
+  hardCancellations: number;
   /** Monitor mode (or enforcement off for this sandbox): requests it would have rejected. */
   wouldReject: number;
   /** Monitor mode: intervals in which it was above its high limit and would have cancelled. */
@@ -30,7 +32,7 @@ export interface SandboxCounters {
 }
 
 function newResourceCounters(): ResourceCounters {
-  return { rejections: 0, cancellations: 0, wouldReject: 0, wouldCancel: 0 };
+  return { rejections: 0, cancellations: 0, hardCancellations: 0, wouldReject: 0, wouldCancel: 0 };
 }
 
 /** Counters keyed by sandbox id; created on first use, kept for deleted sandboxes until `prune`. */
@@ -67,6 +69,9 @@ export class SandboxCounterTable {
     c.cancellations++;
     if (hard) c.hardCancellations++;
     if (resource === 'time') c.wallClockCancellations++;
-    else if (resource !== 'shutdown') c[resource].cancellations++;
+    else if (resource !== 'shutdown') {
+      c[resource].cancellations++;
+      if (hard) c[resource].hardCancellations++;
+    }
   }
 }

@@ -19,12 +19,12 @@ import type { Runtime, SandboxStats } from '../runtime.js';
 import { RESOURCES, ROOT_SANDBOX_ID, type Sandbox } from '../sandbox/sandbox.js';
 import { DEFAULT_WORKLOAD_GROUP, sandboxBodyOf, toWorkloadGroup } from './wlm-shape.js';
 
-/** What the routes need from the server: error replies and the admin check. */
+/**
+ * What the routes need from the server: error replies. Who may call them is each route's
+ * `config.auth` (`admin` for changes, `read` for reads), checked by `route-auth.ts` before the body is read.
+ */
 export interface WlmRouteOptions {
   readonly sendError: (reply: FastifyReply, error: unknown) => FastifyReply;
-  /** Runs before the body is read on write routes: answers 401/403 itself (see http-server.ts). */
-  readonly adminOnly: { onRequest: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> };
-  readonly checkAdmin: (request: FastifyRequest) => void;
 }
 
 const STATS_PARAMETERS = { names: ['breach', 'pretty'], hint: '(breach, pretty)' } as const;
@@ -232,7 +232,7 @@ function byName(runtime: Runtime, name: string): Sandbox {
 
 /** Registers the `_wlm` and `_list/wlm_stats` routes (see module doc). */
 export function registerWlmRoutes(app: FastifyInstance, runtime: Runtime, options: WlmRouteOptions): void {
-  const { sendError, adminOnly, checkAdmin } = options;
+  const { sendError } = options;
   const groups = (list: readonly Sandbox[]) => ({
     workload_groups: list.filter((s) => s.id !== ROOT_SANDBOX_ID).map(toWorkloadGroup),
   });
@@ -246,7 +246,6 @@ export function registerWlmRoutes(app: FastifyInstance, runtime: Runtime, option
   });
   const create = async (request: FastifyRequest, reply: FastifyReply) => {
     try {
-      checkAdmin(request);
       const sandbox = await runtime.sandboxRegistry.create(sandboxBodyOf(request.body, true, runtime.sandboxes()));
       return reply.send(toWorkloadGroup(sandbox));
     } catch (error) {
@@ -255,7 +254,6 @@ export function registerWlmRoutes(app: FastifyInstance, runtime: Runtime, option
   };
   const update = async (request: FastifyRequest<{ Params: { name: string } }>, reply: FastifyReply) => {
     try {
-      checkAdmin(request);
       const current = byName(runtime, request.params.name);
       const sandbox = await runtime.sandboxRegistry.update(
         current.id,
@@ -267,21 +265,19 @@ export function registerWlmRoutes(app: FastifyInstance, runtime: Runtime, option
     }
   };
   for (const method of ['PUT', 'POST'] as const) {
-    app.route({ method, url: '/_wlm/workload_group', ...adminOnly, config: { auth: 'admin' }, handler: create });
+    app.route({ method, url: '/_wlm/workload_group', config: { auth: 'admin' }, handler: create });
     app.route<{ Params: { name: string } }>({
       method,
       url: '/_wlm/workload_group/:name',
-      ...adminOnly,
       config: { auth: 'admin' },
       handler: update,
     });
   }
   app.delete<{ Params: { name: string } }>(
     '/_wlm/workload_group/:name',
-    { ...adminOnly, config: { auth: 'admin' } },
+    { config: { auth: 'admin' } },
     async (request, reply) => {
       try {
-        checkAdmin(request);
         await runtime.sandboxRegistry.delete(byName(runtime, request.params.name).id);
         return reply.send({ acknowledged: true });
       } catch (error) {

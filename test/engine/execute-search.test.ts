@@ -52,7 +52,7 @@ function search(query: unknown, loaded = ONE_SHARD, checkpoint: () => void = () 
 
 /** `_id` → `_score` of every hit. */
 function scores(query: unknown, loaded = ONE_SHARD): Record<string, number> {
-  return Object.fromEntries(search(query, loaded).hits.hits.map((hit) => [hit._id, hit._score]));
+  return Object.fromEntries(search(query, loaded).hits.hits.map((hit) => [hit._id, hit._score ?? Number.NaN]));
 }
 
 function ids(query: unknown, loaded = ONE_SHARD): string[] {
@@ -178,7 +178,7 @@ describe('executeSearch: bool', () => {
 
   it('an empty bool matches every document with score 1, like match_all', () => {
     expect(scores({ bool: {} })).toEqual(scores({ match_all: {} }));
-    expect(search({ bool: {} }).hits.total.value).toBe(DOCS.length);
+    expect(search({ bool: {} }).hits.total!.value).toBe(DOCS.length);
   });
 
   it('nests: a bool clause scores like the bool alone', () => {
@@ -235,23 +235,28 @@ describe('executeSearch with a search timeout', () => {
     }
   };
 
-  it('stops before the next shard once the timeout has passed and says timed_out, keeping the hits found', () => {
+  it('stops once the timeout has passed and says timed_out, keeping the hits found; every shard counts as successful', () => {
     const plan = parseSearchBody({ query: { match_all: {} }, size: 100 });
     const full = executeSearch(THREE_SHARDS, ['mail'], plan, () => {}, NOW);
-    const partial = executeSearch(THREE_SHARDS, ['mail'], plan, () => busy(3), NOW, undefined, 1);
+    // The first shard is searched (its check comes at once), the next check is past 1 ms.
+    let calls = 0;
+    const slowAfterFirst = () => {
+      if (calls++ > 0) busy(3);
+    };
+    const partial = executeSearch(THREE_SHARDS, ['mail'], plan, slowAfterFirst, NOW, undefined, 1);
     expect(full.timed_out).toBe(false);
     expect(partial.timed_out).toBe(true);
     expect(partial._shards).toEqual({ total: 3, successful: 3, skipped: 0, failed: 0 });
-    expect(partial.hits.total.value).toBeGreaterThan(0);
-    expect(partial.hits.total.value).toBeLessThan(full.hits.total.value);
+    expect(partial.hits.total!.value).toBeGreaterThan(0);
+    expect(partial.hits.total!.value).toBeLessThan(full.hits.total!.value);
   });
 
-  it('always searches the first shard, and does not time out a search that finishes in time', () => {
-    const plan = parseSearchBody({ query: { match_all: {} }, size: 100 });
-    const one = executeSearch(ONE_SHARD, ['mail'], plan, () => busy(2), NOW, undefined, 1);
-    expect(one.timed_out).toBe(false);
-    expect(one.hits.total.value).toBe(DOCS.length);
-    const roomy = executeSearch(THREE_SHARDS, ['mail'], plan, () => {}, NOW, undefined, 60_000);
+  it('the timeout given replaces the plan\'s own, and a search that finishes in time does not time out', () => {
+    // The plan says 1 ms; the runtime's resolved 60 s wins.
+    const plan = parseSearchBody({ query: { match_all: {} }, size: 100, timeout: '1ms' });
+    const roomy = executeSearch(THREE_SHARDS, ['mail'], plan, () => busy(2), NOW, undefined, 60_000);
     expect(roomy).toMatchObject({ timed_out: false, hits: { total: { value: DOCS.length } } });
+    // Without one, the plan's timeout applies.
+    expect(executeSearch(THREE_SHARDS, ['mail'], plan, () => busy(2), NOW).timed_out).toBe(true);
   });
 });
