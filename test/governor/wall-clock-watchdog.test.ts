@@ -5,6 +5,7 @@ import { SandboxCounterTable } from '../../src/governor/sandbox-counters.js';
 import { dueWithin, overdueTasks } from '../../src/governor/wall-clock-watchdog.js';
 import { parseSandboxDefinitions } from '../../src/sandbox/sandbox-file.js';
 import { newTrackedTask, type TrackedTask } from '../../src/tracking/tracked-task.js';
+import type { CancellationDecision, GovernorDecisionListener } from '../../src/governor/governor-decisions.js';
 
 describe('overdueTasks', () => {
   const task = (taskId: number, startedAtMs: number, cancelling = false) => ({
@@ -55,7 +56,7 @@ describe('the governor runs the watchdog at every tick', () => {
     ],
   });
 
-  function harness() {
+  function harness(decisions?: GovernorDecisionListener) {
     let now = 0;
     let tasks: TrackedTask[] = [];
     const soft: Array<[number, string]> = [];
@@ -84,6 +85,7 @@ describe('the governor runs the watchdog at every tick', () => {
         hardCancel: (id, resource) => hard.push([id, resource]),
         nowMs: () => now,
         cancelAfterMs: (id) => limits.get(id),
+        decisions,
         schedule: (callback, delayMs) => {
           const timer = { callback, delayMs, cancelled: false };
           timers.push(timer);
@@ -142,6 +144,22 @@ describe('the governor runs the watchdog at every tick', () => {
     h.at(900);
     h.governor.tick();
     expect(h.soft).toHaveLength(1);
+  });
+
+  it('tells the decision listener of both stages, as resource time with the limit it ran past', () => {
+    const seen: CancellationDecision[] = [];
+    const h = harness({ stateChanged: () => {}, cancelled: (d) => seen.push(d) });
+    h.run(7, 'capped', 0);
+    h.limits.set(7, 250);
+    for (const ms of [300, 400, 500]) {
+      h.at(ms);
+      h.governor.tick();
+    }
+    expect(seen.map((d) => [d.taskId, d.resource, d.kind, d.cancelAfterMs, d.breachedSandboxId])).toEqual([
+      [7, 'time', 'soft', 250, 'capped'],
+      [7, 'time', 'hard', 250, 'capped'],
+    ]);
+    expect(seen[0]).toMatchObject({ usage: undefined, highLimit: undefined, taskUsage: undefined });
   });
 
   it('arms a timer at the tick before the limit and cancels at the limit, not a whole interval later', () => {
