@@ -250,7 +250,10 @@ describe('runtime with a second, trivial engine', () => {
     await sleep(350);
     const usage = runtime.governorSnapshot().usage;
     const u = usage.get(unit.id)?.cpu ?? 0;
-    expect(u).toBeGreaterThan(0.2); // one busy worker on two cores: about 0.5
+    // One busy worker on two cores: about 0.5 on a quiet host; a host loaded 3x over its cores gives
+    // that worker about a third of a core (0.15 and less were seen). What is checked is that the
+    // grandchild's usage is there and is its ancestors', not how much the host left it.
+    expect(u).toBeGreaterThan(0.05);
     expect(usage.get(dept.id)?.cpu).toBe(u);
     expect(usage.get(org.id)?.cpu).toBe(u);
     expect(usage.get('_root')!.cpu).toBeGreaterThanOrEqual(u);
@@ -286,7 +289,9 @@ describe('runtime with a second, trivial engine', () => {
     await sleep(150);
     await reg.delete(s.id);
     await sleep(200);
-    expect(runtime.governorSnapshot().usage.get('_root')!.cpu).toBeGreaterThan(0.2);
+    // The busy task (nothing else runs) now counts under the root: about 0.5 on a quiet host, less
+    // on a loaded one (see the grandchild test).
+    expect(runtime.governorSnapshot().usage.get('_root')!.cpu).toBeGreaterThan(0.05);
     await expect(running).resolves.toMatchObject({ x: true });
   });
 
