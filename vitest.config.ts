@@ -9,6 +9,7 @@ import { defineConfig } from 'vitest/config';
 export const CPU_BOUND_TESTS = [
   'test/runtime.test.ts',
   'test/runtime-lifecycle.test.ts',
+  'test/runtime-workload-management.test.ts',
   'test/diagnostics.test.ts',
   'test/pool/cancellation-contract.test.ts',
   'test/pool/lane-pool.test.ts',

@@ -74,11 +74,11 @@ export interface TaskStartedEvent extends RuntimeEvent {
 }
 
 /**
- * Why a task was cancelled: its sandbox (or an ancestor) above the high limit of a resource, or the
- * runtime shutting down. Hook for per-call control (a caller's `signal` or `timeoutMs`): its reasons
+ * Why a task was cancelled: its sandbox (or an ancestor) above the high limit of a resource, `time`
+ * (it ran past its `cancel_after_time_interval`, the wall-clock watchdog), or the runtime shutting down. Hook for per-call control (a caller's `signal` or `timeoutMs`): its reasons
  * join this union, and its cancellations publish `task:ended` through the same path.
  */
-export type CancellationReason = Resource | 'shutdown';
+export type CancellationReason = Resource | 'time' | 'shutdown';
 
 /** The governor asked a running task to stop (`query-sandbox:task:cancelling`). */
 export interface TaskCancellingEvent extends RuntimeEvent {
@@ -88,8 +88,9 @@ export interface TaskCancellingEvent extends RuntimeEvent {
   readonly lane: string;
   /** False: soft (the task's signal fires); true: hard (its worker is being terminated). */
   readonly hard: boolean;
-  readonly reason: Resource;
-  /** The sandbox whose high limit was breached: the task's own or an ancestor. */
+  /** The resource whose high limit was breached, or `time`: past its `cancel_after_time_interval`. */
+  readonly reason: Resource | 'time';
+  /** The sandbox whose high limit was breached: the task's own or an ancestor (`time`: its own). */
   readonly breachedSandboxId: string;
   /** For a soft one: ms until the hard one, `Infinity` when its sandbox never hard-cancels. */
   readonly graceMs: number;
@@ -253,7 +254,7 @@ export function publishTaskCancelling(
   priority: number,
   lane: string,
   hard: boolean,
-  reason: Resource,
+  reason: Resource | 'time',
   breachedSandboxId: string,
   graceMs: number,
   startedAtMs: number,

@@ -108,12 +108,20 @@ export class RejectedError extends QuerySandboxError {
   }
 }
 
-/** The task was stopped while running. `hard` is true when its worker was terminated. */
+/**
+ * The task was stopped while running. `hard` is true when its worker was terminated. `resource`:
+ * `cpu` / `memory` (a high limit), `time` (it ran past its `cancel_after_time_interval`), `shutdown`.
+ */
 export class CancelledError extends QuerySandboxError {
   readonly sandboxId: string;
-  readonly resource: 'cpu' | 'memory' | 'shutdown';
+  readonly resource: 'cpu' | 'memory' | 'time' | 'shutdown';
   readonly hard: boolean;
-  constructor(sandboxId: string, resource: 'cpu' | 'memory' | 'shutdown', hard: boolean, message: string) {
+  constructor(
+    sandboxId: string,
+    resource: 'cpu' | 'memory' | 'time' | 'shutdown',
+    hard: boolean,
+    message: string,
+  ) {
     super(ErrorCode.CANCELLED, 'task_cancelled_exception', message);
     this.sandboxId = sandboxId;
     this.resource = resource;
@@ -203,11 +211,11 @@ export class EngineFailureError extends QuerySandboxError {
   }
 }
 
-/** No sandbox has the id. */
+/** No sandbox has the id (or, through `_wlm`, the name: `message` says so). */
 export class SandboxNotFoundError extends QuerySandboxError {
   readonly sandboxId: string;
-  constructor(sandboxId: string) {
-    super(ErrorCode.SANDBOX_NOT_FOUND, 'resource_not_found_exception', `no sandbox with _id [${sandboxId}]`);
+  constructor(sandboxId: string, message = `no sandbox with _id [${sandboxId}]`) {
+    super(ErrorCode.SANDBOX_NOT_FOUND, 'resource_not_found_exception', message);
     this.sandboxId = sandboxId;
   }
 }

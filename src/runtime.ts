@@ -29,6 +29,7 @@ import {
 } from './errors.js';
 import type { EnforcementMode } from './governor/decide.js';
 import { DuressDetector } from './governor/duress-detector.js';
+import { enforcementModeOf, type NodeModeWord } from './governor/node-mode.js';
 import { Governor, type GovernorSnapshot, type GovernorStats } from './governor/governor.js';
 import { SandboxCounterTable, type SandboxCounters } from './governor/sandbox-counters.js';
 import {
@@ -66,6 +67,15 @@ import {
   type QueryPriorityInput,
 } from './scheduler/query-priority.js';
 import { type Dispatch, type Eviction, type SchedulerStats, TaskScheduler } from './scheduler/task-scheduler.js';
+import { ConcurrencyCaps, type Hold } from './scheduler/concurrency-caps.js';
+import {
+  cancelAfterOf,
+  describeLimit,
+  requestedParameters,
+  timeoutOf,
+} from './execution/search-parameters.js';
+import { type EffectiveSearchSettings, effectiveSearchSettings } from './sandbox/search-settings.js';
+import type { AnyCancellation } from './governor/governor.js';
 import { checkReservations } from './scheduler/worker-reservations.js';
 import {
   MemoryQueryPriorityStore,
@@ -110,12 +120,30 @@ export interface SearchRequest<Body = unknown> {
    * coordinator sets it to the copies it picked on this node.
    */
   readonly shards?: Readonly<Record<string, readonly number[]>> | undefined;
+  /**
+   * The search `timeout` (an Elasticsearch time value such as `"500ms"`, or `"-1"` for none): past it
+   * the engine returns the hits it has, with `timed_out: true`. Absent: the `timeout` key of an object
+   * body, if any (taken out of the body the engine gets). The sandbox's `search_settings.timeout`
+   * applies when neither is given, or always with `override_request_values`.
+   */
+  readonly timeout?: string | number | undefined;
+  /**
+   * `cancel_after_time_interval` (a time value, `"-1"` for none): a task that runs longer is cancelled
+   * (429 `task_cancelled_exception`, resource `time`). Same precedence as `timeout`.
+   */
+  readonly cancelAfterTimeInterval?: string | number | undefined;
 }
 
 /** Per-sandbox stats, a plain snapshot. */
 export interface SandboxStats {
   readonly running: number;
   readonly queued: number;
+  /**
+   * Concurrency of the sandbox's subtree: tasks running now, the most seen at once since the start,
+   * and the sandbox's own queued tasks that wait because a concurrency cap (its own or an ancestor's,
+   * or a per-user cap) is reached.
+   */
+  readonly concurrency: { readonly running: number; readonly peak: number; readonly waitingForCap: number };
   readonly counters: Readonly<SandboxCounters>;
   readonly usage: { readonly cpu: number; readonly memory: number };
   readonly state: 'ok' | 'rejecting' | 'cancelling';
@@ -209,8 +237,11 @@ export interface Runtime<Result = unknown, Body = unknown> {
    * after this reading.
    */
   governorStats(options?: { readonly resetTickCost?: boolean }): GovernorStats;
-  /** Changes the enforcement mode at runtime (takes effect at the next interval). */
-  setEnforcement(mode: EnforcementMode): void;
+  /**
+   * Changes the enforcement mode at runtime (takes effect at the next interval): `enforced` (or
+   * OpenSearch's `enabled`), `monitor_only`, `disabled`. @throws InvalidArgumentError for another word.
+   */
+  setEnforcement(mode: EnforcementMode | NodeModeWord): void;
   /** The query-priority configuration in force (see `scheduler/query-priority.ts`). */
   queryPriority(): QueryPriorityDocument;
   /**
@@ -263,10 +294,13 @@ const DISPATCH_DEPTH_PER_WORKER = 1;
 interface QueuedTask {
   readonly taskId: number;
   readonly sandbox: Sandbox;
+  readonly user: string | undefined;
   readonly priority: number;
   /** When it was offered to the scheduler, ms (`performance.now()`). */
   readonly queuedAtMs: number;
   readonly request: EngineRequest;
+  /** The request's own `cancel_after_time_interval`, ms (-1: none), undefined when not given. */
+  readonly requestedCancelAfterMs: number | undefined;
   readonly resolve: (value: unknown) => void;
   readonly reject: (reason: unknown) => void;
 }
@@ -275,6 +309,8 @@ interface RunningTask {
   readonly queued: QueuedTask;
   readonly dispatch: Dispatch<QueuedTask>;
   readonly tracked: TrackedTask;
+  /** What it counts on for the concurrency caps. */
+  readonly hold: Hold;
 }
 
 /**
@@ -308,8 +344,14 @@ function checkShards(
   return Object.freeze(out);
 }
 
-function cancelResourceOf(code: number): Resource | 'shutdown' {
-  return code === CancelReason.CPU ? 'cpu' : code === CancelReason.MEMORY ? 'memory' : 'shutdown';
+function cancelResourceOf(code: number): Resource | 'time' | 'shutdown' {
+  return code === CancelReason.CPU
+    ? 'cpu'
+    : code === CancelReason.MEMORY
+      ? 'memory'
+      : code === CancelReason.TIME
+        ? 'time'
+        : 'shutdown';
 }
 
 async function loadSandboxes(source: ResolvedRuntimeOptions['sandboxes']): Promise<Sandbox[]> {
@@ -570,7 +612,9 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
   #byId: ReadonlyMap<string, Sandbox>;
   /** Each sandbox's effective `cancellationGraceMs` (Infinity: never), swapped with the set. */
   #graceMs: ReadonlyMap<string, number>;
+  #settings: ReadonlyMap<string, EffectiveSearchSettings>;
   #classifier: SandboxClassifier;
+  readonly #caps: ConcurrencyCaps;
   readonly #pool: LanePool;
   readonly #log: RuntimeLogger;
   readonly #allocator: SlotAllocator;
@@ -630,17 +674,21 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     this.#indices = description.indices;
     this.engineDescription = description;
     this.sandboxRegistry = registry;
+    const sandboxes = registry.list();
+    this.#caps = new ConcurrencyCaps(sandboxes);
     this.#scheduler = new TaskScheduler<QueuedTask>({
       lanes: options.lanes,
       maxQueuedTasks: options.maxQueuedTasks,
       agingMsPerPriority: options.agingMsPerPriority,
       fifo: options.queueOrder === 'fifo',
       config: options.queryPriority,
+      // A task held back by its sandbox's concurrency cap waits; the tasks behind it go ahead.
+      mayStart: (q) => !this.#caps.active || this.#caps.mayStart(q.sandbox.id, q.user),
     });
-    const sandboxes = registry.list();
     this.#sandboxes = sandboxes;
     this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
     this.#graceMs = effectiveCancellationGrace(sandboxes, options.graceIntervals * options.intervalMs);
+    this.#settings = effectiveSearchSettings(sandboxes);
     this.#classifier = new SandboxClassifier(sandboxes);
     registry.onChange((list) => this.#applySandboxes(list));
     // A shared store (etcd) hands over the rules other nodes saved: applied here, not saved again.
@@ -685,6 +733,12 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
         hardCancel: (taskId, resource) => this.#hardCancel(taskId, resource),
         graceMsOf: (taskId) => this.#graceMsOf(taskId),
         publishStateChanges: (before, after) => this.#publishStateChanges(before, after),
+        cancelAfterMs: (taskId) => this.#cancelAfterOf(taskId)?.ms,
+        schedule: (callback, delayMs) => {
+          const timer = setTimeout(callback, delayMs);
+          timer.unref();
+          return () => clearTimeout(timer);
+        },
         nowMs: () => performance.now(),
         // State changes and cancellations, at info, rate-limited (observability/decision-log.ts).
         decisions: new DecisionLog(log),
@@ -719,11 +773,27 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     this.#sandboxes = sandboxes;
     this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
     this.#graceMs = effectiveCancellationGrace(sandboxes, this.options.graceIntervals * this.options.intervalMs);
+    this.#settings = effectiveSearchSettings(sandboxes);
     this.#classifier = classifier;
+    this.#caps.setSandboxes(sandboxes);
     this.#log.info(
       { sandboxes: sandboxes.map((s) => s.id), version: this.sandboxRegistry.version },
       'sandboxes changed',
     );
+    // A raised or removed concurrency cap may let waiting tasks start.
+    this.#pump();
+  }
+
+  /** The effective search settings of a sandbox; a deleted one's tasks run under the root's. */
+  #settingsOf(sandboxId: string): EffectiveSearchSettings {
+    return this.#settings.get(sandboxId) ?? this.#settings.get(ROOT_SANDBOX_ID)!;
+  }
+
+  /** The `cancel_after_time_interval` in force for a running task now (its sandbox's may have changed). */
+  #cancelAfterOf(taskId: number) {
+    const r = this.#running.get(taskId);
+    if (r === undefined) return undefined;
+    return cancelAfterOf(r.queued.requestedCancelAfterMs, this.#settingsOf(r.queued.sandbox.id));
   }
 
   #sampleNode() {
@@ -774,10 +844,12 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     if (typeof request.index !== 'string')
       throw new InvalidArgumentError('index', 'must be a string', request.index);
     const indices = resolveIndexExpression(request.index, this.#searchableIndices());
-    const engineRequest: EngineRequest =
+    const requested = requestedParameters(request);
+    const body = requested.body;
+    let engineRequest: EngineRequest =
       request.shards === undefined
-        ? { indices, body: request.body }
-        : { indices, body: request.body, shards: checkShards(request.shards, indices) };
+        ? { indices, body }
+        : { indices, body, shards: checkShards(request.shards, indices) };
     this.#validate(this.#engineOwned(engineRequest));
     const attributes = { user: request.user, indices };
     const sandbox =
@@ -785,11 +857,23 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
         ? this.#classifier.resolveExplicit(request.sandboxId, attributes)
         : this.#classifier.classify(attributes);
     this.#checkVerdict(sandbox, undefined);
+    const timeout = timeoutOf(requested.timeoutMs, this.#settingsOf(sandbox.id));
+    if (timeout !== undefined) engineRequest = { ...engineRequest, timeoutMs: timeout.ms };
     const priority = this.#priorityOf(engineRequest, request.user, sandbox);
     let task!: QueuedTask;
     const queuedAtMs = performance.now();
     const settled = new Promise((resolve, reject) => {
-      task = { taskId: this.#nextTaskId++, sandbox, priority, queuedAtMs, request: engineRequest, resolve, reject };
+      task = {
+        taskId: this.#nextTaskId++,
+        sandbox,
+        user: request.user,
+        priority,
+        queuedAtMs,
+        request: engineRequest,
+        requestedCancelAfterMs: requested.cancelAfterMs,
+        resolve,
+        reject,
+      };
     });
     // Full bounds shed the lowest priority first: the newest of the lowest-priority waiting tasks
     // makes room for a more important one; if the incoming task is itself the lowest, it is refused.
@@ -953,7 +1037,8 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
       }
       this.#pool.slots.assign(slot, queued.taskId);
       const tracked = newTrackedTask(queued.taskId, queued.sandbox.id, slot, performance.now());
-      const running: RunningTask = { queued, dispatch, tracked };
+      const hold = this.#caps.started(queued.sandbox.id, queued.user);
+      const running: RunningTask = { queued, dispatch, tracked, hold };
       this.#running.set(queued.taskId, running);
       this.#tracker.add(tracked);
       publishTaskStarted(
@@ -974,6 +1059,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
 
   #settle(running: RunningTask, outcome: TaskOutcome | undefined, thrown: unknown): void {
     const { queued, tracked } = running;
+    this.#caps.ended(running.hold);
     this.#tracker.complete(tracked);
     this.#pool.slots.release(tracked.slot);
     this.#allocator.release(tracked.slot);
@@ -987,6 +1073,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
       let failure: QuerySandboxError;
       if (outcome?.ok === true) {
         counters.completions++;
+        if ((outcome.result as { timed_out?: unknown } | null)?.timed_out === true) counters.timedOut++;
         this.#governor.onTaskCompleted();
         this.#publishTaskEnd(running, undefined, undefined);
         queued.resolve(outcome.result);
@@ -995,7 +1082,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
       if (outcome !== undefined && outcome.cancelCode !== 0) {
         const resource = cancelResourceOf(outcome.cancelCode);
         this.#counters.countCancellation(sandboxId, resource, false);
-        failure = this.#cancelledError(queued.sandbox, picked?.cancellation.sandboxId, resource, false);
+        failure = this.#cancelledError(running, picked?.cancellation, resource, false);
       } else if (outcome !== undefined) {
         const e = outcome.error;
         counters.failures++;
@@ -1005,11 +1092,13 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
           this.#log.warn({ taskId: queued.taskId, error: e.message, stack: e.stack }, 'engine failure');
           failure = new EngineFailureError(`engine failure: ${e.message}`);
         }
-      } else if (picked?.hard === true || this.#closed) {
-        // The worker is gone: terminated by a hard cancellation or at shutdown.
-        const resource: Resource | 'shutdown' = picked?.hard ? picked.cancellation.resource : 'shutdown';
+      } else if (picked?.hard === true || this.#closed || picked?.cancellation.resource === 'time') {
+        // The worker is gone: terminated by a hard cancellation or at shutdown. A worker whose task
+        // the watchdog picked exits by itself when its handler stalls (worker-harness.ts).
+        const resource: Resource | 'time' | 'shutdown' =
+          picked?.hard === true || picked?.cancellation.resource === 'time' ? picked.cancellation.resource : 'shutdown';
         this.#counters.countCancellation(sandboxId, resource, true);
-        failure = this.#cancelledError(queued.sandbox, picked?.cancellation.sandboxId, resource, true);
+        failure = this.#cancelledError(running, picked?.cancellation, resource, true);
       } else if ((thrown as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
         // The worker's own heap cap (resourceLimits) stopped the task: a memory cancellation.
         this.#counters.countCancellation(sandboxId, 'memory', true);
@@ -1076,15 +1165,30 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
   }
 
   #cancelledError(
-    sandbox: Sandbox,
-    breachedBy: string | undefined,
-    resource: Resource | 'shutdown',
+    running: RunningTask,
+    cancellation: AnyCancellation | undefined,
+    resource: Resource | 'time' | 'shutdown',
     hard: boolean,
   ): CancelledError {
+    const sandbox = running.queued.sandbox;
     if (resource === 'shutdown') {
       return new CancelledError(sandbox.id, resource, hard, `task cancelled: the runtime is shutting down`);
     }
-    const by = breachedBy ?? sandbox.id;
+    if (resource === 'time') {
+      const limit = cancelAfterOf(running.queued.requestedCancelAfterMs, this.#settingsOf(sandbox.id));
+      const ranMs = Math.round(performance.now() - running.tracked.dispatchedAtMs);
+      const after =
+        limit !== undefined
+          ? describeLimit(limit, 'cancel_after_time_interval')
+          : `its cancel_after_time_interval${cancellation?.resource === 'time' ? ` [${cancellation.cancelAfterMs}ms]` : ''}`;
+      return new CancelledError(
+        sandbox.id,
+        resource,
+        hard,
+        `task cancelled: it ran ${ranMs} ms, past ${after}` + (hard ? '; its worker was replaced' : ''),
+      );
+    }
+    const by = cancellation?.sandboxId ?? sandbox.id;
     return new CancelledError(
       sandbox.id,
       resource,
@@ -1095,17 +1199,17 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     );
   }
 
-  #softCancel(taskId: number, resource: Resource): void {
+  #softCancel(taskId: number, resource: Resource | 'time'): void {
     const r = this.#running.get(taskId);
     if (r === undefined) return;
     this.#pool.slots.requestCancel(
       r.tracked.slot,
-      resource === 'cpu' ? CancelReason.CPU : CancelReason.MEMORY,
+      resource === 'cpu' ? CancelReason.CPU : resource === 'memory' ? CancelReason.MEMORY : CancelReason.TIME,
     );
     this.#publishCancelling(r, resource, false);
   }
 
-  #publishCancelling(r: RunningTask, resource: Resource, hard: boolean): void {
+  #publishCancelling(r: RunningTask, resource: Resource | 'time', hard: boolean): void {
     publishTaskCancelling(
       this.#source,
       r.queued.taskId,
@@ -1126,7 +1230,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     return this.#graceMs.get(sandboxId) ?? this.#graceMs.get(ROOT_SANDBOX_ID)!;
   }
 
-  #hardCancel(taskId: number, resource: Resource): void {
+  #hardCancel(taskId: number, resource: Resource | 'time'): void {
     const r = this.#running.get(taskId);
     if (r === undefined) return;
     this.#publishCancelling(r, resource, true);
@@ -1144,6 +1248,14 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
       running.set(r.queued.sandbox.id, (running.get(r.queued.sandbox.id) ?? 0) + 1);
     }
     const queued = this.#scheduler.queuedBySandbox();
+    const waitingForCap = new Map<string, number>();
+    if (this.#caps.active) {
+      for (const q of this.#scheduler.queuedItems()) {
+        if (!this.#caps.mayStart(q.sandbox.id, q.user)) {
+          waitingForCap.set(q.sandbox.id, (waitingForCap.get(q.sandbox.id) ?? 0) + 1);
+        }
+      }
+    }
     const out = new Map<string, SandboxStats>();
     for (const s of this.#sandboxes) {
       const c = this.#counters.of(s.id);
@@ -1151,6 +1263,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
       out.set(s.id, {
         running: running.get(s.id) ?? 0,
         queued: queued.get(s.id) ?? 0,
+        concurrency: { ...this.#caps.counts(s.id), waitingForCap: waitingForCap.get(s.id) ?? 0 },
         counters: structuredClone(c),
         usage: { cpu: usage?.cpu ?? 0, memory: usage?.memory ?? 0 },
         state: snapshot.verdicts.get(s.id)?.state ?? 'ok',
@@ -1199,11 +1312,8 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     return this.#governor.stats(options);
   }
 
-  setEnforcement(mode: EnforcementMode): void {
-    if (!['enabled', 'monitor_only', 'disabled'].includes(mode)) {
-      throw new InvalidArgumentError('enforcement', 'must be one of enabled, monitor_only, disabled', mode);
-    }
-    this.#governor.enforcement = mode;
+  setEnforcement(mode: EnforcementMode | NodeModeWord): void {
+    this.#governor.enforcement = enforcementModeOf(mode, 'enforcement');
   }
 
   queryPriority(): QueryPriorityDocument {

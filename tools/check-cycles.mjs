@@ -29,10 +29,6 @@ const LEAVES = new Map([
 /** `from -> to` folder edges allowed for now, with why. */
 const TOLERATED = new Map([
   [
-    'src/sandbox -> src/cluster',
-    'issue 18 is editing sandbox/: point etcd-sandbox-store.ts at etcd/etcd-connection.js, drop cluster/etcd-connection.ts',
-  ],
-  [
     'src/scheduler -> src/cluster',
     'issue 14 is editing scheduler/: point etcd-query-priority-store.ts at etcd/etcd-connection.js',
   ],

@@ -1,4 +1,4 @@
-// Moved to src/etcd/etcd-connection.ts. This re-export serves sandbox/etcd-sandbox-store.ts and
-// scheduler/etcd-query-priority-store.ts until issues 18 and 14 land; then their imports point at
-// etcd/ and this file goes, closing the last sandbox/ -> cluster/ and scheduler/ -> cluster/ edges.
+// Moved to src/etcd/etcd-connection.ts. This re-export serves scheduler/etcd-query-priority-store.ts
+// until issue 14 lands; then its import points at etcd/ and this file goes, closing the last
+// scheduler/ -> cluster/ edge.
 export type { EtcdConnection } from '../etcd/etcd-connection.js';

@@ -23,6 +23,10 @@ export interface SandboxCounters {
   hardCancellations: number;
   /** Tasks that failed (engine errors), not counting rejections and cancellations. */
   failures: number;
+  /** Of `cancellations`, those for running past `cancel_after_time_interval` (the wall-clock watchdog). */
+  wallClockCancellations: number;
+  /** Completed searches whose result says `timed_out: true` (the search `timeout`: partial hits). */
+  timedOut: number;
   readonly cpu: ResourceCounters;
   readonly memory: ResourceCounters;
 }
@@ -44,6 +48,8 @@ export class SandboxCounterTable {
         cancellations: 0,
         hardCancellations: 0,
         failures: 0,
+        wallClockCancellations: 0,
+        timedOut: 0,
         cpu: newResourceCounters(),
         memory: newResourceCounters(),
       };
@@ -58,11 +64,12 @@ export class SandboxCounterTable {
     if (resource !== 'queue') c[resource].rejections++;
   }
 
-  countCancellation(sandboxId: string, resource: Resource | 'shutdown', hard: boolean): void {
+  countCancellation(sandboxId: string, resource: Resource | 'time' | 'shutdown', hard: boolean): void {
     const c = this.of(sandboxId);
     c.cancellations++;
     if (hard) c.hardCancellations++;
-    if (resource !== 'shutdown') {
+    if (resource === 'time') c.wallClockCancellations++;
+    else if (resource !== 'shutdown') {
       c[resource].cancellations++;
       if (hard) c[resource].hardCancellations++;
     }

@@ -232,6 +232,9 @@ export class SlotAllocator {
   }
 }
 
-/** Why the main thread asked a task to stop (the `cancel` word of a slot). */
-export const CancelReason = { CPU: 1, MEMORY: 2, SHUTDOWN: 3 } as const;
+/**
+ * Why the main thread asked a task to stop (the `cancel` word of a slot). `TIME`: the task ran past
+ * its `cancel_after_time_interval` (the wall-clock watchdog).
+ */
+export const CancelReason = { CPU: 1, MEMORY: 2, SHUTDOWN: 3, TIME: 4 } as const;
 export type CancelReason = (typeof CancelReason)[keyof typeof CancelReason];

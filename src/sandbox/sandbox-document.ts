@@ -4,14 +4,21 @@
  * `parseSandboxDefinitions` reads it back unchanged.
  */
 import { ROOT_SANDBOX_ID, RESOURCES, type Sandbox } from './sandbox.js';
+import { toSearchSettingsDocument } from './search-settings.js';
 
-/** The document of one sandbox (a fresh plain object). */
+/**
+ * The document of one sandbox (a fresh plain object). `search_settings`, `max_concurrent_tasks` and
+ * `max_concurrent_tasks_per_user` appear only when set.
+ */
 export function toSandboxDocument(s: Sandbox): Record<string, unknown> {
+  const settings = toSearchSettingsDocument(s.searchSettings);
+  const withSettings = Object.keys(settings).length > 0 ? { search_settings: settings } : {};
   if (s.id === ROOT_SANDBOX_ID) {
     return {
       _id: s.id,
       priority: s.priority,
       ...(s.cancellationGraceMs !== undefined ? { cancellationGraceMs: s.cancellationGraceMs } : {}),
+      ...withSettings,
       updated_at: s.updatedAt,
       version: s.version,
     };
@@ -38,6 +45,11 @@ export function toSandboxDocument(s: Sandbox): Record<string, unknown> {
     selectionAttributes,
     tags: [...s.tags],
     ...(s.cancellationGraceMs !== undefined ? { cancellationGraceMs: s.cancellationGraceMs } : {}),
+    ...withSettings,
+    ...(s.maxConcurrentTasks !== undefined ? { max_concurrent_tasks: s.maxConcurrentTasks } : {}),
+    ...(s.maxConcurrentTasksPerUser !== undefined
+      ? { max_concurrent_tasks_per_user: s.maxConcurrentTasksPerUser }
+      : {}),
     updated_at: s.updatedAt,
     version: s.version,
   };

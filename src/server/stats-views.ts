@@ -49,10 +49,17 @@ export function sandboxStatsView(
       state: s.state,
       running: s.running,
       queued: s.queued,
+      concurrency: {
+        running: s.concurrency.running,
+        max_running: s.concurrency.peak,
+        waiting_for_cap: s.concurrency.waitingForCap,
+      },
       total_completions: c.completions,
       total_rejections: c.rejections,
       total_cancellations: c.cancellations,
       hard_cancellations: c.hardCancellations,
+      wall_clock_cancellations: c.wallClockCancellations,
+      timed_out: c.timedOut,
       failures: c.failures,
       cpu: {
         current_usage: s.usage.cpu,
@@ -124,6 +131,8 @@ export function nodeStatsView(runtime: Runtime): Record<string, unknown> {
             tick_p99_us: Math.round(g.tickP99Us),
             soft_cancellations: g.softCancellations,
             hard_cancellations: g.hardCancellations,
+            wall_clock_cancellations: g.wallClockCancellations,
+            wall_clock_hard_cancellations: g.wallClockHardCancellations,
             rate_limited: g.rateLimited,
           };
         })(),
