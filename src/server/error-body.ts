@@ -3,6 +3,7 @@
  * `{"error": {"type", "reason", ...}, "status": N}`. The one place where errors become HTTP.
  */
 import {
+  AbortedError,
   AdmissionRejectedError,
   clientErrorStatusOf,
   httpStatusOf,
@@ -11,6 +12,7 @@ import {
   CancelledError,
   InvalidBulkError,
   ShardsFailedError,
+  TimedOutError,
   WriteRejectedError,
 } from '../errors.js';
 
@@ -28,7 +30,15 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
       extra['sandbox_id'] = error.sandboxId;
       extra['resource'] = error.resource;
     }
-    if (error instanceof CancelledError) extra['hard'] = error.hard;
+    if (error instanceof RejectedError) extra['rejection_reason'] = error.reason;
+    if (error instanceof CancelledError) {
+      extra['hard'] = error.hard;
+      extra['cancellation_reason'] = error.reason;
+    }
+    if (error instanceof AbortedError || error instanceof TimedOutError) {
+      if (error.sandboxId !== undefined) extra['sandbox_id'] = error.sandboxId;
+      extra['queued'] = error.queued;
+    }
     if (error instanceof AdmissionRejectedError) {
       extra['node_id'] = error.nodeId;
       extra['resource'] = error.resource;
