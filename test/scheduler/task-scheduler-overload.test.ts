@@ -16,6 +16,12 @@ function scheduler(
   });
 }
 
+/** Offers a task of `priority` and takes it: the one worker is busy. */
+function occupy(s: TaskScheduler<string>, priority: number) {
+  s.offer('blocker', 'x', priority, 0);
+  return s.next(0)!;
+}
+
 /**
  * One worker; `dispatches` times: a new high-priority task arrives, the worker takes the next task,
  * runs it for 10 ms and gives the worker back. Returns the items taken, in order.
@@ -55,7 +61,7 @@ describe('TaskScheduler under overload: priority survives aging', () => {
 
   it('with plain aging (overtakeEvery 1) the same queue starves the high priority: the fault it fixes', () => {
     const s = scheduler(1, { overtakeEvery: 1 });
-    const running = (s.offer('blocker', 'x', 99, 0), s.next(0)!);
+    const running = occupy(s, 99);
     for (let i = 0; i < 1000; i++) s.offer(`low-${i}`, 'root', 10, i);
     s.release(running);
     const taken = runWithHighLoad(s, 3000, 100);
@@ -64,7 +70,7 @@ describe('TaskScheduler under overload: priority survives aging', () => {
 
   it('still does not starve low priority under high-priority load alone: it goes once aged past the high head', () => {
     const s = scheduler(1);
-    const running = (s.offer('blocker', 'x', 99, 0), s.next(0)!);
+    const running = occupy(s, 99);
     s.offer('low', 'root', 10, 0);
     s.release(running);
     // A high task arrives every 10 ms and one task runs every 10 ms: the queue always holds a high one.
@@ -79,7 +85,7 @@ describe('TaskScheduler under overload: priority survives aging', () => {
 describe('TaskScheduler: queue-wait bound', () => {
   it('hands back each task at its own deadline, earliest first, and never dispatches it after', () => {
     const s = scheduler(1);
-    const running = (s.offer('blocker', 'x', 5, 0), s.next(0)!);
+    const running = occupy(s, 5);
     s.offer('a', 'root', 5, 0, 1000);
     s.offer('b', 'root', 5, 100, 300); // deadline 400
     s.offer('c', 'root', 5, 200); // no bound
@@ -130,7 +136,7 @@ describe('TaskScheduler: controlled delay and adaptive LIFO', () => {
 
   it('sheds tasks older than the target only once the queue has not emptied for the interval', () => {
     const s = scheduler(1, { overload: policy });
-    const running = (s.offer('blocker', 'x', 5, 0), s.next(0)!);
+    const running = occupy(s, 5);
     for (let t = 0; t < 10; t++) s.offer(`t${t}`, 'root', 5, t * 50); // 0..450 ms
     // At 400 ms the queue has held tasks for 400 ms < 500: a burst, nothing is shed though most waited > 100 ms.
     expect(s.overloaded(0, 400)).toBe(false);
@@ -154,7 +160,7 @@ describe('TaskScheduler: controlled delay and adaptive LIFO', () => {
 
   it('serves newest first within a priority while overloaded, FIFO otherwise', () => {
     const s = scheduler(1, { overload: { intervalMs: 500, targetMs: undefined, lifo: true } });
-    let running = (s.offer('blocker', 'x', 5, 0), s.next(0)!);
+    let running = occupy(s, 5);
     for (let t = 0; t < 5; t++) s.offer(`t${t}`, 'root', 5, t);
     s.release(running);
     running = s.next(100)!; // not overloaded yet: the oldest
