@@ -16,6 +16,7 @@ import { NodeUsageTracker, type HeapUsage, type NodeUsageSnapshot } from './admi
 import { resolveIndexExpression } from './classify/index-expression.js';
 import { SandboxClassifier } from './classify/sandbox-classifier.js';
 import {
+  AbortedError,
   CancelledError,
   EngineFailureError,
   EngineRequestError,
@@ -24,8 +25,10 @@ import {
   isQuerySandboxError,
   NotRunningError,
   RejectedError,
+  TimedOutError,
 } from './errors.js';
-import type { EnforcementMode } from './governor/decide.js';
+import { checkSearchCallOptions, type SearchCallOptions, takeRequestTimeout } from './execution/search-call.js';
+import type { Cancellation, EnforcementMode } from './governor/decide.js';
 import { DuressDetector } from './governor/duress-detector.js';
 import { Governor, type GovernorSnapshot, type GovernorStats } from './governor/governor.js';
 import { SandboxCounterTable, type SandboxCounters } from './governor/sandbox-counters.js';
@@ -46,7 +49,15 @@ import {
   priorityOf,
   type QueryPriorityDocument,
 } from './scheduler/query-priority.js';
-import { type Dispatch, type Eviction, type SchedulerStats, TaskScheduler } from './scheduler/task-scheduler.js';
+import {
+  type Dispatch,
+  type Eviction,
+  type Expiry,
+  type OverloadPolicy,
+  type QueueTicket,
+  type SchedulerStats,
+  TaskScheduler,
+} from './scheduler/task-scheduler.js';
 import { checkReservations } from './scheduler/worker-reservations.js';
 import {
   MemoryQueryPriorityStore,
@@ -70,6 +81,7 @@ import { UsageTracker } from './tracking/usage-tracker.js';
 import { sampleHeap, WorkerHeapProbe } from '../native-shim/index.js';
 
 export type { RuntimeOptions, TaskEndEvent } from './runtime-options.js';
+export type { SearchCallOptions } from './execution/search-call.js';
 
 /** One search request as the runtime takes it. */
 export interface SearchRequest {
@@ -88,6 +100,13 @@ export interface SearchRequest {
    * coordinator sets it to the copies it picked on this node.
    */
   readonly shards?: Readonly<Record<string, readonly number[]>> | undefined;
+  /**
+   * The request's own `timeout` (Elasticsearch's `?timeout=`): a time value such as `"2s"`, or -1 for
+   * none. It wins over a `timeout` in the body. Either bounds how long the task may wait in the queue
+   * when smaller than its sandbox's `max_queue_wait` (429 `queue_wait` past it); the runtime takes
+   * `timeout` out of the body before the engine sees it.
+   */
+  readonly timeout?: string | number | undefined;
 }
 
 /** Per-sandbox stats, a plain snapshot. */
@@ -143,8 +162,12 @@ export interface NodeStats {
 }
 
 export interface Runtime {
-  /** Runs one search. Rejects with the errors listed in `errors.ts`. */
-  search(request: SearchRequest): Promise<unknown>;
+  /**
+   * Runs one search. Rejects with the errors listed in `errors.ts`; with `options.signal` aborted, or
+   * past `options.timeoutMs`, at once with `AbortedError` / `TimedOutError` (a queued task is removed
+   * without running, a running one is cancelled: soft, then hard after the grace period).
+   */
+  search(request: SearchRequest, options?: SearchCallOptions): Promise<unknown>;
   /** The sandboxes, the root first, parents before children. */
   sandboxes(): readonly Sandbox[];
   /**
@@ -213,12 +236,22 @@ interface QueuedTask {
   readonly request: EngineRequest;
   readonly resolve: (value: unknown) => void;
   readonly reject: (reason: unknown) => void;
+  /** Where its queue-wait bound comes from, for the 429's message. */
+  readonly boundFrom: string;
+  /** The call's `timeoutMs`, for TimedOutError. */
+  readonly callTimeoutMs: number | undefined;
+  /** Its place in the queue while it waits. */
+  ticket: QueueTicket<QueuedTask> | undefined;
+  /** Set when its caller gave up while it ran: its call has settled; the task is being cancelled. */
+  abandoned: 'aborted' | 'timed_out' | undefined;
 }
 
 interface RunningTask {
   readonly queued: QueuedTask;
   readonly dispatch: Dispatch<QueuedTask>;
   readonly tracked: TrackedTask;
+  /** The hard cancellation of a task whose caller gave up, after the grace period. */
+  hardTimer: NodeJS.Timeout | undefined;
 }
 
 /**
@@ -476,6 +509,11 @@ class GovernedRuntime implements Runtime {
   #searchableOf: readonly string[] | undefined;
   /** Query-priority changes, one at a time: validate, save, apply. */
   #priorityChanges: Promise<unknown> = Promise.resolve();
+  /** Per sandbox id: its queue-wait bound (own or inherited) and where it comes from. */
+  #queueWaitBounds: ReadonlyMap<string, { readonly ms: number; readonly from: string }> = new Map();
+  /** The timer that rejects queued tasks at their queue-wait deadline, and when it fires. */
+  #expiryTimer: NodeJS.Timeout | undefined;
+  #expiryAtMs = Number.POSITIVE_INFINITY;
   #nextTaskId = 1;
   #closed = false;
 
@@ -503,10 +541,13 @@ class GovernedRuntime implements Runtime {
       agingMsPerPriority: options.agingMsPerPriority,
       fifo: options.queueOrder === 'fifo',
       config: options.queryPriority,
+      agingOvertakeEvery: options.agingOvertakeEvery,
+      ...(overloadPolicyOf(options) !== undefined ? { overload: overloadPolicyOf(options)! } : {}),
     });
     const sandboxes = registry.list();
     this.#sandboxes = sandboxes;
     this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
+    this.#queueWaitBounds = queueWaitBoundsOf(sandboxes, options.maxQueueWaitMs);
     this.#classifier = new SandboxClassifier(sandboxes);
     registry.onChange((list) => this.#applySandboxes(list));
     // A shared store (etcd) hands over the rules other nodes saved: applied here, not saved again.
@@ -540,6 +581,7 @@ class GovernedRuntime implements Runtime {
         cancellationBurst: options.cancellation.burst,
         boostPriority: options.boost.priority,
         boostHalfLifeMs: options.boost.halfLifeMs,
+        duressShedding: options.duressShedding,
       },
       {
         sampleUsage: () => this.#tracker.sample(),
@@ -560,6 +602,7 @@ class GovernedRuntime implements Runtime {
     const classifier = new SandboxClassifier(sandboxes);
     this.#sandboxes = sandboxes;
     this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
+    this.#queueWaitBounds = queueWaitBoundsOf(sandboxes, this.options.maxQueueWaitMs);
     this.#classifier = classifier;
     this.#log.info(
       { sandboxes: sandboxes.map((s) => s.id), version: this.sandboxRegistry.version },
@@ -602,23 +645,29 @@ class GovernedRuntime implements Runtime {
     return this.#usageTracker.snapshot();
   }
 
-  search(request: SearchRequest): Promise<unknown> {
+  search(request: SearchRequest, options?: SearchCallOptions): Promise<unknown> {
     try {
-      return this.#admit(request);
+      return this.#admit(request, checkSearchCallOptions(options));
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
-  #admit(request: SearchRequest): Promise<unknown> {
+  #admit(request: SearchRequest, control: SearchCallOptions | undefined): Promise<unknown> {
     if (this.#closed) throw new NotRunningError();
+    if (control?.signal?.aborted === true) {
+      throw new AbortedError(undefined, true, 'search aborted by its caller before it was queued', {
+        cause: control.signal.reason,
+      });
+    }
     if (typeof request.index !== 'string')
       throw new InvalidArgumentError('index', 'must be a string', request.index);
     const indices = resolveIndexExpression(request.index, this.#searchableIndices());
+    const { body, timeoutMs: requestTimeoutMs } = takeRequestTimeout(request.body, request.timeout);
     const engineRequest: EngineRequest =
       request.shards === undefined
-        ? { indices, body: request.body }
-        : { indices, body: request.body, shards: checkShards(request.shards, indices) };
+        ? { indices, body }
+        : { indices, body, shards: checkShards(request.shards, indices) };
     this.#validate(this.#engineOwned(engineRequest));
     const attributes = { user: request.user, indices };
     const sandbox =
@@ -627,20 +676,140 @@ class GovernedRuntime implements Runtime {
         : this.#classifier.classify(attributes);
     this.#checkVerdict(sandbox, true);
     const priority = this.#priorityOf(engineRequest, request.user, sandbox);
+    const bound = this.#queueWaitBound(sandbox.id, requestTimeoutMs);
     let task!: QueuedTask;
     const settled = new Promise((resolve, reject) => {
-      task = { taskId: this.#nextTaskId++, sandbox, priority, request: engineRequest, resolve, reject };
+      task = {
+        taskId: this.#nextTaskId++,
+        sandbox,
+        priority,
+        request: engineRequest,
+        resolve,
+        reject,
+        boundFrom: bound.from,
+        callTimeoutMs: control?.timeoutMs,
+        ticket: undefined,
+        abandoned: undefined,
+      };
     });
     // Full bounds shed the lowest priority first: the newest of the lowest-priority waiting tasks
     // makes room for a more important one; if the incoming task is itself the lowest, it is refused.
-    const offered = this.#scheduler.offer(task, sandbox.id, priority, performance.now());
+    const offered = this.#scheduler.offer(task, sandbox.id, priority, performance.now(), bound.ms);
     if (!offered.accepted) {
       this.#counters.countRejection(sandbox.id, 'queue');
-      throw new RejectedError(sandbox.id, 'queue', offered.message);
+      throw new RejectedError(sandbox.id, 'queue', offered.message, offered.reason);
     }
+    task.ticket = offered.ticket;
+    if (control !== undefined) this.#watchCall(task, settled, control);
     this.#rejectEvicted(offered.evicted);
     this.#pump();
     return settled;
+  }
+
+  /** The queue-wait bound of a task of `sandboxId`: its sandbox's (own or inherited), or the request's timeout when smaller. */
+  #queueWaitBound(sandboxId: string, requestTimeoutMs: number | undefined): { readonly ms: number; readonly from: string } {
+    const own = this.#queueWaitBounds.get(sandboxId) ?? {
+      ms: this.options.maxQueueWaitMs,
+      from: "the node's default (maxQueueWaitMs)",
+    };
+    if (requestTimeoutMs !== undefined && requestTimeoutMs < own.ms) {
+      return { ms: requestTimeoutMs, from: "the request's timeout" };
+    }
+    return own;
+  }
+
+  /** Follows the caller's `signal` and `timeoutMs` until the call settles. */
+  #watchCall(task: QueuedTask, settled: Promise<unknown>, control: SearchCallOptions): void {
+    const signal = control.signal;
+    const onAbort = signal === undefined ? undefined : () => this.#abandon(task, 'aborted', signal.reason);
+    if (onAbort !== undefined) signal!.addEventListener('abort', onAbort, { once: true });
+    const timer =
+      control.timeoutMs === undefined ? undefined : setTimeout(() => this.#abandon(task, 'timed_out'), control.timeoutMs);
+    timer?.unref();
+    const dispose = () => {
+      if (onAbort !== undefined) signal!.removeEventListener('abort', onAbort);
+      if (timer !== undefined) clearTimeout(timer);
+    };
+    settled.then(dispose, dispose);
+  }
+
+  /**
+   * The caller gave up (`signal`, `timeoutMs`, a closed HTTP connection): the call rejects at once. A
+   * queued task is removed without running; a running one is cancelled, softly (its signal) and, if it
+   * is still running after the grace period, by terminating its worker. Nothing once the call settled.
+   */
+  #abandon(task: QueuedTask, why: 'aborted' | 'timed_out', cause?: unknown): void {
+    const counters = this.#counters.of(task.sandbox.id);
+    const error = (queued: boolean) =>
+      why === 'aborted'
+        ? new AbortedError(
+            task.sandbox.id,
+            queued,
+            queued
+              ? 'search aborted by its caller while queued: the task was removed without running'
+              : 'search aborted by its caller while running: the task is being cancelled',
+            { cause },
+          )
+        : new TimedOutError(
+            task.sandbox.id,
+            task.callTimeoutMs ?? 0,
+            queued,
+            `search timed out after ${task.callTimeoutMs} ms (timeoutMs) ` +
+              (queued ? 'while queued: the task was removed without running' : 'while running: the task is being cancelled'),
+          );
+    if (task.ticket !== undefined && this.#scheduler.remove(task.ticket)) {
+      if (why === 'aborted') counters.aborted++;
+      else counters.timedOut++;
+      task.reject(error(true));
+      return;
+    }
+    const running = this.#running.get(task.taskId);
+    if (running === undefined || task.abandoned !== undefined) return;
+    task.abandoned = why;
+    if (why === 'aborted') counters.aborted++;
+    else counters.timedOut++;
+    task.reject(error(false));
+    this.#pool.slots.requestCancel(running.tracked.slot, CancelReason.ABORTED);
+    running.hardTimer = setTimeout(() => {
+      running.hardTimer = undefined;
+      if (this.#running.get(task.taskId) === running) {
+        this.#pool.terminateWorkerOf(running.dispatch.lane, running.tracked.slot, task.taskId);
+      }
+    }, this.options.intervalMs * this.options.graceIntervals);
+    running.hardTimer.unref();
+  }
+
+  /** Rejects the tasks that waited past their bound or their lane's controlled-delay target. */
+  #rejectExpired(expired: readonly Expiry<QueuedTask>[]): void {
+    for (const e of expired) {
+      this.#counters.countRejection(e.sandboxId, 'queue');
+      this.#counters.of(e.sandboxId).queueWaitRejections++;
+      const waited = Math.round(e.waitedMs);
+      const message =
+        e.reason === 'queue_wait'
+          ? `rejected: the task waited ${waited} ms in the queue, past its bound of ${e.boundMs} ms (${e.item.boundFrom})`
+          : `rejected: lane [${e.lane}] has had a standing queue for ${this.options.controlledDelay.intervalMs} ms, ` +
+            `so a task may wait at most ${e.boundMs} ms there (controlled delay); this one waited ${waited} ms`;
+      e.item.reject(new RejectedError(e.sandboxId, 'queue', message, e.reason));
+    }
+  }
+
+  /** Arms the timer for the scheduler's next expiry, unless one fires earlier already. */
+  #armExpiry(): void {
+    if (this.#closed) return;
+    const next = this.#scheduler.nextExpiryMs();
+    if (next === undefined || (this.#expiryTimer !== undefined && this.#expiryAtMs <= next)) return;
+    if (this.#expiryTimer !== undefined) clearTimeout(this.#expiryTimer);
+    this.#expiryAtMs = next;
+    this.#expiryTimer = setTimeout(
+      () => {
+        this.#expiryTimer = undefined;
+        this.#expiryAtMs = Number.POSITIVE_INFINITY;
+        this.#pump();
+      },
+      Math.max(0, Math.ceil(next - performance.now())),
+    );
+    this.#expiryTimer.unref();
   }
 
   /** The engine's indices followed by the writable ones (`undefined`: the engine lists none). */
@@ -695,7 +864,7 @@ class GovernedRuntime implements Runtime {
   #rejectEvicted(evicted: readonly Eviction<QueuedTask>[]): void {
     for (const e of evicted) {
       this.#counters.countRejection(e.sandboxId, 'queue');
-      e.item.reject(new RejectedError(e.sandboxId, 'queue', e.message));
+      e.item.reject(new RejectedError(e.sandboxId, 'queue', e.message, e.reason));
     }
   }
 
@@ -731,6 +900,18 @@ class GovernedRuntime implements Runtime {
     }
     if (!verdict.rejectNew) return;
     const resource = verdict.rejectResource ?? 'cpu';
+    if (verdict.shedInDuress === true) {
+      const node = this.#governor.snapshot.node;
+      this.#counters.countRejection(sandbox.id, resource);
+      this.#counters.of(sandbox.id).duressRejections++;
+      throw new RejectedError(
+        sandbox.id,
+        resource,
+        `rejected: the node is in ${resource} duress (usage ${node[resource].toFixed(3)} > ${this.options.duress.rejectThreshold}) ` +
+          `and sandbox [${sandbox.id}] is the lowest-priority sandbox using it; it takes new work again when the duress ends`,
+        'duress',
+      );
+    }
     const by = verdict.rejectedBy ?? sandbox.id;
     const usage = this.#governor.snapshot.usage.get(by);
     const limit = this.#byId.get(by)?.limits[resource];
@@ -751,6 +932,11 @@ class GovernedRuntime implements Runtime {
    * counts each lane's `workers` (not its spares): the spares only stand in for workers being replaced.
    */
   #pump(): void {
+    // Nothing past its queue-wait bound is dispatched, even when its timer has not fired yet.
+    if (!this.#closed) {
+      const expired = this.#scheduler.expire(performance.now());
+      if (expired.length > 0) this.#rejectExpired(expired);
+    }
     while (!this.#closed) {
       const dispatch = this.#scheduler.next(performance.now());
       if (dispatch === undefined) break;
@@ -772,7 +958,7 @@ class GovernedRuntime implements Runtime {
       }
       this.#pool.slots.assign(slot, queued.taskId);
       const tracked = newTrackedTask(queued.taskId, queued.sandbox.id, slot, performance.now());
-      const running: RunningTask = { queued, dispatch, tracked };
+      const running: RunningTask = { queued, dispatch, tracked, hardTimer: undefined };
       this.#running.set(queued.taskId, running);
       this.#tracker.add(tracked);
       this.#pool.run(dispatch.lane, { taskId: queued.taskId, slot, request: queued.request }).then(
@@ -780,6 +966,7 @@ class GovernedRuntime implements Runtime {
         (error: unknown) => this.#settle(running, undefined, error),
       );
     }
+    this.#armExpiry();
   }
 
   #settle(running: RunningTask, outcome: TaskOutcome | undefined, thrown: unknown): void {
@@ -810,6 +997,13 @@ class GovernedRuntime implements Runtime {
         runMs: performance.now() - tracked.dispatchedAtMs,
       });
     }
+    if (queued.abandoned !== undefined) {
+      // Its caller gave up and its call has settled: only the worker's work is accounted for.
+      if (running.hardTimer !== undefined) clearTimeout(running.hardTimer);
+      if (outcome?.ok === true) this.#governor.onTaskCompleted();
+      this.#pump();
+      return;
+    }
     try {
       if (outcome?.ok === true) {
         counters.completions++;
@@ -818,7 +1012,7 @@ class GovernedRuntime implements Runtime {
       } else if (outcome !== undefined && outcome.cancelCode !== 0) {
         const resource = cancelResourceOf(outcome.cancelCode);
         this.#counters.countCancellation(sandboxId, resource, false);
-        queued.reject(this.#cancelledError(queued.sandbox, picked?.cancellation.sandboxId, resource, false));
+        queued.reject(this.#cancelledError(queued.sandbox, picked?.cancellation, resource, false));
       } else if (outcome !== undefined) {
         const e = outcome.error;
         if (e.statusCode !== undefined) {
@@ -836,7 +1030,7 @@ class GovernedRuntime implements Runtime {
         if (picked?.hard === true || this.#closed) {
           const resource: Resource | 'shutdown' = picked?.hard ? picked.cancellation.resource : 'shutdown';
           this.#counters.countCancellation(sandboxId, resource, true);
-          queued.reject(this.#cancelledError(queued.sandbox, picked?.cancellation.sandboxId, resource, true));
+          queued.reject(this.#cancelledError(queued.sandbox, picked?.cancellation, resource, true));
         } else if ((thrown as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
           // The worker's own heap cap (resourceLimits) stopped the task: a memory cancellation.
           this.#counters.countCancellation(sandboxId, 'memory', true);
@@ -876,14 +1070,28 @@ class GovernedRuntime implements Runtime {
 
   #cancelledError(
     sandbox: Sandbox,
-    breachedBy: string | undefined,
+    cancellation: Cancellation | undefined,
     resource: Resource | 'shutdown',
     hard: boolean,
   ): CancelledError {
     if (resource === 'shutdown') {
       return new CancelledError(sandbox.id, resource, hard, `task cancelled: the runtime is shutting down`);
     }
-    const by = breachedBy ?? sandbox.id;
+    if (cancellation?.reason === 'duress') {
+      this.#counters.of(sandbox.id).duressCancellations++;
+      return new CancelledError(
+        sandbox.id,
+        resource,
+        hard,
+        `task cancelled: the node is in ${resource} duress and ` +
+          (cancellation.sandboxId === sandbox.id
+            ? `sandbox [${sandbox.id}] is the lowest-priority sandbox using it`
+            : `its sandbox [${cancellation.sandboxId}] was deleted while it ran`) +
+          (hard ? '; its worker was terminated' : ''),
+        'duress',
+      );
+    }
+    const by = cancellation?.sandboxId ?? sandbox.id;
     return new CancelledError(
       sandbox.id,
       resource,
@@ -1037,6 +1245,7 @@ class GovernedRuntime implements Runtime {
     this.#closed = true;
     this.#governor.stop();
     this.#usageTracker.stop();
+    if (this.#expiryTimer !== undefined) clearTimeout(this.#expiryTimer);
     for (const q of this.#scheduler.drain()) {
       this.#counters.countCancellation(q.sandbox.id, 'shutdown', false);
       q.reject(
@@ -1048,4 +1257,40 @@ class GovernedRuntime implements Runtime {
     this.#heapProbe?.close();
     await this.indices?.close();
   }
+}
+
+/**
+ * Each sandbox's queue-wait bound: its own `maxQueueWaitMs`, else its nearest ancestor's, else the
+ * node's default; with where it comes from, for the 429's message.
+ */
+function queueWaitBoundsOf(
+  sandboxes: readonly Sandbox[],
+  nodeDefaultMs: number,
+): ReadonlyMap<string, { readonly ms: number; readonly from: string }> {
+  const byId = new Map(sandboxes.map((s) => [s.id, s]));
+  const out = new Map<string, { ms: number; from: string }>();
+  for (const s of sandboxes) {
+    let bound: { ms: number; from: string } = { ms: nodeDefaultMs, from: "the node's default (maxQueueWaitMs)" };
+    let id: string | null = s.id;
+    for (let depth = 0; id !== null && depth < 64; depth++) {
+      const at: Sandbox | undefined = byId.get(id);
+      if (at?.maxQueueWaitMs !== undefined) {
+        bound = {
+          ms: at.maxQueueWaitMs,
+          from: at.id === s.id ? `sandbox [${s.id}]'s max_queue_wait` : `max_queue_wait of [${at.id}], inherited by [${s.id}]`,
+        };
+        break;
+      }
+      id = at?.parentId ?? null;
+    }
+    out.set(s.id, bound);
+  }
+  return out;
+}
+
+/** The scheduler's overload policy from the runtime options; undefined when neither part is on. */
+function overloadPolicyOf(options: ResolvedRuntimeOptions): OverloadPolicy | undefined {
+  const delay = options.controlledDelay;
+  if (delay.targetMs === undefined && !options.adaptiveLifo) return undefined;
+  return { intervalMs: delay.intervalMs, targetMs: delay.targetMs, lifo: options.adaptiveLifo };
 }

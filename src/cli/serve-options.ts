@@ -85,6 +85,13 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --max-docs N           index at most N mails per index (engine option maxDocumentsPerIndex)
   --query-priority FILE  query-priority rules (JSON) seeding DIR/query-priority.json when it is absent
   --queue-order ORDER    priority | fifo (the baseline: arrival order, no reservations; default priority)
+  --max-queue-wait-ms N  longest a task may wait in the queue before a 429, for sandboxes that set no
+                         max_queue_wait (default 5000; -1: no bound)
+  --controlled-delay-target-ms N    under a standing queue a task may wait at most N ms (default 100;
+                         0: controlled delay off)
+  --controlled-delay-interval-ms N  a queue not empty for N ms is a standing queue (default 500)
+  --adaptive-lifo on|off newest first within a priority under a standing queue (default off)
+  --duress-shedding on|off  in node duress, shed the lowest-priority sandbox using the resource (default on)
   --log-level LEVEL      pino level (default info; LOG_LEVEL)
   --cores N              cores this node counts as its CPU capacity (default: cgroup quota or all)
   --cache-dir DIR        index cache, shareable between nodes (default DIR/cache of --data-dir)
@@ -176,6 +183,11 @@ const RUNTIME_FLAGS = [
   'max-docs',
   'query-priority',
   'queue-order',
+  'max-queue-wait-ms',
+  'controlled-delay-target-ms',
+  'controlled-delay-interval-ms',
+  'adaptive-lifo',
+  'duress-shedding',
   'cores',
   'cache-dir',
   'shards-per-index',
@@ -210,6 +222,11 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
         'max-docs': { type: 'string' },
         'query-priority': { type: 'string' },
         'queue-order': { type: 'string' },
+        'max-queue-wait-ms': { type: 'string' },
+        'controlled-delay-target-ms': { type: 'string' },
+        'controlled-delay-interval-ms': { type: 'string' },
+        'adaptive-lifo': { type: 'string' },
+        'duress-shedding': { type: 'string' },
         'log-level': { type: 'string' },
         cores: { type: 'string' },
         'cache-dir': { type: 'string' },
@@ -321,6 +338,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
   if (queueOrder !== undefined && queueOrder !== 'priority' && queueOrder !== 'fifo') {
     throw new InvalidArgumentError('--queue-order', 'must be one of priority, fifo', queueOrder);
   }
+  const overload = overloadFlags(str);
   const logLevel = str('log-level') ?? env['LOG_LEVEL'] ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new InvalidArgumentError(
@@ -344,6 +362,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     ...(enforcement !== undefined ? { enforcement: enforcement as EnforcementMode } : {}),
     ...(Object.keys(engineOptions).length > 0 ? { engineOptions } : {}),
     ...(queueOrder !== undefined ? { queueOrder } : {}),
+    ...overload,
     ...(role !== 'coordinator' && nodeId !== undefined ? { nodeId } : {}),
     ...(cores !== undefined ? { cores } : {}),
     ...(role === 'data' ? { nodeRole: 'data' as const } : {}),
@@ -381,6 +400,51 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     coordinator:
       role === 'coordinator' ? { ...coordinatorOptions(str, nodeId), indexingPressureBytes } : undefined,
   };
+}
+
+/** The overload flags as runtime options (only those given). @throws InvalidArgumentError naming the flag. */
+function overloadFlags(str: (k: string) => string | undefined): Partial<RuntimeOptions> {
+  const out: {
+    maxQueueWaitMs?: number;
+    controlledDelay?: { targetMs?: number; intervalMs?: number } | false;
+    adaptiveLifo?: boolean;
+    duressShedding?: false;
+  } = {};
+  const wait = str('max-queue-wait-ms');
+  if (wait !== undefined) {
+    out.maxQueueWaitMs =
+      wait === '-1'
+        ? Number.POSITIVE_INFINITY
+        : intFlag('max-queue-wait-ms', wait, 1, 86_400_000, '--max-queue-wait-ms (or -1 for no bound)')!;
+  }
+  const target = intFlag('controlled-delay-target-ms', str('controlled-delay-target-ms'), 0, 60_000);
+  const interval = intFlag('controlled-delay-interval-ms', str('controlled-delay-interval-ms'), 1, 60_000);
+  if (target === 0) {
+    // Off; an interval given still says what a standing queue is for adaptive LIFO.
+    out.controlledDelay = false;
+    if (interval !== undefined) {
+      throw new InvalidArgumentError(
+        '--controlled-delay-interval-ms',
+        'has no effect with --controlled-delay-target-ms 0',
+        str('controlled-delay-interval-ms'),
+      );
+    }
+  } else if (target !== undefined || interval !== undefined) {
+    out.controlledDelay = {
+      ...(target !== undefined ? { targetMs: target } : {}),
+      ...(interval !== undefined ? { intervalMs: interval } : {}),
+    };
+  }
+  const onOff = (flag: string): boolean | undefined => {
+    const v = str(flag);
+    if (v === undefined) return undefined;
+    if (v !== 'on' && v !== 'off') throw new InvalidArgumentError(`--${flag}`, 'must be one of on, off', v);
+    return v === 'on';
+  };
+  const lifo = onOff('adaptive-lifo');
+  if (lifo !== undefined) out.adaptiveLifo = lifo;
+  if (onOff('duress-shedding') === false) out.duressShedding = false;
+  return out;
 }
 
 /** The lane flags as a `lanes` option, or undefined when none is given (the default lanes). */

@@ -55,6 +55,11 @@ export interface GovernorOptions {
   readonly boostPriority: number;
   /** Default 5000 ms. */
   readonly boostHalfLifeMs: number;
+  /**
+   * Shedding in duress when nobody breaches a limit (see `decide.ts`): intervals a shed sandbox waits
+   * before its running tasks are cancelled, and the usage its own tasks must reach to count. Absent: off.
+   */
+  readonly duressShedding?: { readonly cancelAfterIntervals: number; readonly minUsage: number } | undefined;
 }
 
 /** Governor counters, a plain snapshot. */
@@ -93,6 +98,8 @@ export interface GovernorSnapshot {
   readonly node: NodeUsage;
   readonly usage: ReadonlyMap<string, SandboxUsage>;
   readonly verdicts: ReadonlyMap<string, SandboxVerdict>;
+  /** Sandboxes shed in duress (id -> intervals shed so far); empty outside duress. */
+  readonly shed: ReadonlyMap<string, number>;
 }
 
 const ALLOW: SandboxVerdict = Object.freeze({
@@ -146,6 +153,7 @@ export class Governor {
       node: { cpu: 0, memory: 0 },
       usage: new Map(),
       verdicts: new Map(),
+      shed: new Map(),
     };
   }
 
@@ -261,10 +269,21 @@ export class Governor {
       cancelling: this.#pending.has(t.taskId),
       startedAtMs: t.dispatchedAtMs,
     }));
+    const shedding = this.#options.duressShedding;
+    const duressResource = deps.duress.resource;
     const decision = decide({
       enforcement: this.#enforcement,
       duress: duressLevel,
-      duressResource: deps.duress.resource,
+      duressResource,
+      duressShedding:
+        shedding === undefined
+          ? undefined
+          : {
+              shed: this.#snapshot.shed,
+              cancelAfterIntervals: shedding.cancelAfterIntervals,
+              minUsage: shedding.minUsage,
+              excess: Math.max(0, (duressResource === 'memory' ? node.memory : node.cpu) - deps.duress.threshold),
+            },
       priorityBoost: this.#boosts(nowMs),
       selection: this.#options.selection,
       sandboxes,
@@ -281,6 +300,7 @@ export class Governor {
       node,
       usage: sample.sandboxes,
       verdicts: decision.verdicts,
+      shed: decision.shed,
     };
 
     for (const [id, v] of decision.verdicts) {

@@ -21,6 +21,15 @@ export interface SandboxCounters {
   hardCancellations: number;
   /** Tasks that failed (engine errors), not counting rejections and cancellations. */
   failures: number;
+  /** Calls whose caller gave up (`signal` aborted, HTTP client gone), queued or running. */
+  aborted: number;
+  /** Calls past their `timeoutMs`, queued or running. */
+  timedOut: number;
+  /** Of `rejections`, those of tasks that waited past their queue-wait bound or the controlled-delay target. */
+  queueWaitRejections: number;
+  /** Of `rejections` and `cancellations`, those made because the node shed this sandbox in duress. */
+  duressRejections: number;
+  duressCancellations: number;
   readonly cpu: ResourceCounters;
   readonly memory: ResourceCounters;
 }
@@ -42,6 +51,11 @@ export class SandboxCounterTable {
         cancellations: 0,
         hardCancellations: 0,
         failures: 0,
+        aborted: 0,
+        timedOut: 0,
+        queueWaitRejections: 0,
+        duressRejections: 0,
+        duressCancellations: 0,
         cpu: newResourceCounters(),
         memory: newResourceCounters(),
       };

@@ -206,6 +206,10 @@ export class SlotAllocator {
   }
 }
 
-/** Why the main thread asked a task to stop (the `cancel` word of a slot). */
-export const CancelReason = { CPU: 1, MEMORY: 2, SHUTDOWN: 3 } as const;
+/**
+ * Why the main thread asked a task to stop (the `cancel` word of a slot). `ABORTED`: its caller gave
+ * up (aborted, timed out, or the HTTP client disconnected). A cancellation of a sandbox shed in node
+ * duress uses the resource's code.
+ */
+export const CancelReason = { CPU: 1, MEMORY: 2, SHUTDOWN: 3, ABORTED: 4 } as const;
 export type CancelReason = (typeof CancelReason)[keyof typeof CancelReason];

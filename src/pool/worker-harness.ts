@@ -55,6 +55,8 @@ function cancelMessage(code: number): string {
       return 'task cancelled: its sandbox is above its high cpu limit';
     case CancelReason.MEMORY:
       return 'task cancelled: its sandbox is above its high memory limit';
+    case CancelReason.ABORTED:
+      return 'task cancelled: its caller gave up (aborted, timed out or disconnected)';
     default:
       return 'task cancelled: the runtime is shutting down';
   }

@@ -4,11 +4,18 @@
  * `parseSandboxDefinitions` reads it back unchanged.
  */
 import { ROOT_SANDBOX_ID, RESOURCES, type Sandbox } from './sandbox.js';
+import { formatMaxQueueWait } from './sandbox-entry.js';
 
 /** The document of one sandbox (a fresh plain object). */
 export function toSandboxDocument(s: Sandbox): Record<string, unknown> {
   if (s.id === ROOT_SANDBOX_ID) {
-    return { _id: s.id, priority: s.priority, updated_at: s.updatedAt, version: s.version };
+    return {
+      _id: s.id,
+      priority: s.priority,
+      ...(s.maxQueueWaitMs !== undefined ? { max_queue_wait: formatMaxQueueWait(s.maxQueueWaitMs) } : {}),
+      updated_at: s.updatedAt,
+      version: s.version,
+    };
   }
   const limits: Record<string, { low: number; high: number }> = {};
   for (const r of RESOURCES) {
@@ -31,6 +38,7 @@ export function toSandboxDocument(s: Sandbox): Record<string, unknown> {
     resourceConsumptionLimits: limits,
     selectionAttributes,
     tags: [...s.tags],
+    ...(s.maxQueueWaitMs !== undefined ? { max_queue_wait: formatMaxQueueWait(s.maxQueueWaitMs) } : {}),
     updated_at: s.updatedAt,
     version: s.version,
   };

@@ -1,4 +1,5 @@
 import { InvalidSandboxError } from '../errors.js';
+import { parseTimeValueMs } from '../indices/time-value.js';
 import { isPlainObject } from './is-plain-object.js';
 import { type ParsedResourceLimits, parseResourceLimits } from './resource-limits.js';
 import { ROOT_SANDBOX_ID, SandboxMode, type SelectionAttributes } from './sandbox.js';
@@ -14,11 +15,12 @@ const ENTRY_KEYS = [
   'resourceConsumptionLimits',
   'selectionAttributes',
   'tags',
+  'max_queue_wait',
   'updated_at',
   'version',
 ] as const;
 /** Fields the root's entry (`"_id": "_root"`) may have. */
-const ROOT_ENTRY_KEYS = ['_id', 'priority', 'updated_at', 'version'] as const;
+const ROOT_ENTRY_KEYS = ['_id', 'priority', 'max_queue_wait', 'updated_at', 'version'] as const;
 
 /** Names and ids: 1..50 (names) or 1..100 (ids) characters of `[A-Za-z0-9_-]`. */
 const NAME_PATTERN = /^[A-Za-z0-9_-]+$/;
@@ -44,17 +46,20 @@ export interface SandboxEntry {
   readonly limits: ParsedResourceLimits;
   readonly selectionAttributes: SelectionAttributes;
   readonly tags: readonly string[];
+  /** `max_queue_wait` in ms (Infinity: no bound); undefined when absent (inherited). */
+  readonly maxQueueWaitMs: number | undefined;
   /** `updated_at`, ms since the epoch (0 when absent). */
   readonly updatedAt: number;
   /** `version`, >= 1 (1 when absent). */
   readonly version: number;
 }
 
-/** The root's entry: only its priority can be set. */
+/** The root's entry: only its priority and maximum queue wait can be set. */
 export interface RootEntry {
   readonly index: number;
   readonly path: string;
   readonly priority: number;
+  readonly maxQueueWaitMs: number | undefined;
   readonly updatedAt: number;
   readonly version: number;
 }
@@ -75,12 +80,13 @@ export function parseSandboxEntry(value: unknown, index: number): SandboxEntry |
       value,
       path,
       ROOT_ENTRY_KEYS,
-      'on the root sandbox entry (only _id and priority may be set)',
+      'on the root sandbox entry (only _id, priority and max_queue_wait may be set)',
     );
     return Object.freeze({
       index,
       path,
       priority: parsePriority(value['priority'], `${path}.priority`),
+      maxQueueWaitMs: parseMaxQueueWait(value['max_queue_wait'], `${path}.max_queue_wait`),
       updatedAt: parseCount(value['updated_at'], `${path}.updated_at`, 0, 0),
       version: parseCount(value['version'], `${path}.version`, 1, 1),
     });
@@ -138,6 +144,7 @@ export function parseSandboxEntry(value: unknown, index: number): SandboxEntry |
       `${path}.selectionAttributes`,
     ),
     tags: parseTags(value['tags'], `${path}.tags`),
+    maxQueueWaitMs: parseMaxQueueWait(value['max_queue_wait'], `${path}.max_queue_wait`),
     updatedAt: parseCount(value['updated_at'], `${path}.updated_at`, 0, 0),
     version: parseCount(value['version'], `${path}.version`, 1, 1),
   });
@@ -162,6 +169,36 @@ function refuseUnknownKeys(
     if (!allowed.includes(key))
       throw new InvalidSandboxError(`${path}.${key}`, `is not allowed ${explanation}`, value[key]);
   }
+}
+
+/** The longest `max_queue_wait`: one day. */
+export const MAX_QUEUE_WAIT_MS = 86_400_000;
+
+/**
+ * `max_queue_wait`: an Elasticsearch time value (`"5s"`, `"500ms"`, `"2m"`) of whole milliseconds in
+ * 1 ms..1 day, or `-1` / `"-1"` for no bound; absent or null: inherited (undefined).
+ * @returns ms, Infinity for no bound, undefined when absent.
+ * @throws InvalidSandboxError naming `path` and the value.
+ */
+export function parseMaxQueueWait(value: unknown, path: string): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  const expectation =
+    'must be a time value such as "5s" or "500ms" (whole milliseconds, 1ms to 1d), or -1 for no bound';
+  let ms: number;
+  try {
+    ms = parseTimeValueMs(value, path);
+  } catch {
+    throw new InvalidSandboxError(path, expectation, value);
+  }
+  if (ms === -1) return Number.POSITIVE_INFINITY;
+  if (!Number.isInteger(ms) || ms < 1 || ms > MAX_QUEUE_WAIT_MS) throw new InvalidSandboxError(path, expectation, value);
+  return ms;
+}
+
+/** A queue-wait bound as the time value a document shows: `"5s"` for whole seconds, else `"750ms"`; `"-1"` for none. */
+export function formatMaxQueueWait(ms: number): string {
+  if (ms === Number.POSITIVE_INFINITY) return '-1';
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
 }
 
 function parsePriority(value: unknown, path: string): number {

@@ -68,9 +68,10 @@ export async function loadSandboxFile(path: string): Promise<Sandbox[]> {
  * defaults to 80 % of `high`; a child's limits must not exceed its nearest limited ancestor's),
  * `selectionAttributes` (`[{ name: userPattern | indicesPattern, value: pattern | pattern[] }]`, at
  * most 10 patterns of 1..100 chars per attribute; two sandboxes may not name identical ones), `tags`
- * (strings), and the store's `updated_at` (ms since the epoch, default 0) and `version` (>= 1,
+ * (strings), `max_queue_wait` (a time value such as `"5s"`, or -1 for no bound; absent: the parent's),
+ * and the store's `updated_at` (ms since the epoch, default 0) and `version` (>= 1,
  * default 1). Unknown keys are refused. An entry `{ "_id": "_root", "priority": n }` sets the root's
- * priority (default 0); nothing else about the root can be set. `version` is the store's
+ * priority (default 0) and may set its `max_queue_wait`; nothing else about the root can be set. `version` is the store's
  * compare-and-swap counter: checked here, not returned.
  *
  * Errors: the first one found is thrown (entries are checked in file order, then the checks across
@@ -142,7 +143,12 @@ export function parseSandboxDefinitions(json: unknown, options: ParseOptions = {
     createRootSandbox(
       rootEntry === undefined
         ? undefined
-        : { priority: rootEntry.priority, updatedAt: rootEntry.updatedAt, version: rootEntry.version },
+        : {
+            priority: rootEntry.priority,
+            updatedAt: rootEntry.updatedAt,
+            version: rootEntry.version,
+            maxQueueWaitMs: rootEntry.maxQueueWaitMs,
+          },
     ),
     ...ordered,
   ];
@@ -312,6 +318,7 @@ function toSandbox(entry: SandboxEntry): Sandbox {
     limits: Object.freeze(limits),
     selectionAttributes: entry.selectionAttributes,
     tags: entry.tags,
+    ...(entry.maxQueueWaitMs !== undefined ? { maxQueueWaitMs: entry.maxQueueWaitMs } : {}),
     updatedAt: entry.updatedAt,
     version: entry.version,
   });

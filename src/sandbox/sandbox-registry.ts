@@ -65,6 +65,7 @@ const BODY_KEYS: readonly string[] = [
   'resourceConsumptionLimits',
   'selectionAttributes',
   'tags',
+  'max_queue_wait',
 ];
 
 /** How often a change is re-checked after losing a compare-and-swap before giving up. */
@@ -198,7 +199,9 @@ export class SandboxRegistry {
 
   /**
    * Changes the fields a body names (partial update). `resourceConsumptionLimits` is merged per
-   * resource (`null` removes one); `parent_id: null` moves the sandbox under the root.
+   * resource (`null` removes one); `parent_id: null` moves the sandbox under the root;
+   * `max_queue_wait: null` makes it inherit its parent's again. The root takes `priority` and
+   * `max_queue_wait` only.
    * @param expectedVersion the sandbox version the caller read (`If-Match`); omit to skip the check.
    * @throws SandboxNotFoundError (404); SandboxConflictError (409) for a stale version, a taken name or
    *   identical attributes; InvalidSandboxError (400) naming the field.
@@ -368,8 +371,8 @@ function merge(current: Record<string, unknown>, patch: Record<string, unknown>)
         else limits[resource] = limit;
       }
       document[key] = limits;
-    } else if (key === 'parent_id' && value === null) {
-      delete document['parent_id'];
+    } else if ((key === 'parent_id' || key === 'max_queue_wait') && value === null) {
+      delete document[key];
     } else {
       document[key] = value;
     }

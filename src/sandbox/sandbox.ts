@@ -61,6 +61,13 @@ export interface Sandbox {
   readonly selectionAttributes: SelectionAttributes;
   /** Free-form labels for reporting. */
   readonly tags: readonly string[];
+  /**
+   * The longest a task of this sandbox may wait in the queue before it is rejected (429, reason
+   * `queue_wait`), ms: an integer >= 1, or Infinity for no bound. Absent: its parent's, up to the
+   * root's, and the node's `maxQueueWaitMs` when the root sets none. JSON: `max_queue_wait`, an
+   * Elasticsearch time value (`"5s"`, `"500ms"`, `-1` for no bound). See docs/overload.md.
+   */
+  readonly maxQueueWaitMs?: number;
   /** When the definition last changed, ms since the epoch (0 when never changed through the API). */
   readonly updatedAt: number;
   /** Version of this sandbox's definition: 1 when created, +1 per update (`If-Match`). */
@@ -81,8 +88,10 @@ export function createRootSandbox(overrides?: {
   priority?: number;
   updatedAt?: number;
   version?: number;
+  maxQueueWaitMs?: number | undefined;
 }): Sandbox {
   return Object.freeze({
+    ...(overrides?.maxQueueWaitMs !== undefined ? { maxQueueWaitMs: overrides.maxQueueWaitMs } : {}),
     id: ROOT_SANDBOX_ID,
     name: ROOT_SANDBOX_ID,
     parentId: null,

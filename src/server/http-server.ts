@@ -64,8 +64,8 @@ function ifMatchVersion(header: string | undefined): number | undefined {
 
 /** URL parameters each route takes (`*`: the others), and the hint a refusal gives. */
 const URL_PARAMETERS: Record<string, { readonly names: readonly string[]; readonly hint: string }> = {
-  '/:index/_search': { names: ['pretty'], hint: '(put size, from and the query in the body)' },
-  '/_search': { names: ['pretty'], hint: '(put size, from and the query in the body)' },
+  '/:index/_search': { names: ['pretty', 'timeout'], hint: '(timeout, pretty; put size, from and the query in the body)' },
+  '/_search': { names: ['pretty', 'timeout'], hint: '(timeout, pretty; put size, from and the query in the body)' },
   '/_sandbox/_stats': { names: ['breach', 'from', 'size', 'pretty'], hint: '(breach, from, size, pretty)' },
   '*': { names: ['pretty'], hint: '(only pretty)' },
 };
@@ -128,7 +128,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
     logger: log,
     urlParameters: (url) => URL_PARAMETERS[url] ?? URL_PARAMETERS['*']!,
   });
-  registerSearchRoutes(app, (request) => runtime.search(request), sendError, { userHeader, sandboxHeader });
+  registerSearchRoutes(app, (request, call) => runtime.search(request, call), sendError, { userHeader, sandboxHeader });
   app.get('/_sandbox', async () => sandboxesView(runtime));
   app.get('/_sandbox/_stats', async (request, reply) => {
     try {
@@ -303,17 +303,25 @@ export function createApiServer(options: ApiServerOptions): FastifyInstance {
 
 /**
  * `GET|POST /{index}/_search` and `/_search`: the body must be a JSON object (or absent); the user
- * and explicit sandbox come from the named headers; `search` answers, `sendFailure` turns its errors
- * into the error body.
+ * and explicit sandbox come from the named headers, `timeout` from `?timeout=` (where the server
+ * accepts it); `search` answers, `sendFailure` turns its errors into the error body.
+ *
+ * A client that goes away gives up its search: when the request's connection closes before the
+ * answer is ready, `call.signal` aborts, so a queued task is removed without running and a running
+ * one is cancelled (the answer, `QS_ABORTED`, has nobody to go to).
  */
 export function registerSearchRoutes(
   app: FastifyInstance,
-  search: (request: {
-    index: string;
-    body: unknown;
-    user: string | undefined;
-    sandboxId: string | undefined;
-  }) => Promise<unknown>,
+  search: (
+    request: {
+      index: string;
+      body: unknown;
+      user: string | undefined;
+      sandboxId: string | undefined;
+      timeout?: string;
+    },
+    call: { readonly signal: AbortSignal },
+  ) => Promise<unknown>,
   sendFailure: (reply: FastifyReply, error: unknown) => FastifyReply,
   headers: { readonly userHeader: string; readonly sandboxHeader: string },
 ): void {
@@ -322,16 +330,30 @@ export function registerSearchRoutes(
     if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) {
       return sendError(reply, new InvalidArgumentError('body', 'must be a JSON object', body));
     }
+    const timeout = (request.query as Record<string, unknown> | undefined)?.['timeout'];
+    // The connection closing before the answer is sent: the client is gone (HTTP/1.1 has no other way
+    // to cancel a request). Keep-alive sockets carry later requests, so the listener goes once answered.
+    const gone = new AbortController();
+    const socket = request.raw.socket;
+    const onClose = () => gone.abort(new Error('the client closed its connection before the answer'));
+    socket.once('close', onClose);
+    if (socket.destroyed) onClose();
     try {
-      const result = await search({
-        index,
-        body: body ?? {},
-        user: headerValue(request, headers.userHeader),
-        sandboxId: headerValue(request, headers.sandboxHeader),
-      });
+      const result = await search(
+        {
+          index,
+          body: body ?? {},
+          user: headerValue(request, headers.userHeader),
+          sandboxId: headerValue(request, headers.sandboxHeader),
+          ...(typeof timeout === 'string' ? { timeout } : {}),
+        },
+        { signal: gone.signal },
+      );
       return reply.send(result);
     } catch (error) {
       return sendFailure(reply, error);
+    } finally {
+      socket.off('close', onClose);
     }
   };
   for (const method of ['GET', 'POST'] as const) {

@@ -82,7 +82,7 @@ describe('SandboxRegistry', () => {
       'resourceConsumptionLimits.cpu.high must be a ratio in (0, 1]; received 1.5',
     );
     await expect(registry.create({ ...team('y', 1), color: 'red' })).rejects.toThrow(
-      'color is not allowed (expected one of name, parent_id, priority, mode, resourceConsumptionLimits, selectionAttributes, tags); received "red"',
+      'color is not allowed (expected one of name, parent_id, priority, mode, resourceConsumptionLimits, selectionAttributes, tags, max_queue_wait); received "red"',
     );
     expect(registry.version).toBe(1); // nothing half-applied
   });
