@@ -20,9 +20,18 @@ import * as hdr from 'hdr-histogram-js';
 import { median, printTable, writeResult } from './harness.js';
 import { benchDataDir, type SearchOutcome, searchOverHttp, startServer } from './server-process.js';
 
-/** Server flags of each configuration. */
+/** Server flags of each configuration; the first is the baseline. */
 const CONFIGS: Readonly<Record<string, readonly string[]>> = {
+  // No bound at all: the queue bound (1,000) is the only limit, as before this issue.
+  unbounded: ['--max-queue-wait-ms', 'none', '--duress-shedding', 'off'],
+  // The simple bound: a task waits at most 5 s.
+  bound: ['--duress-shedding', 'off'],
+  // Controlled delay (with the bound): under a standing queue (1 s) a task waits at most 100 ms.
+  'bound+codel': ['--controlled-delay-ms', '100', '--duress-shedding', 'off'],
+  'bound+codel+lifo': ['--controlled-delay-ms', '100', '--adaptive-lifo', 'on', '--duress-shedding', 'off'],
+  // The defaults of this build: the bound and shedding in duress.
   default: [],
+  'default+codel': ['--controlled-delay-ms', '100'],
 };
 
 const CHEAP_WORDS = ['money', 'meeting', 'free', 'offer', 'report', 'linux', 'update', 'click'];

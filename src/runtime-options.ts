@@ -144,15 +144,21 @@ export interface RuntimeOptions {
    */
   maxQueueWaitMs?: number;
   /**
-   * Controlled delay per lane (Facebook's server queues, "Fail at Scale", 2015): a lane whose queue
-   * has not been empty for `intervalMs` (ms, integer 1..60000, default 500) has a standing queue; while
-   * it has, a task that waited longer than `targetMs` (ms, integer 1..60000, default 100) is rejected
-   * (429, reason `controlled_delay`). `false`: off (only each task's own bound applies). Default on.
+   * A lane whose queue has not been empty for this long has a *standing queue* (it is not keeping
+   * up), ms, integer 1..60000. What controlled delay, adaptive LIFO and shedding in CPU duress act on.
+   * Default 1000.
    */
-  controlledDelay?: { targetMs?: number; intervalMs?: number } | false;
+  standingQueueMs?: number;
   /**
-   * Adaptive LIFO: while a lane has a standing queue (as `controlledDelay` defines it, whether or not
-   * it sheds), each priority is served newest first; otherwise FIFO. Default false.
+   * Controlled delay (Facebook's server queues, "Fail at Scale", 2015): while a lane has a standing
+   * queue, a task that waited longer than this is rejected (429, reason `controlled_delay`), ms,
+   * integer 1..60000. Default: off (each task's own queue-wait bound only): it sheds bursts of long
+   * tasks too (docs/overload.md has the measurements).
+   */
+  controlledDelayMs?: number;
+  /**
+   * Adaptive LIFO: while a lane has a standing queue, each priority is served newest first; otherwise
+   * FIFO. Default false.
    */
   adaptiveLifo?: boolean;
   /**
@@ -265,8 +271,9 @@ export interface ResolvedRuntimeOptions {
   readonly maxQueuedTasks: number;
   /** ms; Infinity: no bound. */
   readonly maxQueueWaitMs: number;
-  /** `targetMs` undefined: controlled delay off (the interval still defines a standing queue for LIFO). */
-  readonly controlledDelay: { readonly targetMs: number | undefined; readonly intervalMs: number };
+  readonly standingQueueMs: number;
+  /** undefined: controlled delay off. */
+  readonly controlledDelayMs: number | undefined;
   readonly adaptiveLifo: boolean;
   readonly agingOvertakeEvery: number;
   /** undefined: off. */
@@ -475,11 +482,8 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     options.maxQueueWaitMs === Number.POSITIVE_INFINITY
       ? Number.POSITIVE_INFINITY
       : integer('maxQueueWaitMs', options.maxQueueWaitMs, 1, 86_400_000, 5000);
-  const delay = options.controlledDelay === false ? false : objectOption('controlledDelay', options.controlledDelay);
-  const controlledDelay = Object.freeze({
-    targetMs: delay === false ? undefined : integer('controlledDelay.targetMs', delay.targetMs, 1, 60_000, 100),
-    intervalMs: integer('controlledDelay.intervalMs', delay === false ? undefined : delay.intervalMs, 1, 60_000, 500),
-  });
+  const controlledDelayMs =
+    options.controlledDelayMs === undefined ? undefined : integer('controlledDelayMs', options.controlledDelayMs, 1, 60_000, 0);
   if (options.adaptiveLifo !== undefined && typeof options.adaptiveLifo !== 'boolean') {
     throw new InvalidArgumentError('options.adaptiveLifo', 'must be a boolean', options.adaptiveLifo);
   }
@@ -509,7 +513,8 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     memoryBudgetBytes,
     maxQueuedTasks: integer('maxQueuedTasks', options.maxQueuedTasks, 0, 1_000_000, 1000),
     maxQueueWaitMs,
-    controlledDelay,
+    standingQueueMs: integer('standingQueueMs', options.standingQueueMs, 1, 60_000, 1000),
+    controlledDelayMs,
     adaptiveLifo: options.adaptiveLifo ?? false,
     agingOvertakeEvery: integer('agingOvertakeEvery', options.agingOvertakeEvery, 1, 1000, 4),
     duressShedding,

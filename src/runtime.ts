@@ -53,7 +53,6 @@ import {
   type Dispatch,
   type Eviction,
   type Expiry,
-  type OverloadPolicy,
   type QueueTicket,
   type SchedulerStats,
   TaskScheduler,
@@ -542,7 +541,7 @@ class GovernedRuntime implements Runtime {
       fifo: options.queueOrder === 'fifo',
       config: options.queryPriority,
       agingOvertakeEvery: options.agingOvertakeEvery,
-      ...(overloadPolicyOf(options) !== undefined ? { overload: overloadPolicyOf(options)! } : {}),
+      overload: { intervalMs: options.standingQueueMs, targetMs: options.controlledDelayMs, lifo: options.adaptiveLifo },
     });
     const sandboxes = registry.list();
     this.#sandboxes = sandboxes;
@@ -592,6 +591,10 @@ class GovernedRuntime implements Runtime {
         softCancel: (taskId, resource) => this.#softCancel(taskId, resource),
         hardCancel: (taskId, resource) => this.#hardCancel(taskId, resource),
         nowMs: () => performance.now(),
+        standingQueue: () => {
+          const now = performance.now();
+          return this.#scheduler.lanes.some((_, i) => this.#scheduler.overloaded(i, now));
+        },
       },
     );
     this.#governor.start();
@@ -788,7 +791,7 @@ class GovernedRuntime implements Runtime {
       const message =
         e.reason === 'queue_wait'
           ? `rejected: the task waited ${waited} ms in the queue, past its bound of ${e.boundMs} ms (${e.item.boundFrom})`
-          : `rejected: lane [${e.lane}] has had a standing queue for ${this.options.controlledDelay.intervalMs} ms, ` +
+          : `rejected: lane [${e.lane}] has had a standing queue for ${this.options.standingQueueMs} ms, ` +
             `so a task may wait at most ${e.boundMs} ms there (controlled delay); this one waited ${waited} ms`;
       e.item.reject(new RejectedError(e.sandboxId, 'queue', message, e.reason));
     }
@@ -985,6 +988,7 @@ class GovernedRuntime implements Runtime {
         (outcome !== undefined && !outcome.ok && outcome.cancelCode !== 0) ||
         (outcome === undefined &&
           (picked?.hard === true ||
+            queued.abandoned !== undefined ||
             this.#closed ||
             (thrown as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY'));
       this.#emitTaskEnd({
@@ -1286,11 +1290,4 @@ function queueWaitBoundsOf(
     out.set(s.id, bound);
   }
   return out;
-}
-
-/** The scheduler's overload policy from the runtime options; undefined when neither part is on. */
-function overloadPolicyOf(options: ResolvedRuntimeOptions): OverloadPolicy | undefined {
-  const delay = options.controlledDelay;
-  if (delay.targetMs === undefined && !options.adaptiveLifo) return undefined;
-  return { intervalMs: delay.intervalMs, targetMs: delay.targetMs, lifo: options.adaptiveLifo };
 }

@@ -86,10 +86,9 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --query-priority FILE  query-priority rules (JSON) seeding DIR/query-priority.json when it is absent
   --queue-order ORDER    priority | fifo (the baseline: arrival order, no reservations; default priority)
   --max-queue-wait-ms N  longest a task may wait in the queue before a 429, for sandboxes that set no
-                         max_queue_wait (default 5000; -1: no bound)
-  --controlled-delay-target-ms N    under a standing queue a task may wait at most N ms (default 100;
-                         0: controlled delay off)
-  --controlled-delay-interval-ms N  a queue not empty for N ms is a standing queue (default 500)
+                         max_queue_wait (default 5000; none: no bound)
+  --standing-queue-ms N  a lane whose queue has not emptied for N ms has a standing queue (default 1000)
+  --controlled-delay-ms N  under a standing queue a task may wait at most N ms (default: off)
   --adaptive-lifo on|off newest first within a priority under a standing queue (default off)
   --duress-shedding on|off  in node duress, shed the lowest-priority sandbox using the resource (default on)
   --log-level LEVEL      pino level (default info; LOG_LEVEL)
@@ -184,8 +183,8 @@ const RUNTIME_FLAGS = [
   'query-priority',
   'queue-order',
   'max-queue-wait-ms',
-  'controlled-delay-target-ms',
-  'controlled-delay-interval-ms',
+  'standing-queue-ms',
+  'controlled-delay-ms',
   'adaptive-lifo',
   'duress-shedding',
   'cores',
@@ -223,8 +222,8 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
         'query-priority': { type: 'string' },
         'queue-order': { type: 'string' },
         'max-queue-wait-ms': { type: 'string' },
-        'controlled-delay-target-ms': { type: 'string' },
-        'controlled-delay-interval-ms': { type: 'string' },
+        'standing-queue-ms': { type: 'string' },
+        'controlled-delay-ms': { type: 'string' },
         'adaptive-lifo': { type: 'string' },
         'duress-shedding': { type: 'string' },
         'log-level': { type: 'string' },
@@ -406,35 +405,22 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
 function overloadFlags(str: (k: string) => string | undefined): Partial<RuntimeOptions> {
   const out: {
     maxQueueWaitMs?: number;
-    controlledDelay?: { targetMs?: number; intervalMs?: number } | false;
+    standingQueueMs?: number;
+    controlledDelayMs?: number;
     adaptiveLifo?: boolean;
     duressShedding?: false;
   } = {};
   const wait = str('max-queue-wait-ms');
   if (wait !== undefined) {
     out.maxQueueWaitMs =
-      wait === '-1'
+      wait === '-1' || wait === 'none'
         ? Number.POSITIVE_INFINITY
-        : intFlag('max-queue-wait-ms', wait, 1, 86_400_000, '--max-queue-wait-ms (or -1 for no bound)')!;
+        : intFlag('max-queue-wait-ms', wait, 1, 86_400_000, '--max-queue-wait-ms (or none for no bound)')!;
   }
-  const target = intFlag('controlled-delay-target-ms', str('controlled-delay-target-ms'), 0, 60_000);
-  const interval = intFlag('controlled-delay-interval-ms', str('controlled-delay-interval-ms'), 1, 60_000);
-  if (target === 0) {
-    // Off; an interval given still says what a standing queue is for adaptive LIFO.
-    out.controlledDelay = false;
-    if (interval !== undefined) {
-      throw new InvalidArgumentError(
-        '--controlled-delay-interval-ms',
-        'has no effect with --controlled-delay-target-ms 0',
-        str('controlled-delay-interval-ms'),
-      );
-    }
-  } else if (target !== undefined || interval !== undefined) {
-    out.controlledDelay = {
-      ...(target !== undefined ? { targetMs: target } : {}),
-      ...(interval !== undefined ? { intervalMs: interval } : {}),
-    };
-  }
+  const standing = intFlag('standing-queue-ms', str('standing-queue-ms'), 1, 60_000);
+  if (standing !== undefined) out.standingQueueMs = standing;
+  const delay = intFlag('controlled-delay-ms', str('controlled-delay-ms'), 1, 60_000);
+  if (delay !== undefined) out.controlledDelayMs = delay;
   const onOff = (flag: string): boolean | undefined => {
     const v = str(flag);
     if (v === undefined) return undefined;

@@ -25,7 +25,9 @@
  * duress resource (the root included; monitor sandboxes never) is *shed*: its new tasks are refused
  * (`rejectNew`, `shedInDuress`) and, once it has been shed for `cancelAfterIntervals` intervals of
  * continued duress, its running tasks are cancelled, largest first, until their usage covers the
- * node's excess over the duress threshold (the rate limit applies as to every cancellation). Seed
+ * node's excess over the duress threshold (the rate limit applies as to every cancellation). CPU
+ * duress starts (or widens) shedding only while some lane has a standing queue: a busy node that
+ * keeps up is not shed (see `DuressSheddingInput.standingQueue`). Seed
  * 000's "pick the lowest priority sandbox", applied to the node's own breach: a shed sandbox stays
  * shed until the duress ends; when the shed ones no longer use the resource and the duress persists,
  * the next lowest is added. Only the sandbox's own tasks count and are shed, not its descendants'
@@ -71,6 +73,13 @@ export interface DuressSheddingInput {
   readonly minUsage: number;
   /** The node's usage of the duress resource minus its duress threshold (what cancellation must cover), >= 0. */
   readonly excess: number;
+  /**
+   * Some lane has a standing queue (its queue has not emptied for the overload interval). CPU duress
+   * starts shedding only then: a work-conserving pool keeps the CPU near 1 whenever it has a backlog
+   * of any size, and a node that is busy but keeps up needs nothing shed. Memory duress does not wait
+   * for it. Default true.
+   */
+  readonly standingQueue?: boolean;
 }
 
 export interface DecisionInput {
@@ -330,8 +339,10 @@ function shedInDuress(
   const using = (id: string) => (own.get(id) ?? 0) >= shedding.minUsage;
   const shed = new Map<string, number>();
   for (const [id, intervals] of shedding.shed) if (byId.has(id)) shed.set(id, intervals + 1);
-  // Add the lowest-priority user when none of the shed sandboxes uses the resource any more.
-  if (![...shed.keys()].some(using)) {
+  // Add the lowest-priority user when none of the shed sandboxes uses the resource any more (for CPU,
+  // only while work is piling up: see `standingQueue`).
+  const piling = resource === 'memory' || shedding.standingQueue !== false;
+  if (piling && ![...shed.keys()].some(using)) {
     let lowest: Sandbox | undefined;
     for (const s of input.sandboxes) {
       if (s.mode === 'monitor' || shed.has(s.id) || !using(s.id)) continue;

@@ -35,6 +35,8 @@ export interface GovernorDeps {
   hardCancel(taskId: number, resource: Resource): void;
   /** Clock, ms. */
   nowMs(): number;
+  /** Whether some lane has a standing queue now (for shedding in CPU duress). Default: always true. */
+  standingQueue?(): boolean;
 }
 
 export interface GovernorOptions {
@@ -283,6 +285,7 @@ export class Governor {
               cancelAfterIntervals: shedding.cancelAfterIntervals,
               minUsage: shedding.minUsage,
               excess: Math.max(0, (duressResource === 'memory' ? node.memory : node.cpu) - deps.duress.threshold),
+              standingQueue: deps.standingQueue?.() ?? true,
             },
       priorityBoost: this.#boosts(nowMs),
       selection: this.#options.selection,

@@ -39,6 +39,7 @@ function harness(options: { burst?: number } = {}) {
   let now = 0;
   let node = { cpu: 0.5, memory: 0.1 };
   let tasks: TrackedTask[] = [];
+  let standing = true;
   const soft: number[] = [];
   const hard: number[] = [];
   const counters = new SandboxCounterTable();
@@ -76,6 +77,7 @@ function harness(options: { burst?: number } = {}) {
       softCancel: (id) => soft.push(id),
       hardCancel: (id) => hard.push(id),
       nowMs: () => now,
+      standingQueue: () => standing,
     },
   );
   const task = (id: number, sandboxId: string, cpu: number) => {
@@ -96,8 +98,11 @@ function harness(options: { burst?: number } = {}) {
     setTasks: (t: TrackedTask[]) => {
       tasks = t;
     },
-    setNode: (cpu: number) => {
-      node = { cpu, memory: 0.1 };
+    setNode: (cpu: number, memory = 0.1) => {
+      node = { cpu, memory };
+    },
+    setStanding: (value: boolean) => {
+      standing = value;
     },
     shed: () => [...governor.snapshot.shed.keys()],
   };
@@ -184,6 +189,42 @@ describe('shedding in duress when no sandbox breaches a limit', () => {
     h.tick(); // both buckets nearly empty (0.3 tokens by time, none by completions): held back
     expect(h.soft).toEqual([1, 2]);
     expect(h.governor.stats().rateLimited).toBe(2);
+  });
+
+  it('starts shedding in CPU duress only while work piles up (a standing queue), and keeps it until the duress ends', () => {
+    const h = harness();
+    h.setTasks([h.task(1, '_root', 0.5), h.task(2, '_root', 0.45)]);
+    h.setNode(0.97);
+    h.setStanding(false); // a busy node whose queues keep emptying: it keeps up
+    for (let i = 0; i < 8; i++) h.tick();
+    expect(h.governor.snapshot.duress).toBe(true);
+    expect(h.shed()).toEqual([]);
+    expect(h.governor.verdict('_root').rejectNew).toBe(false);
+    expect(h.soft).toEqual([]);
+    h.setStanding(true);
+    h.tick();
+    expect(h.shed()).toEqual(['_root']);
+    // Shedding empties the queue; the root stays shed while the duress lasts.
+    h.setStanding(false);
+    h.tick();
+    expect(h.shed()).toEqual(['_root']);
+    h.setNode(0.5);
+    h.tick();
+    expect(h.shed()).toEqual([]);
+  });
+
+  it('sheds in memory duress without waiting for a standing queue', () => {
+    const h = harness();
+    const t = h.task(1, 'analysts', 0);
+    t.memoryUsage = 0.9;
+    h.setTasks([t, h.task(2, '_root', 0.1)]);
+    h.setNode(0.3, 0.95);
+    h.setStanding(false);
+    h.tick();
+    h.tick();
+    h.tick();
+    expect(h.shed()).toEqual(['analysts']);
+    expect(h.governor.verdict('analysts')).toMatchObject({ rejectNew: true, rejectResource: 'memory', shedInDuress: true });
   });
 
   it('never sheds in monitor_only or when shedding is off', () => {

@@ -88,7 +88,7 @@ describe('HTTP server', () => {
     const r = await search('/alpha/_search?size=1', '{}');
     expect(r.statusCode).toBe(400);
     expect(r.json().error.reason).toBe(
-      'url parameter [size] is not supported (put size, from and the query in the body); received "1"',
+      'url parameter [size] is not supported (timeout, pretty; put size, from and the query in the body); received "1"',
     );
     expect((await search('/alpha/_search?pretty', '{}')).statusCode).toBe(200);
   });
