@@ -144,6 +144,8 @@ class Minute {
   polls = 0;
   maxQueued = 0;
   rssMax = 0;
+  /** Requests sent in this minute and not answered yet: the minute is summed up once they are. */
+  readonly inFlight = new Set<Promise<void>>();
 }
 
 interface ServerMinute {
@@ -209,9 +211,13 @@ async function main(): Promise<void> {
   let counting = false;
   let docs = 0;
   const pending = new Set<Promise<void>>();
-  const track = (p: Promise<void>) => {
+  const track = (p: Promise<void>, m: Minute) => {
     pending.add(p);
-    void p.finally(() => pending.delete(p));
+    m.inFlight.add(p);
+    void p.finally(() => {
+      pending.delete(p);
+      m.inFlight.delete(p);
+    });
   };
   const search = (u: User, i: number, intended: number) => {
     const m = current;
@@ -247,6 +253,7 @@ async function main(): Promise<void> {
           else m.errors++;
         }
       })(),
+      m,
     );
   };
   const bulk = () => {
@@ -272,6 +279,7 @@ async function main(): Promise<void> {
           m.bulkErrors++;
         }
       })(),
+      m,
     );
   };
   const poll = async () => {
@@ -295,13 +303,15 @@ async function main(): Promise<void> {
 
   // Open-loop schedules: each user and the bulks send at their rates from `started`.
   const started = performance.now();
-  const totalMs = warmupMs + minutes * 60_000;
+  const totalMs = warmupMs + minutes * 60_000 + 1;
   const sentBy = USERS.map(() => 0);
   let bulksSent = 0;
   let lastPoll = 0;
   const rows: Array<Record<string, unknown>> = [];
+  const summaries: Promise<void>[] = [];
   let minuteIndex = 0;
-  let minuteStarted = started + warmupMs;
+  // Minute k ends at a fixed time, so the last one closes however the ticks fall.
+  let minuteEnds = started + warmupMs + 60_000;
   await new Promise<void>((resolve) => {
     const tick = () => {
       const now = performance.now();
@@ -324,32 +334,33 @@ async function main(): Promise<void> {
       if (!counting && elapsed >= warmupMs) {
         counting = true;
         current = new Minute();
-        minuteStarted = now;
         void askMinute(child); // drop the warm-up's server figures
-      } else if (counting && now - minuteStarted >= 60_000) {
+      } else if (counting && now >= minuteEnds) {
         const done = current;
         current = new Minute();
-        minuteStarted = now;
+        minuteEnds += 60_000;
         minuteIndex++;
         const index = minuteIndex;
         const docsNow = docs;
-        void (async () => {
-          // Answers still in flight land in the minute they were sent in; give them a moment.
-          await new Promise((r) => setTimeout(r, 100));
-          const server = await askMinute(child);
-          rows.push(summarise(index, done, server, docsNow));
-          printMinute(rows.at(-1)!);
-        })();
+        summaries.push(
+          (async () => {
+            // The server's figures of the minute (tasks that ended in it), then the answers to the
+            // minute's requests, which land in the minute they were sent in (bounded by the time-out).
+            const server = await askMinute(child);
+            await Promise.all([...done.inFlight]);
+            rows.push(summarise(index, done, server, docsNow));
+            printMinute(rows.at(-1)!);
+          })(),
+        );
       }
-      if (elapsed >= totalMs) resolve();
+      if (minuteIndex >= minutes) resolve();
       else setTimeout(tick, 5);
     };
     tick();
   });
-  // The last answers (bounded by the client time-out), then the last server figures.
+  // The last answers (bounded by the client time-out) and the minutes' summaries.
   await Promise.all([...pending]);
-  await new Promise((r) => setTimeout(r, 500));
-  while (rows.length < minutes) await new Promise((r) => setTimeout(r, 100));
+  await Promise.all(summaries);
   child.send({ type: 'stop' });
   await new Promise<void>((r) => {
     const timer = setTimeout(() => {
@@ -430,7 +441,7 @@ function report(rows: Array<Record<string, unknown>>, minutes: number): void {
   type S = Record<string, { p50Ms: number | null; p99Ms: number | null; ok: number; refused: number; queueWaitP99Ms: number }>;
   console.log(`\nper minute (latency of answered searches from the intended send time, ms; queue wait from the server, ms):`);
   printTable(
-    ['min', 'docs', 'dash p50', 'dash p99', 'anl p50', 'anl p99', 'root p50', 'root p99', 'qwait p99', 'qwait max', '429 by reason', 't/o', 'cpu', 'rss MB'],
+    ['min', 'docs', 'dash p50', 'dash p99', 'anl p50', 'anl p99', 'root p50', 'root p99', 'qwait p99', 'qwait max', '429 by reason', 't/o', 'cpu', 'gov cpu', 'duress', 'rss MB'],
     rows.map((r) => {
       const s = r['sandboxes'] as S;
       return [
@@ -447,6 +458,8 @@ function report(rows: Array<Record<string, unknown>>, minutes: number): void {
         Object.entries(r['refusedByReason'] as Record<string, number>).map(([k, v]) => `${k}:${v}`).join(' ') || '0',
         r['clientTimeouts'],
         (r['nodeCpu'] as number).toFixed(2),
+        (r['governorCpu'] as number).toFixed(2),
+        (r['duressShare'] as number).toFixed(2),
         f(r['rssMb']),
       ];
     }),
