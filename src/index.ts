@@ -3,6 +3,7 @@ export {
   createRuntime,
   type Runtime,
   type SearchRequest,
+  type SearchCallOptions,
   type SandboxStats,
   type NodeStats,
 } from './runtime.js';
