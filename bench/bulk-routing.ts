@@ -41,6 +41,10 @@ import { parseArgs } from 'node:util';
 import * as hdr from 'hdr-histogram-js';
 import pidusage from 'pidusage';
 import { type RunningCluster, startCluster } from '../src/cli/cluster.js';
+
+/** The launcher's tokens, set once the cluster runs: writes need the admin token, debug routes the cluster secret. */
+let AUTH: Record<string, string> = {};
+let INTERNAL: Record<string, string> = {};
 import { portsFree } from '../src/cli/port-probe.js';
 
 const { values } = parseArgs({
@@ -107,7 +111,7 @@ async function sendBulk(url: string, body: string): Promise<BulkOutcome> {
   try {
     const r = await fetch(`${url}/logs/_bulk`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-ndjson' },
+      headers: { ...AUTH, 'content-type': 'application/x-ndjson' },
       body,
     });
     const json = (await r.json()) as { items?: { index: { _id: string; status: number } }[] };
@@ -189,7 +193,7 @@ async function runPhase(
   const url = cluster.coordinator.url;
   const setting = await fetch(`${url}/logs/_settings`, {
     method: 'PUT',
-    headers: { 'content-type': 'application/json' },
+    headers: { ...AUTH, 'content-type': 'application/json' },
     body: JSON.stringify({ 'index.bulk_routing.enabled': mode === 'single-shard' }),
   });
   if (setting.status !== 200) throw new Error(`cannot switch bulk routing: ${await setting.text()}`);
@@ -286,7 +290,7 @@ async function crashPhase(cluster: RunningCluster): Promise<CrashResult> {
   const url = cluster.coordinator.url;
   await fetch(`${url}/crash`, {
     method: 'PUT',
-    headers: { 'content-type': 'application/json' },
+    headers: { ...AUTH, 'content-type': 'application/json' },
     body: JSON.stringify({ settings: { number_of_shards: SHARDS, number_of_replicas: 1 } }),
   });
   const victim = cluster.dataNodes.find((n) => n.id === 'data-2')!;
@@ -300,7 +304,7 @@ async function crashPhase(cluster: RunningCluster): Promise<CrashResult> {
       batch++;
       const body = `${ids.map((id) => `${JSON.stringify({ index: { _id: id } })}\n${JSON.stringify({ body: `crash doc ${id}` })}`).join('\n')}\n`;
       try {
-        const r = await fetch(`${url}/crash/_bulk`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body });
+        const r = await fetch(`${url}/crash/_bulk`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/x-ndjson' }, body });
         const json = (await r.json()) as { items?: { index: { _id: string; status: number } }[] };
         for (const item of json.items ?? []) {
           if (item.index.status === 201) acknowledged.push(item.index._id);
@@ -344,7 +348,7 @@ async function crashPhase(cluster: RunningCluster): Promise<CrashResult> {
     );
     missing += found.filter((f) => !f).length;
   }
-  await fetch(`${url}/crash/_refresh`, { method: 'POST' });
+  await fetch(`${url}/crash/_refresh`, { method: 'POST', headers: AUTH });
   const search = (await (
     await fetch(`${url}/crash/_search`, {
       method: 'POST',
@@ -393,10 +397,12 @@ async function main(): Promise<void> {
     output: 'silent',
   });
   const url = cluster.coordinator.url;
+  AUTH = { authorization: `Bearer ${cluster.adminToken}` };
+  INTERNAL = { authorization: `Bearer ${cluster.clusterSecret}` };
   try {
     const created = await fetch(`${url}/logs`, {
       method: 'PUT',
-      headers: { 'content-type': 'application/json' },
+      headers: { ...AUTH, 'content-type': 'application/json' },
       body: JSON.stringify({ settings: { number_of_shards: SHARDS, number_of_replicas: 1, 'bulk_routing.mode': 'id' } }),
     });
     if (created.status !== 200) throw new Error(`cannot create the index: ${await created.text()}`);
@@ -409,6 +415,7 @@ async function main(): Promise<void> {
     const sick = cluster.dataNodes.find((n) => n.id === SICK)!;
     const latency = await fetch(`${sick.url}/_internal/debug/latency`, {
       method: 'POST',
+      headers: INTERNAL,
       body: JSON.stringify({ delay_ms: delayMs, ratio: sickRatio, duration_ms: 3_600_000 }),
     });
     if (latency.status !== 200) throw new Error(`cannot make ${SICK} sick: ${await latency.text()}`);
@@ -452,7 +459,7 @@ async function main(): Promise<void> {
 
     let crash: CrashResult | undefined;
     if (values['skip-crash'] !== true) {
-      await fetch(`${sick.url}/_internal/debug/latency`, { method: 'DELETE' });
+      await fetch(`${sick.url}/_internal/debug/latency`, { method: 'DELETE', headers: INTERNAL });
       crash = await crashPhase(cluster);
       process.stdout.write(
         `\ncrash: data-2 SIGKILLed during a keyed bulk load (3 clients, 50 docs per bulk), restarted in ${crash.restartMs} ms, ` +

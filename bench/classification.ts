@@ -10,7 +10,9 @@
  */
 import { SandboxClassifier } from '../src/classify/sandbox-classifier.js';
 import { parseSandboxDefinitions } from '../src/sandbox/sandbox-file.js';
-import { type BarChart, median, printTable, writeResult } from './harness.js';
+import { CHARTS } from './charts.js';
+import { benchPhase } from './progress.js';
+import { median, printTable, writeResult } from './harness.js';
 
 const PATTERNS_PER_SANDBOX = 10;
 
@@ -84,6 +86,7 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   const ms = full ? 1000 : 300;
   const rows: Array<{ sandboxes: number; indexed: number; naive: number; ratio: number }> = [];
   for (const count of counts) {
+    benchPhase(`${count} sandboxes`);
     const indexed = new SandboxClassifier(sandboxes(count));
     const naive = naiveClassifier(count);
     const users = requestUsers(count, 1000);
@@ -114,19 +117,8 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   console.log(
     `slow-down from 10 to 1,000 sandboxes: indexed ${flatness.indexed.toFixed(2)}x, regex loop ${flatness.naive.toFixed(1)}x`,
   );
-  const chart: BarChart = {
-    title: 'Classification: requests per second (log scale)',
-    rows: rows.flatMap((r) => [
-      { sandboxes: String(r.sandboxes), classifier: 'indexed (runtime)', rps: r.indexed },
-      { sandboxes: String(r.sandboxes), classifier: 'regex loop (baseline)', rps: r.naive },
-    ]),
-    x: 'sandboxes',
-    y: 'rps',
-    yTitle: 'requests per second',
-    color: 'classifier',
-    logY: true,
-  };
-  await writeResult('classification', { patternsPerSandbox: PATTERNS_PER_SANDBOX, rounds, rows, flatness }, chart);
+  const data = { patternsPerSandbox: PATTERNS_PER_SANDBOX, rounds, rows, flatness };
+  await writeResult('classification', data, CHARTS['classification']!(data));
   return { rows, flatness };
 }
 

@@ -187,6 +187,8 @@ async function hog(cluster: RunningCluster, nodeId: string, durationMs: number):
   const node = cluster.dataNodes.find((n) => n.id === nodeId)!;
   const r = await fetch(`${node.url}/_internal/debug/cpu_hog`, {
     method: 'POST',
+    // Debug routes are internal: only the cluster secret opens them.
+    headers: { authorization: `Bearer ${cluster.clusterSecret}` },
     body: JSON.stringify({ threads: 2, duration_ms: durationMs }),
   });
   if (r.status !== 200) throw new Error(`cannot start the hog on ${nodeId}: ${await r.text()}`);
@@ -194,7 +196,12 @@ async function hog(cluster: RunningCluster, nodeId: string, durationMs: number):
 
 async function stopHog(cluster: RunningCluster, nodeId: string): Promise<void> {
   const node = cluster.dataNodes.find((n) => n.id === nodeId)!;
-  await (await fetch(`${node.url}/_internal/debug/cpu_hog`, { method: 'DELETE' })).text();
+  await (
+    await fetch(`${node.url}/_internal/debug/cpu_hog`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${cluster.clusterSecret}` },
+    })
+  ).text();
 }
 
 /** Waits until the coordinator holds fresh stats at or above `cpu` for every node of `ids`. */

@@ -17,7 +17,9 @@
  */
 import { fileURLToPath } from 'node:url';
 import { createRuntime, type Runtime, type TaskEndEvent } from '../src/index.js';
-import { type BarChart, median, printTable, writeResult } from './harness.js';
+import { CHARTS } from './charts.js';
+import { median, printTable, writeResult } from './harness.js';
+import { benchPhase } from './progress.js';
 
 const echoEngine = fileURLToPath(new URL('../../test/fixtures/echo-engine.mjs', import.meta.url));
 
@@ -100,6 +102,7 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   ];
   let threads = 0;
   for (const c of cases) {
+    benchPhase(c.name);
     const ends = new Map<number, TaskEndEvent>();
     const runtime = await createRuntime({
       engine: echoEngine,
@@ -131,19 +134,8 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     ['case', 'busy threads', 'highest node CPU usage', 'highest sandbox CPU usage (root)', 'bound'],
     usage.map((u) => [u.case, u.busyThreads, u.maxNodeCpu, u.maxRootCpu, '<= 1']),
   );
-  const chart: BarChart = {
-    title: 'Per-task CPU figure: error against the task\u2019s own thread clock (%)',
-    rows: rows.flatMap((r) => [
-      { task: `${r.taskMs} ms`, case: r.case, statistic: 'median', error: r.medianError * 100 },
-      { task: `${r.taskMs} ms`, case: r.case, statistic: 'p99', error: r.p99Error * 100 },
-    ]),
-    x: 'task',
-    y: 'error',
-    yTitle: '|error| %',
-    color: 'statistic',
-    column: 'case',
-  };
-  await writeResult('fidelity', { threads, rows, usage }, chart);
+  const data = { threads, rows, usage };
+  await writeResult('fidelity', data, CHARTS['fidelity']!(data));
   return { rows, usage };
 }
 

@@ -9,7 +9,9 @@
  */
 import { fileURLToPath } from 'node:url';
 import { createRuntime } from '../src/index.js';
-import { type BarChart, printTable, writeResult } from './harness.js';
+import { CHARTS } from './charts.js';
+import { benchPhase } from './progress.js';
+import { printTable, writeResult } from './harness.js';
 
 const echoEngine = fileURLToPath(new URL('../../test/fixtures/echo-engine.mjs', import.meta.url));
 const INTERVAL_MS = 100;
@@ -52,6 +54,7 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   const ms = full ? 10_000 : 3_000;
   const rows: Array<{ tasks: number; medianUs: number; p99Us: number; ticks: number; coreShare: number }> = [];
   for (const threads of [8, 64, 256]) {
+    benchPhase(`${threads} tasks`);
     const m = await measure(threads, ms);
     rows.push({ tasks: threads, medianUs: m.median, p99Us: m.p99, ticks: m.ticks, coreShare: m.median / 1000 / INTERVAL_MS });
   }
@@ -60,18 +63,8 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     ['running tasks', 'ticks', 'median µs', 'p99 µs', 'share of a core at 100 ms'],
     rows.map((r) => [r.tasks, r.ticks, Math.round(r.medianUs), Math.round(r.p99Us), `${(r.coreShare * 100).toFixed(2)} %`]),
   );
-  const chart: BarChart = {
-    title: 'Governor tick cost (µs)',
-    rows: rows.flatMap((r) => [
-      { tasks: String(r.tasks), statistic: 'median', us: r.medianUs },
-      { tasks: String(r.tasks), statistic: 'p99', us: r.p99Us },
-    ]),
-    x: 'tasks',
-    y: 'us',
-    yTitle: 'µs per tick',
-    color: 'statistic',
-  };
-  await writeResult('governor-tick', { intervalMs: INTERVAL_MS, rows }, chart);
+  const data = { intervalMs: INTERVAL_MS, rows };
+  await writeResult('governor-tick', data, CHARTS['governor-tick']!(data));
   return { rows };
 }
 

@@ -1,8 +1,10 @@
 /**
  * Shared pieces of the benchmarks: the machine description, medians, and writing
- * `bench/results/<name>.json` with an SVG chart (vega-lite, rendered headless) next to it.
+ * `bench/results/<name>.json` with its chart next to it: an SVG (vega-lite, rendered headless) and
+ * the same rendered to PNG (resvg), so that what the SVG shows can be looked at and tested.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { Resvg } from '@resvg/resvg-js';
 import os from 'node:os';
 import path from 'node:path';
 import * as vega from 'vega';
@@ -49,20 +51,50 @@ export interface BarChart {
   readonly column?: string;
 }
 
-/** Renders a bar chart to an SVG string. */
+/**
+ * The lower end of a log axis for values whose smallest is `min` (> 0): the power of ten below it, so
+ * that the smallest bar still has a height (a bar on a log scale starts at the domain's low end).
+ */
+export function logDomainMin(min: number): number {
+  return 10 ** (Math.ceil(Math.log10(min)) - 1);
+}
+
+/** The upper end of a log axis for values whose largest is `max` (> 0): the power of ten at or above it. */
+export function logDomainMax(max: number): number {
+  return 10 ** Math.ceil(Math.log10(max));
+}
+
+/**
+ * Renders a bar chart to an SVG string. Bars are never stacked (groups sit side by side through
+ * `xOffset`): a stacked bar starts at 0, which a log scale cannot show, and vega-lite's stack then
+ * drew every bar with height 0 and the log axis without labels. Small multiples (`column`) get each
+ * their own y scale, so a panel of small values is not flattened by a panel of large ones.
+ */
 export async function barChartSvg(chart: BarChart): Promise<string> {
+  const positive = chart.rows.map((r) => Number(r[chart.y])).filter((v) => v > 0);
   const encoding: Record<string, unknown> = {
-    x: { field: chart.x, type: 'nominal', sort: null, axis: { labelAngle: -30 } },
+    x: { field: chart.x, type: 'nominal', sort: null, axis: { labelAngle: -30, labelLimit: 240 } },
     y: {
       field: chart.y,
       type: 'quantitative',
       title: chart.yTitle,
-      ...(chart.logY === true ? { scale: { type: 'log' } } : {}),
+      stack: null,
+      ...(chart.logY === true
+        ? {
+            scale: {
+              type: 'log',
+              ...(positive.length > 0
+                ? { domainMin: logDomainMin(Math.min(...positive)), domainMax: logDomainMax(Math.max(...positive)) }
+                : {}),
+            },
+          }
+        : {}),
     },
   };
   if (chart.color !== undefined) {
-    encoding['color'] = { field: chart.color, type: 'nominal', sort: null };
-    encoding['xOffset'] = { field: chart.color, sort: null };
+    encoding['color'] = { field: chart.color, type: 'nominal', sort: null, legend: { labelLimit: 240 } };
+    // Side by side within one x band; not when the colour is the x field itself (one bar per band).
+    if (chart.color !== chart.x) encoding['xOffset'] = { field: chart.color, sort: null };
   }
   if (chart.column !== undefined) encoding['column'] = { field: chart.column, type: 'nominal', sort: null };
   const spec = vl.compile({
@@ -73,6 +105,7 @@ export async function barChartSvg(chart: BarChart): Promise<string> {
     data: { values: chart.rows as Record<string, unknown>[] },
     mark: { type: 'bar', tooltip: true },
     encoding,
+    ...(chart.column !== undefined ? { resolve: { scale: { y: 'independent' } } } : {}),
   } as vl.TopLevelSpec).spec;
   const view = new vega.View(vega.parse(spec), { renderer: 'none' });
   const svg = await view.toSVG();
@@ -80,18 +113,35 @@ export async function barChartSvg(chart: BarChart): Promise<string> {
   return svg;
 }
 
+/** Renders an SVG to PNG with resvg (system fonts; white background as the SVG draws it). */
+export function svgToPng(svg: string): Buffer {
+  return new Resvg(svg, { font: { loadSystemFonts: true } }).render().asPng();
+}
+
 /**
- * Writes `<RESULTS_DIR>/<name>.json` (`{machine, ...data}`) and, when given, `<name>.svg`.
+ * Writes `<dir>/<name>.svg` and `<name>.png` for `chart`.
  * @returns the paths written.
+ */
+export async function writeChart(name: string, chart: BarChart, dir = RESULTS_DIR): Promise<string[]> {
+  mkdirSync(dir, { recursive: true });
+  const svg = `${await barChartSvg(chart)}\n`;
+  const svgPath = path.join(dir, `${name}.svg`);
+  const pngPath = path.join(dir, `${name}.png`);
+  writeFileSync(svgPath, svg);
+  writeFileSync(pngPath, svgToPng(svg));
+  return [svgPath, pngPath];
+}
+
+/**
+ * Writes `<RESULTS_DIR>/<name>.json` (`{machine, ...data}`) and, when given, its chart
+ * (`<name>.svg`, `<name>.png`). @returns the paths written.
  */
 export async function writeResult(name: string, data: Record<string, unknown>, chart?: BarChart): Promise<string[]> {
   mkdirSync(RESULTS_DIR, { recursive: true });
   const json = path.join(RESULTS_DIR, `${name}.json`);
   writeFileSync(json, `${JSON.stringify({ machine: machine(), ...data }, null, 2)}\n`);
   if (chart === undefined) return [json];
-  const svgPath = path.join(RESULTS_DIR, `${name}.svg`);
-  writeFileSync(svgPath, `${await barChartSvg(chart)}\n`);
-  return [json, svgPath];
+  return [json, ...(await writeChart(name, chart))];
 }
 
 /** Prints rows as an aligned plain-text table. */

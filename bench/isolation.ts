@@ -24,14 +24,17 @@
  * Targets: (L) and (L+) p99 within 1.5x of (a); (L) flood throughput >= 0.9x (b)'s; the background
  * lane alone >= 0.95x bare piscina's capacity.
  *
- * Usage: part of `npm run bench`; alone: `node dist/bench/isolation.js [--full] [--rounds N] [--phase-seconds S]`.
+ * Usage: part of `npm run bench`; alone: `node dist/bench/isolation.js [--full] [--rounds N]
+ * [--phase-seconds S] [--helper-thread-weight N]`.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as hdr from 'hdr-histogram-js';
 import { Piscina } from 'piscina';
 import { createRuntime, type Runtime } from '../src/index.js';
-import { type BarChart, median, printTable, writeResult } from './harness.js';
+import { CHARTS } from './charts.js';
+import { median, printTable, writeResult } from './harness.js';
+import { benchPhase } from './progress.js';
 
 const engineUrl = new URL('../src/engine/minisearch-engine.js', import.meta.url).href;
 const bareWorker = fileURLToPath(new URL('../../bench/workers/bare-engine.mjs', import.meta.url));
@@ -191,8 +194,18 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   const phaseMs = numberArg('--phase-seconds', full ? 20 : 10) * 1000;
   const cheapPerSecond = 20;
   // The bundled sandboxes; the stores are in memory, so nothing from earlier runs applies.
-  const singleThreadedGc = process.argv.includes('--single-threaded-gc');
-  const laned = await createRuntime({ sandboxes: sandboxFile, dataDir: DATA_DIR, nodeId: 'lanes', singleThreadedGc });
+  // `node --single-threaded-gc dist/bench/isolation.js`: every isolate collects on its own thread.
+  const singleThreadedGc = process.execArgv.includes('--single-threaded-gc');
+  // `--helper-thread-weight N`: the lanes runtime renices the process's helper threads (every case
+  // in this process then runs with them at that nice).
+  const helperAt = process.argv.indexOf('--helper-thread-weight');
+  const helperThreadWeight = helperAt < 0 ? undefined : Number(process.argv[helperAt + 1]);
+  const laned = await createRuntime({
+    sandboxes: sandboxFile,
+    dataDir: DATA_DIR,
+    nodeId: 'lanes',
+    ...(helperThreadWeight !== undefined ? { helperThreadWeight } : {}),
+  });
   const single = await createRuntime({ sandboxes: sandboxFile, dataDir: DATA_DIR, lanes: false, nodeId: 'single' });
   const threads = single.options.threads;
   const bare = new Piscina({
@@ -295,10 +308,12 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       `\nisolation: lanes ${lanes.map((l) => `${l.name} ${l.workers}+${l.spareWorkers} at ${l.weight === 'idle' ? 'SCHED_IDLE' : `nice ${l.weight}`}${l.weighted ? '' : ' (UNWEIGHTED)'}`).join(', ')}; ` +
         `one lane and bare piscina: ${threads} workers; flood capacity ${floodCapacity.toFixed(1)}/s (bare, closed loop); ` +
         `cheap queries at ${cheapPerSecond}/s; ${rounds} rounds of ${phaseMs / 1000} s phases` +
-        (singleThreadedGc ? '; lanes runtime with single-threaded GC' : ''),
+        (singleThreadedGc ? '; single-threaded GC (node --single-threaded-gc)' : '') +
+        (helperThreadWeight !== undefined ? `; helper threads at nice ${helperThreadWeight}` : ''),
     );
     for (let round = 1; round <= rounds; round++) {
       // The background lane alone (enforcement off) against bare piscina, closed loop.
+      benchPhase(`round ${round}: flood capacity alone`);
       await configure(laned, 'disabled', {})();
       capacities.bare.push(await capacity(bareTarget, threads, phaseMs));
       capacities.background.push(await capacity(lanedTarget, threads, phaseMs));
@@ -306,12 +321,14 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       console.log(
         `  round ${round}: flood capacity alone: bare ${capacities.bare.at(-1)!.toFixed(1)}/s, background lane ${capacities.background.at(-1)!.toFixed(1)}/s`,
       );
+      benchPhase(`round ${round}: (a) alone`);
       await configure(laned, 'disabled', {})();
       const alone = await phase(lanedTarget, cheapPerSecond, 0, phaseMs);
       record('a', alone.result, 0);
       console.log(`  round ${round}: (a) alone, lanes                 p50 ${alone.result.p50Ms.toFixed(1)} ms, p99 ${alone.result.p99Ms.toFixed(1)} ms`);
       for (const load of [1.2, 2]) {
         for (const c of cases) {
+          benchPhase(`round ${round}: ${c.label}, ${load}x`);
           await c.setUp();
           const { result, floodPending, started } = await phase(c.target, cheapPerSecond, load * floodCapacity, phaseMs);
           await Promise.all(floodPending);
@@ -385,20 +402,20 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       bareVsAloneP99: get('b')!.p99VsAlone,
     };
   });
-  const chart: BarChart = {
-    title: 'High-priority p99 latency under a flood (ms, log scale; medians of rounds)',
-    rows: [{ case: '(a) alone', load: 'none', p99: aloneP99 }, ...rows.map((r) => ({ case: r.case, load: `${r.load}x`, p99: r.p99Ms }))],
-    x: 'case',
-    y: 'p99',
-    color: 'load',
-    yTitle: 'p99 latency, ms',
-    logY: true,
+  const data = {
+    phaseMs,
+    rounds,
+    cheapPerSecond,
+    helperThreadWeight: helperThreadWeight ?? null,
+    singleThreadedGc,
+    floodCapacity,
+    aloneP99,
+    capacities,
+    backgroundVsBare,
+    rows,
+    summary,
   };
-  await writeResult(
-    'isolation',
-    { phaseMs, rounds, cheapPerSecond, floodCapacity, aloneP99, capacities, backgroundVsBare, rows, summary },
-    chart,
-  );
+  await writeResult('isolation', data, CHARTS['isolation']!(data));
   return { aloneP99, rows, summary, backgroundVsBare };
 }
 

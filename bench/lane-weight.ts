@@ -6,10 +6,9 @@
  * against their p99 alone, and the flood's completed queries per second against the nice-0 pool's.
  * Medians over `rounds` rounds, phases interleaved by round.
  *
- * Usage: `node dist/bench/lane-weight.js [--rounds N] [--phase-seconds S] [--single-threaded-gc]`.
+ * Usage: `node [--single-threaded-gc] dist/bench/lane-weight.js [--rounds N] [--phase-seconds S]`.
  */
 import path from 'node:path';
-import v8 from 'node:v8';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { median, printTable, writeResult } from './harness.js';
@@ -41,7 +40,6 @@ function pool(threads: number, weight: number | 'idle'): Piscina {
 }
 
 export async function run(): Promise<Record<string, unknown>> {
-  if (process.argv.includes('--single-threaded-gc')) v8.setFlagsFromString('--single-threaded-gc');
   const rounds = arg('--rounds', 3);
   const phaseMs = arg('--phase-seconds', 8) * 1000;
   const threads = Math.max(1, Math.round(availableCores()));
@@ -67,7 +65,7 @@ export async function run(): Promise<Record<string, unknown>> {
     const floodCapacity = await capacity(target(bgs.get(0)!), threads, 3000);
     console.log(
       `\nlane weight: ${threads} + ${threads} workers, flood capacity ${floodCapacity.toFixed(1)}/s, cheap at 20/s, ` +
-        `${phaseMs / 1000} s phases, ${rounds} rounds${process.argv.includes('--single-threaded-gc') ? ', single-threaded GC' : ''}`,
+        `${phaseMs / 1000} s phases, ${rounds} rounds${process.execArgv.includes('--single-threaded-gc') ? ', single-threaded GC' : ''}`,
     );
     const samples = new Map<string, { p99: number[]; floodPerSecond: number[] }>();
     const add = (key: string, p99: number, floodPerSecond: number) => {

@@ -20,7 +20,9 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { createRuntime } from '../src/index.js';
-import { type BarChart, median, printTable, writeResult } from './harness.js';
+import { CHARTS } from './charts.js';
+import { median, printTable, writeResult } from './harness.js';
+import { benchPhase } from './progress.js';
 
 const workerFile = fileURLToPath(new URL('../../bench/workers/sleep-task.mjs', import.meta.url));
 const sandboxFile = fileURLToPath(new URL('../../config/sandboxes.json', import.meta.url));
@@ -121,13 +123,18 @@ function measure(side: 'bare' | 'runtime', workers: number, queue: boolean): { r
 export async function run(full: boolean): Promise<Record<string, unknown>> {
   // Each measurement starts two processes and their workers: about 7 s a repetition.
   const repetitions = full ? 5 : 1;
-  const perWorker = (side: 'bare' | 'runtime') =>
-    median(
+  const perWorker = (side: 'bare' | 'runtime') => {
+    benchPhase(`RSS per worker, ${side}`);
+    return median(
       Array.from({ length: repetitions }, () => (measure(side, 5, false).rss - measure(side, 1, false).rss) / 4),
     );
-  const perQueued = (side: 'bare' | 'runtime') =>
-    median(Array.from({ length: repetitions }, () => measure(side, 2, true).heapPerQueuedTask));
+  };
+  const perQueued = (side: 'bare' | 'runtime') => {
+    benchPhase(`heap per queued task, ${side}`);
+    return median(Array.from({ length: repetitions }, () => measure(side, 2, true).heapPerQueuedTask));
+  };
   const engine = { off: [] as ReturnType<typeof measureEngine>[], on: [] as ReturnType<typeof measureEngine>[] };
+  benchPhase('default engine, RSS with lanes off and on');
   for (let i = 0; i < repetitions; i++) {
     engine.off.push(measureEngine(false));
     engine.on.push(measureEngine(true));
@@ -154,19 +161,8 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     ],
   );
   console.log(`RSS per engine worker (the difference of the two over the difference of workers): ${mib(rssPerEngineWorker)}`);
-  const chart: BarChart = {
-    title: 'Memory overhead (KiB)',
-    rows: rows.flatMap((r) => [
-      { figure: r.figure, side: 'bare piscina', kib: r.bare / 1024 },
-      { figure: r.figure, side: 'runtime', kib: r.runtime / 1024 },
-    ]),
-    x: 'side',
-    y: 'kib',
-    yTitle: 'KiB',
-    color: 'side',
-    column: 'figure',
-  };
-  await writeResult('memory', { repetitions, queued: QUEUED, rows, engine: { lanesOff, lanesOn, rssPerEngineWorker } }, chart);
+  const data = { repetitions, queued: QUEUED, rows, engine: { lanesOff, lanesOn, rssPerEngineWorker } };
+  await writeResult('memory', data, CHARTS['memory']!(data));
   return { rows, engine: { lanesOff, lanesOn, rssPerEngineWorker } };
 }
 

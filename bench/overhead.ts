@@ -6,12 +6,21 @@
  * bare throughput / governed throughput; latency: governed p50 / bare p50). Targets: <= 1.10 for the
  * trivial task, <= 1.02 for the 1 ms task.
  *
+ * Metrics on and off: a second governed runtime runs with the metrics feed (`withTaskEnds`: the
+ * per-sandbox histograms observe every task end) and its prom-client registry scraped once a second,
+ * as Prometheus would; `metricsTimeRatio` = governed throughput / metered throughput (above 1: metrics
+ * cost time per task). All three sides take turns in every round.
+ *
  * Usage: part of `npm run bench`; alone: `node dist/bench/overhead.js [--full]`.
  */
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { createRuntime } from '../src/index.js';
-import { type BarChart, median, printTable, writeResult } from './harness.js';
+import { RuntimeFeed, withTaskEnds } from '../src/observability/runtime-feed.js';
+import { RuntimeMetrics } from '../src/observability/runtime-metrics.js';
+import { CHARTS } from './charts.js';
+import { benchPhase } from './progress.js';
+import { median, printTable, writeResult } from './harness.js';
 
 const workerFile = fileURLToPath(new URL('../../bench/workers/spin-task.mjs', import.meta.url));
 
@@ -40,6 +49,17 @@ async function drive(submit: (n: number) => Promise<unknown>, count: number, inF
 export async function run(full: boolean): Promise<Record<string, unknown>> {
   const rounds = full ? 9 : 5;
   const governed = await createRuntime({ engine: workerFile, dataDir: '.query-sandbox/bench' });
+  const feed = new RuntimeFeed();
+  const metered = await createRuntime(withTaskEnds({ engine: workerFile, dataDir: '.query-sandbox/bench' }, feed));
+  const metrics = new RuntimeMetrics(feed.attach(metered, true));
+  let scrapes = 0;
+  let scrapeBytes = 0;
+  const scraper = setInterval(() => {
+    void metrics.metrics().then((text) => {
+      scrapes++;
+      scrapeBytes = text.length;
+    });
+  }, 1000);
   const threads = governed.options.threads;
   const inFlight = threads * 4;
   const bare = new Piscina({ filename: workerFile, minThreads: threads, maxThreads: threads, idleTimeout: 60_000 });
@@ -50,47 +70,62 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   const results = [];
   try {
     for (const c of cases) {
+      benchPhase(c.name);
       const body = (n: number) => ({ n, spinMs: c.spinMs });
       const runBare = (n: number) => bare.run(body(n));
       const runGoverned = (n: number) => governed.search({ index: 'bench', body: body(n) });
-      // Warm-up, both sides.
+      const runMetered = (n: number) => metered.search({ index: 'bench', body: body(n) });
+      // Warm-up, every side.
       await drive(runBare, 500, inFlight);
       await drive(runGoverned, 500, inFlight);
+      await drive(runMetered, 500, inFlight);
       const bareRounds: RoundResult[] = [];
       const governedRounds: RoundResult[] = [];
+      const meteredRounds: RoundResult[] = [];
+      const sides = [
+        () => drive(runBare, c.count, inFlight).then((x) => bareRounds.push(x)),
+        () => drive(runGoverned, c.count, inFlight).then((x) => governedRounds.push(x)),
+        () => drive(runMetered, c.count, inFlight).then((x) => meteredRounds.push(x)),
+      ];
       for (let r = 0; r < rounds; r++) {
-        // Alternate which side goes first so that drift is shared.
-        const first = r % 2 === 0;
-        if (first) bareRounds.push(await drive(runBare, c.count, inFlight));
-        governedRounds.push(await drive(runGoverned, c.count, inFlight));
-        if (!first) bareRounds.push(await drive(runBare, c.count, inFlight));
+        // Rotate which side goes first so that drift is shared.
+        for (let k = 0; k < sides.length; k++) await sides[(r + k) % sides.length]!();
       }
       const bareTps = median(bareRounds.map((r) => r.tasksPerSecond));
       const govTps = median(governedRounds.map((r) => r.tasksPerSecond));
       const bareP50 = median(bareRounds.map((r) => r.p50LatencyMs));
       const govP50 = median(governedRounds.map((r) => r.p50LatencyMs));
+      const meteredTps = median(meteredRounds.map((r) => r.tasksPerSecond));
+      const meteredP50 = median(meteredRounds.map((r) => r.p50LatencyMs));
       results.push({
         case: c.name,
         tasks: c.count,
         bare: { tasksPerSecond: bareTps, p50LatencyMs: bareP50 },
         governed: { tasksPerSecond: govTps, p50LatencyMs: govP50 },
+        metered: { tasksPerSecond: meteredTps, p50LatencyMs: meteredP50 },
         // Above 1: the governed runtime takes longer per task.
         timeRatio: bareTps / govTps,
         latencyRatio: govP50 / bareP50,
+        // Above 1: metrics on takes longer per task than metrics off.
+        metricsTimeRatio: govTps / meteredTps,
+        metricsLatencyRatio: meteredP50 / govP50,
         target: c.target,
       });
     }
   } finally {
+    clearInterval(scraper);
     await governed.close();
+    await metered.close();
     await bare.destroy();
   }
   console.log(`\noverhead: governed runtime vs bare piscina, ${threads} workers, ${inFlight} in flight, median of ${rounds} interleaved rounds`);
   printTable(
-    ['case', 'bare tasks/s', 'governed tasks/s', 'time ratio', 'bare p50 ms', 'governed p50 ms', 'latency ratio', 'target'],
+    ['case', 'bare tasks/s', 'governed tasks/s', 'metrics on tasks/s', 'time ratio', 'bare p50 ms', 'governed p50 ms', 'latency ratio', 'target'],
     results.map((r) => [
       r.case,
       Math.round(r.bare.tasksPerSecond),
       Math.round(r.governed.tasksPerSecond),
+      Math.round(r.metered.tasksPerSecond),
       r.timeRatio,
       r.bare.p50LatencyMs,
       r.governed.p50LatencyMs,
@@ -98,19 +133,12 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       `<= ${r.target}`,
     ]),
   );
-  const chart: BarChart = {
-    title: 'Time per task, governed / bare piscina (1 = no overhead)',
-    rows: results.flatMap((r) => [
-      { case: r.case, ratio: 'time (throughput)', value: r.timeRatio },
-      { case: r.case, ratio: 'p50 latency', value: r.latencyRatio },
-      { case: r.case, ratio: 'target', value: r.target },
-    ]),
-    x: 'case',
-    y: 'value',
-    yTitle: 'governed / bare',
-    color: 'ratio',
-  };
-  await writeResult('overhead', { threads, inFlight, rounds, results }, chart);
+  console.log(
+    `metrics on / off: ${results.map((r) => `${r.case} time ${r.metricsTimeRatio.toFixed(3)}x, p50 ${r.metricsLatencyRatio.toFixed(3)}x`).join('; ')} ` +
+      `(${scrapes} scrapes of ${scrapeBytes} bytes during the run)`,
+  );
+  const data = { threads, inFlight, rounds, scrapeIntervalMs: 1000, scrapeBytes, results };
+  await writeResult('overhead', data, CHARTS['overhead']!(data));
   return { results };
 }
 

@@ -16,6 +16,7 @@ import { machine, printTable } from './harness.js';
 import { run as isolation } from './isolation.js';
 import { run as memory } from './memory.js';
 import { run as overhead } from './overhead.js';
+import { experimentStarted, progressDone } from './progress.js';
 
 type Result = Record<string, unknown>;
 const EXPERIMENTS: ReadonlyArray<readonly [string, (full: boolean) => Promise<Result>]> = [
@@ -45,9 +46,10 @@ function summarise(name: string, r: Result): Line[] {
   const add = (figure: string, value: string, target: string, ok?: boolean) =>
     lines.push({ experiment: name, figure, value, target, met: ok === undefined ? '' : verdict(ok) });
   if (name === 'overhead') {
-    for (const c of r['results'] as Array<{ case: string; timeRatio: number; latencyRatio: number; target: number }>) {
+    for (const c of r['results'] as Array<{ case: string; timeRatio: number; latencyRatio: number; metricsTimeRatio: number; target: number }>) {
       add(`${c.case}: time per task, governed / bare`, x(c.timeRatio), `<= ${c.target}`, c.timeRatio <= c.target);
       add(`${c.case}: p50 latency, governed / bare`, x(c.latencyRatio), '', undefined);
+      add(`${c.case}: time per task, metrics on / off`, x(c.metricsTimeRatio), '', undefined);
     }
   } else if (name === 'classification') {
     const rows = r['rows'] as Array<{ sandboxes: number; ratio: number }>;
@@ -105,10 +107,12 @@ async function main(): Promise<void> {
   for (const [name, experiment] of EXPERIMENTS) {
     if (only.length > 0 && !only.includes(name)) continue;
     const t0 = performance.now();
+    experimentStarted(name);
     const result = await experiment(full);
     console.log(`(${name}: ${((performance.now() - t0) / 1000).toFixed(0)} s)`);
     lines.push(...summarise(name, result));
   }
+  progressDone();
   console.log(`\nsummary (${((performance.now() - started) / 1000).toFixed(0)} s); results and charts in bench/results/`);
   printTable(
     ['experiment', 'figure', 'value', 'target', 'met'],

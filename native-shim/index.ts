@@ -21,4 +21,10 @@ export {
   readProcessIoBytes,
   type IoPressureSource,
 } from './io-pressure.js';
-export { applyThreadWeight, threadNice, type ThreadWeight, type ThreadWeightResult } from './thread-priority.js';
+export {
+  applyThreadWeight,
+  processThreadIds,
+  threadNice,
+  type ThreadWeight,
+  type ThreadWeightResult,
+} from './thread-priority.js';

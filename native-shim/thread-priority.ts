@@ -13,6 +13,7 @@
  * to other busy processes too (see docs/lanes.md).
  */
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import os from 'node:os';
 
 /** A lane's OS scheduling weight: a nice value in 0..19, or `idle` for `SCHED_IDLE`. */
@@ -82,4 +83,16 @@ export function applyThreadWeight(tid: number, weight: ThreadWeight): ThreadWeig
   return after === weight
     ? { applied: true, nice: after, reason: undefined }
     : { applied: false, nice: after, reason: `asked for nice ${weight}, the thread reports ${after}` };
+}
+
+/** Kernel thread ids of every thread of this process now (Linux; `[]` elsewhere). */
+export function processThreadIds(): number[] {
+  try {
+    return fs
+      .readdirSync('/proc/self/task')
+      .map(Number)
+      .filter((tid) => Number.isInteger(tid) && tid > 0);
+  } catch {
+    return [];
+  }
 }

@@ -49,10 +49,12 @@ export const ErrorCode = {
   SANDBOX_CONFLICT: 'QS_SANDBOX_CONFLICT',
   /** Creating a sandbox would exceed the node's limit on active sandboxes. HTTP 429. */
   SANDBOX_LIMIT: 'QS_SANDBOX_LIMIT',
-  /** A change to sandboxes without an admin token. HTTP 401. */
+  /** A write, admin or internal route without a token (`Authorization: Bearer`). HTTP 401. */
   UNAUTHORIZED: 'QS_UNAUTHORIZED',
-  /** A change to sandboxes with a wrong admin token. HTTP 403. */
+  /** A write, admin or internal route with a wrong token, or one whose role does not cover it. HTTP 403. */
   ADMIN_FORBIDDEN: 'QS_ADMIN_FORBIDDEN',
+  /** The request's headers or body did not arrive within the server's time-out; the connection is closed. HTTP 408. */
+  REQUEST_TIMEOUT: 'QS_REQUEST_TIMEOUT',
   /**
    * A cluster coordinator refused a search before fanning it out: every copy of one of its shards is on
    * a data node whose piggy-backed usage is at or above the admission limit. HTTP 429.
@@ -60,7 +62,8 @@ export const ErrorCode = {
   ADMISSION_REJECTED: 'QS_ADMISSION_REJECTED',
   /**
    * Every shard of a search failed on every copy a coordinator tried (data nodes down, refusing or
-   * failing). HTTP 429 when every failure was a refusal (429), else 503.
+   * failing), or some did with `allow_partial_search_results=false`. HTTP status as Elasticsearch
+   * derives it from the shard failures (`shardFailuresStatus`: 429 when they were refusals).
    */
   SHARDS_FAILED: 'QS_SHARDS_FAILED',
   /** `PUT /{index}` for a name that is taken (a writable index or a corpus index). HTTP 400. */
@@ -71,8 +74,17 @@ export const ErrorCode = {
   TEMPLATE_NOT_FOUND: 'QS_TEMPLATE_NOT_FOUND',
   /** A bulk body the format refuses as a whole (the parser's type and status: 400, or 413 when too large). */
   INVALID_BULK: 'QS_INVALID_BULK',
-  /** A write refused for indexing pressure: too many bulk bytes in flight on the node. HTTP 429. */
+  /**
+   * A write refused for back-pressure, HTTP 429: a bulk refused whole for indexing pressure (too many
+   * bulk bytes in flight on the node), or a shard's items refused because the node's write queue is full.
+   */
   WRITE_REJECTED: 'QS_WRITE_REJECTED',
+  /** A single-document write whose `if_seq_no`/`if_primary_term` or `create` met another document. HTTP 409. */
+  VERSION_CONFLICT: 'QS_VERSION_CONFLICT',
+  /** A document that does not exist: an update without upsert, `GET /{index}/_source/{id}`. HTTP 404. */
+  DOCUMENT_MISSING: 'QS_DOCUMENT_MISSING',
+  /** A single-document write whose shard could not take it (unreachable, failed log). HTTP 5xx. */
+  SHARD_WRITE_FAILED: 'QS_SHARD_WRITE_FAILED',
   /**
    * A change to cluster state (sandboxes, query-priority rules, index metadata, the shard table) while
    * the node cannot reach etcd: refused, nothing changed; the node keeps serving with the last state
@@ -309,17 +321,26 @@ export class SandboxLimitError extends QuerySandboxError {
   }
 }
 
-/** A sandbox change without an admin token (`Authorization: Bearer <token>`). */
+/** A write, admin or internal route without a token (`Authorization: Bearer <token>`). */
 export class UnauthorizedError extends QuerySandboxError {
   constructor(message: string) {
     super(ErrorCode.UNAUTHORIZED, 'security_exception', message);
   }
 }
 
-/** A sandbox change with a wrong admin token. */
+/** A write, admin or internal route with a wrong token, or with one whose role does not cover the route. */
 export class AdminForbiddenError extends QuerySandboxError {
   constructor(message: string) {
     super(ErrorCode.ADMIN_FORBIDDEN, 'security_exception', message);
+  }
+}
+
+/** The request's headers or body did not arrive in time (`what`: `headers` or `request`); answered 408, then closed. */
+export class RequestTimeoutError extends QuerySandboxError {
+  readonly timeoutMs: number;
+  constructor(timeoutMs: number, message: string) {
+    super(ErrorCode.REQUEST_TIMEOUT, 'request_timeout_exception', message);
+    this.timeoutMs = timeoutMs;
   }
 }
 
@@ -353,20 +374,44 @@ export interface ShardFailure {
   readonly reason: { readonly type: string; readonly reason: string };
 }
 
-/** Every shard of a search failed (`failures` says how, per shard); `status` is 429 or 503. */
+/**
+ * The whole-request status of a search whose shards failed, as Elasticsearch's
+ * `SearchPhaseExecutionException.status()`: the first failure with 502..504 (retryable), else the last
+ * 5xx, else the first failure's status (a 429 refusal, a 4xx). A failure without an answer (status 0)
+ * counts as 503. 503 when there is no failure.
+ */
+export function shardFailuresStatus(failures: readonly { readonly status: number }[]): number {
+  let server: number | undefined;
+  for (const f of failures) {
+    const status = f.status === 0 ? 503 : f.status;
+    if (status >= 502 && status <= 504) return status;
+    if (status >= 500) server = status;
+  }
+  const first = failures[0]?.status;
+  return server ?? (first === undefined || first === 0 ? 503 : first);
+}
+
+/**
+ * Shards of a search failed and the search cannot answer (Elasticsearch's
+ * `search_phase_execution_exception`): every shard failed (`all shards failed`), or some did and the
+ * request has `allow_partial_search_results=false` (`Partial shards failure`). `failures` says how,
+ * per shard; `status` follows `shardFailuresStatus`.
+ */
 export class ShardsFailedError extends QuerySandboxError {
-  readonly status: 429 | 503;
+  readonly status: number;
   readonly failures: readonly ShardFailure[];
-  constructor(failures: readonly ShardFailure[]) {
-    const rejected = failures.length > 0 && failures.every((f) => f.status === 429);
+  readonly partial: boolean;
+  constructor(failures: readonly ShardFailure[], options: { readonly partial?: boolean } = {}) {
     const first = failures[0];
+    const partial = options.partial === true;
     super(
       ErrorCode.SHARDS_FAILED,
       'search_phase_execution_exception',
-      `all shards failed${first === undefined ? '' : `; first: [${first.index}][${first.shard}] on [${first.node ?? 'no node'}]: ${first.reason.reason}`}`,
+      `${partial ? 'Partial shards failure' : 'all shards failed'}${first === undefined ? '' : `; first: [${first.index}][${first.shard}] on [${first.node ?? 'no node'}]: ${first.reason.reason}`}`,
     );
-    this.status = rejected ? 429 : 503;
+    this.status = shardFailuresStatus(failures);
     this.failures = failures;
+    this.partial = partial;
   }
 }
 
@@ -445,6 +490,57 @@ export class WriteRejectedError extends QuerySandboxError {
 }
 
 /**
+ * A single-document write (`PUT /{index}/_doc/{id}`, `_create`, `_update`, `DELETE`) whose one bulk
+ * item failed on its shard: `type`, `status` and the message are the item's (Elasticsearch's
+ * `TransportSingleItemBulkWriteAction` throws the item's failure the same way); `code` follows the
+ * status: 409 `QS_VERSION_CONFLICT`, 404 `QS_DOCUMENT_MISSING`, 429 `QS_WRITE_REJECTED`, 403
+ * `QS_INDEX_READ_ONLY`, another 4xx `QS_INVALID_ARGUMENT`, 5xx `QS_SHARD_WRITE_FAILED`.
+ */
+export class DocumentWriteError extends QuerySandboxError {
+  readonly status: number;
+  readonly index: string;
+  readonly shard: string | undefined;
+  constructor(type: string, reason: string, status: number, index: string, shard: string | undefined) {
+    const code =
+      status === 409
+        ? ErrorCode.VERSION_CONFLICT
+        : status === 404
+          ? ErrorCode.DOCUMENT_MISSING
+          : status === 429
+            ? ErrorCode.WRITE_REJECTED
+            : status === 403
+              ? ErrorCode.INDEX_READ_ONLY
+              : status >= 400 && status < 500
+                ? ErrorCode.INVALID_ARGUMENT
+                : ErrorCode.SHARD_WRITE_FAILED;
+    super(code, type, reason);
+    this.status = status;
+    this.index = index;
+    this.shard = shard;
+  }
+}
+
+/** `GET /{index}/_source/{id}` of a document that does not exist (Elasticsearch: `resource_not_found_exception`). */
+export class DocumentMissingError extends QuerySandboxError {
+  readonly index: string;
+  constructor(index: string, id: string) {
+    super(ErrorCode.DOCUMENT_MISSING, 'resource_not_found_exception', `Document not found [${index}]/[${id}]`);
+    this.index = index;
+  }
+}
+
+/**
+ * A shard bulk refused because its node holds its limit of shard writes (the write queue,
+ * `indices/write-queue.ts`; Elasticsearch's full `write` thread pool): 429 `es_rejected_execution_exception`
+ * for that shard's items only.
+ */
+export class ShardWriteRejectedError extends QuerySandboxError {
+  constructor(message: string) {
+    super(ErrorCode.WRITE_REJECTED, 'es_rejected_execution_exception', message);
+  }
+}
+
+/**
  * etcd, the cluster-state store, did not answer a change (or failed it): nothing was changed. The type
  * is Elasticsearch's for a cluster without a reachable master (503 `master_not_discovered_exception`).
  */
@@ -482,6 +578,7 @@ export function clientErrorStatusOf(error: unknown): number | undefined {
 /** HTTP status for an error: the one place where codes map to statuses. */
 export function httpStatusOf(error: unknown): number {
   if (!isQuerySandboxError(error)) return 500;
+  if (error instanceof DocumentWriteError) return error.status;
   switch (error.code) {
     case ErrorCode.REJECTED:
     case ErrorCode.CANCELLED:
@@ -510,6 +607,8 @@ export function httpStatusOf(error: unknown): number {
       return 401;
     case ErrorCode.ADMIN_FORBIDDEN:
       return 403;
+    case ErrorCode.REQUEST_TIMEOUT:
+      return 408;
     case ErrorCode.ADMISSION_REJECTED:
       return 429;
     case ErrorCode.SHARDS_FAILED:
@@ -524,6 +623,11 @@ export function httpStatusOf(error: unknown): number {
       return (error as InvalidBulkError).status;
     case ErrorCode.WRITE_REJECTED:
       return 429;
+    case ErrorCode.VERSION_CONFLICT:
+      return 409;
+    case ErrorCode.DOCUMENT_MISSING:
+      return 404;
+    case ErrorCode.SHARD_WRITE_FAILED:
     case ErrorCode.CLUSTER_STATE_UNAVAILABLE:
       return 503;
     default:
@@ -531,11 +635,29 @@ export function httpStatusOf(error: unknown): number {
   }
 }
 
+/**
+ * A received value to print as the client wrote it, not as JSON: a number literal that JavaScript
+ * cannot hold (`1e309` parses to Infinity).
+ */
+export class VerbatimText {
+  constructor(readonly text: string) {}
+  toString(): string {
+    return this.text;
+  }
+}
+
 /** Short, bounded rendering of a received value for messages. */
 export function formatReceived(value: unknown): string {
   let text: string;
   try {
-    text = typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
+    if (value instanceof VerbatimText) return value.text.length > 120 ? `${value.text.slice(0, 117)}...` : value.text;
+    // JSON.stringify writes NaN and ±Infinity as null, which would name the wrong value.
+    text =
+      typeof value === 'string'
+        ? JSON.stringify(value)
+        : typeof value === 'number' && !Number.isFinite(value)
+          ? String(value)
+          : (JSON.stringify(value) ?? String(value));
   } catch {
     // Cyclic or too deeply nested for JSON.stringify (and for String(), which recurses too).
     text = Array.isArray(value) ? `[array of ${value.length}]` : `[${typeof value}]`;

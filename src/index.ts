@@ -52,3 +52,6 @@ export { registerDataNodeRoutes } from './server/data-node-routes.js';
 export { WritableIndices } from './indices/writable-indices.js';
 export { murmur3Hash } from './routing/murmur3.js';
 export { resolveShardRouting, shardId } from './routing/shard-routing.js';
+export { RuntimeFeed, type RuntimeSnapshot, withTaskEnds } from './observability/runtime-feed.js';
+export { type MetricsOptions, RuntimeMetrics } from './observability/runtime-metrics.js';
+export { CoordinatorFeed, CoordinatorMetrics } from './observability/coordinator-metrics.js';

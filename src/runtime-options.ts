@@ -94,6 +94,15 @@ export interface RuntimeOptions {
    */
   lanes?: readonly LaneOptions[] | false;
   /**
+   * Nice value, integer 0..19, given once at start to the process's helper threads: every thread but
+   * the main one and the lanes' workers, that is V8's platform workers (which run part of every
+   * isolate's GC), its delayed-task thread and libuv's threadpool (see `pool/helper-threads.ts`).
+   * Background isolates' GC work then stops competing with foreground workers at full weight; the
+   * foreground's own GC helpers and the threadpool's fs work run at that nice too. Default: left
+   * alone. docs/lanes.md has the measurement.
+   */
+  helperThreadWeight?: number;
+  /**
    * Probe the heap of a task that stopped checkpointing (none for `2 × intervalMs`) through the
    * in-process inspector, so an engine stuck in code without checkpoints still shows its memory.
    * Default true.
@@ -102,8 +111,10 @@ export interface RuntimeOptions {
   /**
    * Run V8's garbage collector on each isolate's own thread (`--single-threaded-gc`), so that a
    * task's GC work shows in its worker's thread clock instead of on shared helper threads that no
-   * sandbox is charged for. Process-wide, set before the first worker starts; costs GC throughput
-   * (measured by `bench/gc-blind-spot`). Default false.
+   * sandbox is charged for, and so that a background lane's GC runs at the lane's weight. Process-wide,
+   * set before the first worker starts; costs GC throughput (measured by `bench/gc-blind-spot`).
+   * Prefer `node --single-threaded-gc` at start: set at run time, after the main isolate has begun a
+   * concurrent marking cycle, it aborted the process here (a V8 check). Default false.
    */
   singleThreadedGc?: boolean;
   /**
@@ -248,6 +259,12 @@ export interface RuntimeOptions {
    * Default: 10 % of the main thread's heap limit.
    */
   indexingPressureBytes?: number;
+  /**
+   * Shard bulks this node holds at once (writable indices' primaries) before a shard's items are refused
+   * with 429 `es_rejected_execution_exception`, the other items standing: Elasticsearch's `write` thread
+   * pool bound (`thread_pool.write.queue_size`), see `indices/write-queue.ts`. Integer >= 1. Default 10000.
+   */
+  writeQueueSize?: number;
   /** A pino logger. Default: silent. */
   logger?: pino.Logger;
 }
@@ -262,6 +279,8 @@ export interface ResolvedRuntimeOptions {
   readonly spareWorkers: number;
   /** The lanes, highest band first, defaults filled in. */
   readonly lanes: readonly ResolvedLane[];
+  /** `undefined`: helper threads are left alone. */
+  readonly helperThreadWeight: number | undefined;
   readonly heapProbe: boolean;
   readonly queueOrder: 'priority' | 'fifo';
   readonly agingMsPerPriority: number;
@@ -302,6 +321,7 @@ export interface ResolvedRuntimeOptions {
   readonly translogSyncIntervalMs: number;
   /** `undefined`: 10 % of the heap limit. */
   readonly indexingPressureBytes: number | undefined;
+  readonly writeQueueSize: number;
   /** The node usage tracker's intervals and windows, ms (defaults filled in). */
   readonly resourceUsage: {
     readonly intervalMs: number;
@@ -505,6 +525,8 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     threads,
     spareWorkers,
     lanes,
+    helperThreadWeight:
+      options.helperThreadWeight === undefined ? undefined : integer('helperThreadWeight', options.helperThreadWeight, 0, 19, 0),
     heapProbe: options.heapProbe ?? true,
     queueOrder,
     agingMsPerPriority,
@@ -552,6 +574,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
       options.indexingPressureBytes === undefined
         ? undefined
         : integer('indexingPressureBytes', options.indexingPressureBytes, 1, Number.MAX_SAFE_INTEGER, 1),
+    writeQueueSize: integer('writeQueueSize', options.writeQueueSize, 1, 1_000_000, 10_000),
     resourceUsage: Object.freeze({
       intervalMs: tracker.intervalMs,
       windowMs: tracker.windowMs,

@@ -27,7 +27,7 @@ import {
   RejectedError,
   TimedOutError,
 } from './errors.js';
-import { checkSearchCallOptions, type SearchCallOptions, takeRequestTimeout } from './execution/search-call.js';
+import { checkSearchCallOptions, requestTimeoutMs, type SearchCallOptions } from './execution/search-call.js';
 import type { Cancellation, EnforcementMode } from './governor/decide.js';
 import { DuressDetector } from './governor/duress-detector.js';
 import { Governor, type GovernorSnapshot, type GovernorStats } from './governor/governor.js';
@@ -63,7 +63,9 @@ import {
   openQueryPriority,
   type QueryPriorityStore,
 } from './scheduler/query-priority-store.js';
+import { weighHelperThreads } from './pool/helper-threads.js';
 import { LanePool, type PoolLaneStats } from './pool/lane-pool.js';
+import { DecisionLog } from './observability/decision-log.js';
 import {
   type ResolvedRuntimeOptions,
   type RuntimeOptions,
@@ -99,13 +101,6 @@ export interface SearchRequest {
    * coordinator sets it to the copies it picked on this node.
    */
   readonly shards?: Readonly<Record<string, readonly number[]>> | undefined;
-  /**
-   * The request's own `timeout` (Elasticsearch's `?timeout=`): a time value such as `"2s"`, or -1 for
-   * none. It wins over a `timeout` in the body. Either bounds how long the task may wait in the queue
-   * when smaller than its sandbox's `max_queue_wait` (429 `queue_wait` past it); the runtime takes
-   * `timeout` out of the body before the engine sees it.
-   */
-  readonly timeout?: string | number | undefined;
 }
 
 /** Per-sandbox stats, a plain snapshot. */
@@ -181,6 +176,8 @@ export interface Runtime {
    * resolve index expressions over the engine's indices and these.
    */
   readonly indices: WritableIndices | undefined;
+  /** What the engine's `prepare` reported (indices, shards, documents, mappings). */
+  readonly engineDescription: EngineDescription;
   /** Per-sandbox stats keyed by sandbox id. */
   sandboxStats(): ReadonlyMap<string, SandboxStats>;
   nodeStats(): NodeStats;
@@ -379,13 +376,17 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
           durability: resolved.translogDurability,
           syncIntervalMs: resolved.translogSyncIntervalMs,
           indexingPressureBytes: resolved.indexingPressureBytes,
+          writeQueueSize: resolved.writeQueueSize,
           metadataStore: options.indexMetadataStore,
           log,
         })
       : undefined;
 
-  if (resolved.singleThreadedGc) {
-    // Process-wide and only for isolates made after it: workers refuse it in execArgv.
+  if (resolved.singleThreadedGc && !process.execArgv.includes('--single-threaded-gc')) {
+    // Process-wide and only for isolates made after it: workers refuse it in execArgv. Given to node
+    // at start it is safe; flipped here it can meet a concurrent marking cycle of the main isolate
+    // (seen: V8 `Check failed: concurrent_marking_handle_ implies ...`, the process aborted).
+    log.warn('singleThreadedGc is set at run time; start node with --single-threaded-gc instead (see docs/lanes.md)');
     v8.setFlagsFromString('--single-threaded-gc');
   }
   // Follows workers from their start, so a task that stops checkpointing can still be measured.
@@ -410,6 +411,14 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   });
   log.info({ startupMs: pool.startups.map((s) => Math.round(s.startupMs)) }, 'workers ready');
   logLanes(log, pool);
+  if (resolved.helperThreadWeight !== undefined) {
+    const helpers = weighHelperThreads(resolved.helperThreadWeight);
+    (helpers.weighted === helpers.threads ? log.info : log.warn).call(
+      log,
+      { nice: resolved.helperThreadWeight, ...helpers },
+      `helper threads (V8 platform, libuv): ${helpers.weighted} of ${helpers.threads} at nice ${resolved.helperThreadWeight}`,
+    );
+  }
   try {
     await checkWorkerHeapLimit(pool, resolved.workerHeapMb);
   } catch (error) {
@@ -454,9 +463,21 @@ function logLanes(log: pino.Logger, pool: LanePool): void {
   );
 }
 
+/**
+ * `weighted` only when every lane runs at the weight it asked for and each lane's threads really weigh
+ * less than the lane above: a process started at nice 19 cannot give its background lane less weight
+ * than its foreground (both end at 19), and then nothing favours the foreground.
+ */
 function isolationOf(lanes: readonly PoolLaneStats[]): NodeStats['isolation'] {
   if (lanes.length < 2) return 'single_lane';
-  return lanes.every((l) => l.weighted) ? 'weighted' : 'unweighted';
+  if (!lanes.every((l) => l.weighted)) return 'unweighted';
+  for (let i = 1; i < lanes.length; i++) {
+    const above = lanes[i - 1]!;
+    const below = lanes[i]!;
+    const belowIdle = below.weight === 'idle' && above.weight !== 'idle';
+    if (!belowIdle && !((below.nice ?? 0) > (above.nice ?? 0))) return 'unweighted';
+  }
+  return 'weighted';
 }
 
 /**
@@ -487,6 +508,7 @@ class GovernedRuntime implements Runtime {
   readonly #indices: readonly string[] | undefined;
   readonly sandboxRegistry: SandboxRegistry;
   readonly indices: WritableIndices | undefined;
+  readonly engineDescription: EngineDescription;
   // Swapped whole on every accepted sandbox change (see #applySandboxes); never mutated in place.
   #sandboxes: readonly Sandbox[];
   #byId: ReadonlyMap<string, Sandbox>;
@@ -533,6 +555,7 @@ class GovernedRuntime implements Runtime {
     this.options = options;
     this.#engine = engine;
     this.#indices = description.indices;
+    this.engineDescription = description;
     this.sandboxRegistry = registry;
     this.#scheduler = new TaskScheduler<QueuedTask>({
       lanes: options.lanes,
@@ -595,6 +618,8 @@ class GovernedRuntime implements Runtime {
           const now = performance.now();
           return this.#scheduler.lanes.some((_, i) => this.#scheduler.overloaded(i, now));
         },
+        // State changes and cancellations, at info, rate-limited (observability/decision-log.ts).
+        decisions: new DecisionLog(log),
       },
     );
     this.#governor.start();
@@ -666,12 +691,14 @@ class GovernedRuntime implements Runtime {
     if (typeof request.index !== 'string')
       throw new InvalidArgumentError('index', 'must be a string', request.index);
     const indices = resolveIndexExpression(request.index, this.#searchableIndices());
-    const { body, timeoutMs: requestTimeoutMs } = takeRequestTimeout(request.body, request.timeout);
+    const body = request.body;
     const engineRequest: EngineRequest =
       request.shards === undefined
         ? { indices, body }
         : { indices, body, shards: checkShards(request.shards, indices) };
     this.#validate(this.#engineOwned(engineRequest));
+    // After the engine's own check of it (the built-in engine takes `timeout` too, for the run).
+    const timeoutMs = requestTimeoutMs(body);
     const attributes = { user: request.user, indices };
     const sandbox =
       request.sandboxId !== undefined
@@ -679,7 +706,7 @@ class GovernedRuntime implements Runtime {
         : this.#classifier.classify(attributes);
     this.#checkVerdict(sandbox, true);
     const priority = this.#priorityOf(engineRequest, request.user, sandbox);
-    const bound = this.#queueWaitBound(sandbox.id, requestTimeoutMs);
+    const bound = this.#queueWaitBound(sandbox.id, timeoutMs);
     let task!: QueuedTask;
     const settled = new Promise((resolve, reject) => {
       task = {

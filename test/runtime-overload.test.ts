@@ -71,8 +71,8 @@ describe('runtime under overload: queue-wait bounds and callers that give up', (
     const results = await Promise.all([
       settle(runtime.search({ index: 'alpha', body: { echo: 'root' }, user: 'x' }), t0),
       settle(runtime.search({ index: 'alpha', body: { echo: 'body-timeout', timeout: '100ms' }, user: 'x' }), t0),
-      settle(runtime.search({ index: 'alpha', body: { echo: 'url-timeout' }, user: 'x', timeout: '150ms' }), t0),
-      settle(runtime.search({ index: 'alpha', body: { echo: 'larger-timeout' }, user: 'x', timeout: '10s' }), t0),
+      settle(runtime.search({ index: 'alpha', body: { echo: 'numeric', timeout: '150ms' }, user: 'x' }), t0),
+      settle(runtime.search({ index: 'alpha', body: { echo: 'larger-timeout', timeout: '10s' }, user: 'x' }), t0),
       settle(runtime.search({ index: 'alpha', body: { echo: 'team' }, user: 'team_1' }), t0),
       settle(runtime.search({ index: 'alpha', body: { echo: 'kid' }, user: 'kid_1' }), t0),
     ]);

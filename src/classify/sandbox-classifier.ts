@@ -70,7 +70,8 @@ const NO_MATCH = -1;
  * - A sandbox matches when every attribute it names matches (conjunction). `userPattern` matches a
  *   defined user that matches one of its patterns; `indicesPattern` matches when the request names
  *   at least one index and every index matches one of its patterns.
- * - A sandbox that names no attribute is never chosen implicitly (only by `resolveExplicit`).
+ * - A sandbox that names no attribute is never chosen: it serves as a parent that sums up its
+ *   children's usage (`resolveExplicit` refuses it too).
  * - Among several matches the most specific wins: the sum over the named attributes of the literal
  *   prefix length of the matching pattern (the longest one that matches; for indices, the minimum of
  *   that over the request's indices). Ties go to the higher priority, then the smaller id (by UTF-16
@@ -153,17 +154,31 @@ export class SandboxClassifier {
   }
 
   /**
-   * Honours an explicit sandbox choice (such as an `x-sandbox-id` header): the sandbox must exist
-   * and the request's attributes must match every attribute it names. The root is always allowed; a
-   * sandbox that names no attribute is allowed to every request.
+   * Honours an explicit sandbox choice (such as an `x-sandbox-id` header) only where the request has
+   * earned it: the sandbox names at least one selection attribute and the request's own attributes
+   * match every attribute it names, or plain classification (`classify`) would put the request in it
+   * anyway. A sandbox that names no attribute, the root included, is therefore never reached by naming
+   * it: naming `_root` cannot lift a request out of the sandbox its attributes bind it to (the root
+   * has no limits).
    *
-   * @throws SandboxForbiddenError whose message names the sandbox, the attribute that failed and the
-   *   value that did not match (or that the sandbox does not exist).
+   * @throws SandboxForbiddenError whose message names the sandbox and why: it does not exist, it names
+   *   no selection attributes (with the sandbox the request belongs to), or the attribute that failed
+   *   and the value that did not match.
    */
   resolveExplicit(sandboxId: string, attributes: RequestAttributes): Sandbox {
     const compiled = this.#byId.get(sandboxId);
     if (compiled === undefined) {
       throw new SandboxForbiddenError(sandboxId, `sandbox ${JSON.stringify(sandboxId)} does not exist`);
+    }
+    const classified = this.classify(attributes);
+    if (classified === compiled.sandbox) return classified;
+    if (compiled.userPatterns.length === 0 && compiled.indexPatterns.length === 0) {
+      const what = sandboxId === ROOT_SANDBOX_ID ? 'the root sandbox' : 'it';
+      throw new SandboxForbiddenError(
+        sandboxId,
+        `request may not use sandbox ${JSON.stringify(sandboxId)}: ${what} names no selection attributes, so ` +
+          `only requests that match no other sandbox run in it; this request belongs to sandbox ${JSON.stringify(classified.id)}`,
+      );
     }
     const reason = mismatchReason(compiled, attributes);
     if (reason !== undefined) {

@@ -15,7 +15,22 @@ export interface AdminToken {
 }
 
 /** Shortest token accepted from the environment, characters. */
-const MIN_TOKEN_LENGTH = 16;
+export const MIN_TOKEN_LENGTH = 16;
+
+/**
+ * Checks a token or secret taken from the environment variable `name`.
+ * @throws InvalidArgumentError naming `name`, with the first characters and the length only.
+ */
+export function checkTokenText(name: string, value: string): string {
+  if (value.length < MIN_TOKEN_LENGTH || /\s/.test(value)) {
+    throw new InvalidArgumentError(
+      name,
+      `must be at least ${MIN_TOKEN_LENGTH} characters without spaces`,
+      `${value.slice(0, 4)}... (${value.length} characters)`,
+    );
+  }
+  return value;
+}
 
 /**
  * @throws InvalidArgumentError for a token from the environment that is too short or has spaces.
@@ -23,13 +38,7 @@ const MIN_TOKEN_LENGTH = 16;
 export async function resolveAdminToken(env: NodeJS.ProcessEnv, dataDir: string): Promise<AdminToken> {
   const fromEnv = env['QUERY_SANDBOX_ADMIN_TOKEN'];
   if (fromEnv !== undefined && fromEnv !== '') {
-    if (fromEnv.length < MIN_TOKEN_LENGTH || /\s/.test(fromEnv)) {
-      throw new InvalidArgumentError(
-        'QUERY_SANDBOX_ADMIN_TOKEN',
-        `must be at least ${MIN_TOKEN_LENGTH} characters without spaces`,
-        `${fromEnv.slice(0, 4)}... (${fromEnv.length} characters)`,
-      );
-    }
+    checkTokenText('QUERY_SANDBOX_ADMIN_TOKEN', fromEnv);
     // A token file from an earlier start would now be stale: remove it rather than mislead.
     await unlink(path.join(dataDir, 'admin-token')).catch(() => {});
     return { token: fromEnv, file: undefined };

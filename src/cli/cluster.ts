@@ -18,6 +18,11 @@
  * channel to the launcher and stop by themselves when it goes away, even by SIGKILL and even while
  * they are still starting: no orphans.
  *
+ * Credentials: one admin token for every node (`QUERY_SANDBOX_ADMIN_TOKEN`, else a random one kept in
+ * `<data-dir>/cluster/admin-token`) and one cluster secret for their internal calls
+ * (`QUERY_SANDBOX_CLUSTER_SECRET`, else a random one kept in `<data-dir>/cluster/cluster-secret`), both
+ * files readable by their owner only and passed to the nodes in their environment.
+ *
  * Each data node gets its share of the machine as its CPU capacity (`--node-cores`, default
  * `max(1, round(cores / data nodes))`), since on one machine the nodes compete for the same cores: a
  * node can then be saturated without saturating the machine, as a real node would be.
@@ -199,6 +204,10 @@ export interface RunningCluster {
   readonly clusterFile: string;
   /** The etcd endpoints the nodes share (`--etcd`), or undefined without shared state. */
   readonly etcdEndpoints: readonly string[] | undefined;
+  /** The admin token every node accepts (writes, index management, sandboxes). */
+  readonly adminToken: string;
+  /** The cluster secret of the nodes' internal routes (`/_internal/*` on the data nodes). */
+  readonly clusterSecret: string;
   /**
    * Settles when the coordinator exits on its own (not through `stop`), or a data node does without
    * shared state: its id, code and signal. With etcd a data node that dies does not stop the cluster
@@ -433,11 +442,15 @@ export async function startCluster(
       });
       ensureIndexCache(cacheDir, engineOptions, (message) => log(message));
     }
-    if ((env['QUERY_SANDBOX_ADMIN_TOKEN'] ?? '') === '') {
-      // One token for every data node, kept where the README says (each node also honours it).
+    // One admin token and one cluster secret for every node, kept where docs/security.md says.
+    for (const [name, file] of [
+      ['QUERY_SANDBOX_ADMIN_TOKEN', 'admin-token'],
+      ['QUERY_SANDBOX_CLUSTER_SECRET', 'cluster-secret'],
+    ] as const) {
+      if ((env[name] ?? '') !== '') continue;
       const token = randomBytes(24).toString('base64url');
-      writeFileSync(path.join(clusterDir, 'admin-token'), `${token}\n`, { mode: 0o600 });
-      env['QUERY_SANDBOX_ADMIN_TOKEN'] = token;
+      writeFileSync(path.join(clusterDir, file), `${token}\n`, { mode: 0o600 });
+      env[name] = token;
     }
   } catch (error) {
     releaseLock();
@@ -665,6 +678,8 @@ export async function startCluster(
     dataNodes: dataNodes.map((c) => c.node),
     clusterFile,
     etcdEndpoints,
+    adminToken: env['QUERY_SANDBOX_ADMIN_TOKEN']!,
+    clusterSecret: env['QUERY_SANDBOX_CLUSTER_SECRET']!,
     unexpectedExit,
     stop,
     restartNode: async (id: string) => {
@@ -689,7 +704,8 @@ export function readyLine(cluster: RunningCluster, options: ClusterOptions): str
   const replicas = assignedReplicas(options);
   return (
     `query-sandbox cluster ready: coordinator ${cluster.coordinator.url} | data nodes ${data} ` +
-    `(${options.shardsPerIndex} shards per index, ${replicas} replica${replicas === 1 ? '' : 's'}; Ctrl-C stops all)\n`
+    `(${options.shardsPerIndex} shards per index, ${replicas} replica${replicas === 1 ? '' : 's'}; Ctrl-C stops all)\n` +
+    `dashboard: ${cluster.coordinator.url}/_dashboard (each data node's at its URL + /_dashboard)\n`
   );
 }
 

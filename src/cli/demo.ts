@@ -14,10 +14,12 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { InvalidArgumentError } from '../errors.js';
 import type { EnforcementMode } from '../governor/decide.js';
+import { RuntimeFeed, withTaskEnds } from '../observability/runtime-feed.js';
 import { createRuntime, type Runtime } from '../runtime.js';
 import type { RuntimeOptions } from '../runtime-options.js';
 import { buildHttpServer } from '../server/http-server.js';
 import { LatencyRecorder } from './latency-recorder.js';
+import { ProgressReporter } from './progress-reporter.js';
 import { parseServeOptions } from './serve-options.js';
 
 export interface DemoOptions {
@@ -146,6 +148,7 @@ async function runPhase(
   label: string,
   mode: EnforcementMode,
   options: DemoOptions,
+  progress: ProgressReporter,
   flood = true,
 ): Promise<PhaseResult> {
   runtime.setEnforcement(mode);
@@ -153,6 +156,12 @@ async function runPhase(
   const dashboards = new LatencyRecorder();
   const analysts = new LatencyRecorder();
   const durationMs = options.phaseSeconds * 1000;
+  progress.phase(label, {
+    plannedMs: durationMs,
+    detail: () =>
+      `dashboards ${dashboards.ok} ok, ${dashboards.rejected} rejected; analysts ${analysts.ok} ok, ` +
+      `${analysts.rejected} rejected, ${analysts.cancelled} cancelled`,
+  });
   const start = performance.now();
   const end = start + durationMs;
   const cpuSamples = { dashboards: 0, analysts: 0, n: 0 };
@@ -260,9 +269,13 @@ export function renderPhase(result: PhaseResult): string {
 /** Runs the demo; resolves when both phases are done and everything is closed. */
 export async function runDemo(options: DemoOptions): Promise<void> {
   const log = pino({ level: 'warn' });
-  process.stdout.write('demo: starting the service (the first start builds the index cache)...\n');
-  const runtime = await createRuntime({ ...options.runtime, logger: log });
-  const app = buildHttpServer(runtime);
+  const progress = new ProgressReporter({ label: 'demo', write: (line) => process.stdout.write(`${line}\n`) });
+  progress.phase('starting the service (the first start builds the index cache)');
+  const feed = new RuntimeFeed();
+  const runtime = await createRuntime(withTaskEnds({ ...options.runtime, logger: log }, feed)).finally(() =>
+    progress.stop(),
+  );
+  const app = buildHttpServer(runtime, { feed: feed.attach(runtime, true) });
   try {
     await app.listen({ host: '127.0.0.1', port: 0 });
     const address = app.server.address();
@@ -280,17 +293,21 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       `demo: ${node.threads} workers + ${node.spareWorkers} spare on ${node.cores} cores; lanes: ${lanes}; isolation: ${node.isolation}\n` +
         `demo: worker start-up with indices loaded: ${node.workerStartupMs.map((ms) => `${Math.round(ms)} ms`).join(', ')}\n` +
         `demo: dash_ops sends ${options.dashboardRate}/s cheap match queries (open loop); analyst_ann keeps ` +
-        `${options.analystConcurrency} fuzzy/prefix queries in flight; ${options.phaseSeconds} s per phase\n\n`,
+        `${options.analystConcurrency} fuzzy/prefix queries in flight; ${options.phaseSeconds} s per phase\n` +
+        `demo: dashboard ${base}/_dashboard (metrics ${base}/_prometheus/metrics)\n\n`,
     );
     for (const l of node.lanes) {
       if (!l.weighted) process.stdout.write(`demo: lane ${l.name} is UNWEIGHTED (${l.weightReason}); expect less isolation\n`);
     }
     await post(`${base}/easy-ham-1/_search`, 'dash_ops', { query: { match: { subject: 'warm' } } });
-    const alone = await runPhase(runtime, base, 'dashboards alone (no flood)', 'enabled', options, false);
+    const alone = await runPhase(runtime, base, 'dashboards alone (no flood)', 'enabled', options, progress, false);
+    progress.stop();
     process.stdout.write(`${renderPhase(alone)}\n\n`);
-    const off = await runPhase(runtime, base, 'enforcement off (disabled)', 'disabled', options);
+    const off = await runPhase(runtime, base, 'enforcement off (disabled)', 'disabled', options, progress);
+    progress.stop();
     process.stdout.write(`${renderPhase(off)}\n\n`);
-    const on = await runPhase(runtime, base, 'enforcement on (enabled)', 'enabled', options);
+    const on = await runPhase(runtime, base, 'enforcement on (enabled)', 'enabled', options, progress);
+    progress.stop();
     process.stdout.write(`${renderPhase(on)}\n\n`);
     const p99Alone = alone.dashboards.percentileMs(99);
     const p99Off = off.dashboards.percentileMs(99);
@@ -309,6 +326,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       );
     }
   } finally {
+    progress.stop();
     await app.close();
     await runtime.close();
   }

@@ -11,6 +11,7 @@ import { InvalidArgumentError } from '../errors.js';
 import type { EnforcementMode } from '../governor/decide.js';
 import type { RuntimeOptions } from '../runtime-options.js';
 import { DEFAULT_BACKGROUND_WEIGHT, DEFAULT_FOREGROUND_MIN_PRIORITY } from '../scheduler/lanes.js';
+import type { ConnectionLimits } from '../server/connection-limits.js';
 import { packageRoot } from './package-root.js';
 
 /** `--role`: `single` (one node holding everything, the default), `data` or `coordinator` of a cluster. */
@@ -63,6 +64,10 @@ export interface ServeOptions {
   readonly etcd: readonly string[] | undefined;
   /** `--etcd-prefix`: key prefix of this cluster's state. @default '/query-sandbox' */
   readonly etcdPrefix: string | undefined;
+  /** `--headers-timeout-ms`, `--request-timeout-ms`, `--max-connections` (undefined: the defaults). */
+  readonly connectionLimits: ConnectionLimits;
+  /** `--insecure-skip-auth`: reads, writes and admin routes open to everyone (loopback hosts only). */
+  readonly insecureSkipAuth: boolean;
 }
 
 export const SERVE_USAGE = `query-sandbox serve [options]
@@ -78,6 +83,7 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --foreground-min-priority P  lowest priority the foreground lane takes (default 11)
   --background-weight W  nice 0..19 or idle (SCHED_IDLE) of the background lane's threads (default 19)
   --spare-workers N      loaded spare workers of each lane, 0..64 (default 1)
+  --helper-thread-weight N  nice 0..19 for V8's GC helper threads and libuv's pool (default: left alone)
   --engine MODULE        engine module path (default: built-in MiniSearch over SpamAssassin)
   --enforcement MODE     enabled | monitor_only | disabled (default enabled)
   --interval-ms N        governor interval (default 100)
@@ -100,6 +106,17 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --translog-durability D  writable indices: request (fsync before acknowledging, default) | async
   --translog-sync-interval-ms N  fsync period with async durability (default 5000)
   --indexing-pressure-bytes N    bulk bytes in flight before 429 (default 10 % of the heap limit)
+  --write-queue-size N           shard bulks a node holds at once before their items get 429 (default 10000)
+
+  security (docs/security.md):
+  --headers-timeout-ms N   time for a request's headers, then 408 and close (default 30000)
+  --request-timeout-ms N   time for a whole request, headers and body (default 30000)
+  --max-connections N      open connections at most; more are closed at once (default 1024)
+  --insecure-skip-auth     local experiments only: no token needed for writes and admin routes
+                           (refused unless --host is a loopback address; logged at start)
+  tokens come from the environment: QUERY_SANDBOX_ADMIN_TOKEN (else one is made and printed),
+  QUERY_SANDBOX_WRITER_TOKEN (documents and _bulk only), QUERY_SANDBOX_CLUSTER_SECRET (required
+  with --role data or coordinator)
 
   cluster roles:
   --role ROLE            single | data | coordinator (default single: one node with every shard)
@@ -175,6 +192,7 @@ const RUNTIME_FLAGS = [
   'foreground-min-priority',
   'background-weight',
   'spare-workers',
+  'helper-thread-weight',
   'engine',
   'enforcement',
   'interval-ms',
@@ -214,6 +232,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
         'foreground-min-priority': { type: 'string' },
         'background-weight': { type: 'string' },
         'spare-workers': { type: 'string' },
+        'helper-thread-weight': { type: 'string' },
         engine: { type: 'string' },
         enforcement: { type: 'string' },
         'interval-ms': { type: 'string' },
@@ -249,8 +268,13 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
         'translog-durability': { type: 'string' },
         'translog-sync-interval-ms': { type: 'string' },
         'indexing-pressure-bytes': { type: 'string' },
+        'write-queue-size': { type: 'string' },
         etcd: { type: 'string' },
         'etcd-prefix': { type: 'string' },
+        'headers-timeout-ms': { type: 'string' },
+        'request-timeout-ms': { type: 'string' },
+        'max-connections': { type: 'string' },
+        'insecure-skip-auth': { type: 'boolean' },
       },
       strict: true,
       allowPositionals: false,
@@ -291,6 +315,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
       : (intFlag('port', env['PORT'], 0, 65535, 'PORT') ?? 9200);
   const threads = intFlag('threads', str('threads'), 1, 1024);
   const spareWorkers = intFlag('spare-workers', str('spare-workers'), 0, 64);
+  const helperThreadWeight = intFlag('helper-thread-weight', str('helper-thread-weight'), 0, 19);
   const lanes = laneFlags(str);
   const intervalMs = intFlag('interval-ms', str('interval-ms'), 10, 60_000);
   const maxDocs = intFlag('max-docs', str('max-docs'), 1, 1_000_000);
@@ -316,6 +341,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     1,
     Number.MAX_SAFE_INTEGER,
   );
+  const writeQueueSize = intFlag('write-queue-size', str('write-queue-size'), 1, 1_000_000);
   const coresText = str('cores');
   const cores = coresText === undefined ? undefined : Number(coresText);
   if (coresText !== undefined && (!/^\d*\.?\d+$/.test(coresText) || !(cores! > 0 && cores! <= 4096))) {
@@ -346,6 +372,25 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
       logLevel,
     );
   }
+  const headersTimeoutMs = intFlag('headers-timeout-ms', str('headers-timeout-ms'), 1, 3_600_000);
+  const requestTimeoutMs = intFlag('request-timeout-ms', str('request-timeout-ms'), 1, 3_600_000);
+  if (requestTimeoutMs !== undefined && requestTimeoutMs < (headersTimeoutMs ?? 30_000)) {
+    throw new InvalidArgumentError(
+      '--request-timeout-ms',
+      `must be at least --headers-timeout-ms (${headersTimeoutMs ?? 30_000}): the headers are part of the request`,
+      str('request-timeout-ms'),
+    );
+  }
+  const maxConnections = intFlag('max-connections', str('max-connections'), 1, 1_000_000);
+  const host = str('host') ?? env['HOST'] ?? '127.0.0.1';
+  const insecureSkipAuth = values['insecure-skip-auth'] === true;
+  if (insecureSkipAuth && !isLoopbackHost(host)) {
+    throw new InvalidArgumentError(
+      '--insecure-skip-auth',
+      'is only for local experiments: it needs --host to be a loopback address (127.0.0.1, ::1, localhost)',
+      host,
+    );
+  }
   const runtime: RuntimeOptions = {
     sandboxes:
       str('sandboxes') ??
@@ -354,6 +399,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     dataDir: str('data-dir') ?? env['QUERY_SANDBOX_DATA_DIR'] ?? '.query-sandbox',
     ...(threads !== undefined ? { threads } : {}),
     ...(spareWorkers !== undefined ? { spareWorkers } : {}),
+    ...(helperThreadWeight !== undefined ? { helperThreadWeight } : {}),
     ...(lanes !== undefined ? { lanes } : {}),
     ...(intervalMs !== undefined ? { intervalMs } : {}),
     ...(maxSandboxes !== undefined ? { maxSandboxes } : {}),
@@ -368,6 +414,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     ...(translogDurability !== undefined ? { translogDurability: translogDurability as 'request' | 'async' } : {}),
     ...(translogSyncIntervalMs !== undefined ? { translogSyncIntervalMs } : {}),
     ...(indexingPressureBytes !== undefined && role !== 'coordinator' ? { indexingPressureBytes } : {}),
+    ...(writeQueueSize !== undefined && role !== 'coordinator' ? { writeQueueSize } : {}),
     ...(str('cache-dir') !== undefined ? { cacheDir: str('cache-dir')! } : {}),
     ...(usageIntervalMs !== undefined || usageWindowMs !== undefined
       ? {
@@ -389,7 +436,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     etcd: str('etcd') === undefined ? undefined : parseEtcdEndpoints(str('etcd')!),
     etcdPrefix,
     queryPriorityFile: str('query-priority'),
-    host: str('host') ?? env['HOST'] ?? '127.0.0.1',
+    host,
     port,
     runtime,
     logLevel,
@@ -398,6 +445,12 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     debugRoutes: values['debug-routes'] === true,
     coordinator:
       role === 'coordinator' ? { ...coordinatorOptions(str, nodeId), indexingPressureBytes } : undefined,
+    connectionLimits: {
+      ...(headersTimeoutMs !== undefined ? { headersTimeoutMs } : {}),
+      ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}),
+      ...(maxConnections !== undefined ? { maxConnections } : {}),
+    },
+    insecureSkipAuth,
   };
 }
 
@@ -460,6 +513,11 @@ function laneFlags(str: (k: string) => string | undefined): RuntimeOptions['lane
     { name: 'foreground', minPriority, weight: 0, ...(foregroundWorkers !== undefined ? { workers: foregroundWorkers } : {}) },
     { name: 'background', weight, ...(backgroundWorkers !== undefined ? { workers: backgroundWorkers } : {}) },
   ];
+}
+
+/** True for an address only this machine can reach: 127.0.0.0/8, ::1, localhost. */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(host);
 }
 
 function coordinatorOptions(

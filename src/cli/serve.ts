@@ -6,6 +6,10 @@
  * watched from the very start (see `node-lifecycle.ts`): a killed launcher leaves no orphans, even
  * one killed while its nodes were still starting. Once listening, a node started by a launcher tells
  * it so over that channel.
+ *
+ * Credentials (docs/security.md): the admin token, an optional writer token and, for the roles of a
+ * cluster, the cluster secret, from the environment (`node-secrets.ts`); a bad or missing one stops
+ * the start before anything loads. `--insecure-skip-auth` opens writes to everyone and says so loudly.
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -14,6 +18,7 @@ import { readClusterFile } from '../cluster/cluster-spec.js';
 import { Coordinator } from '../cluster/coordinator.js';
 import { type DataNodePlacement, placeDataNode } from '../cluster/data-node-placement.js';
 import { InvalidArgumentError } from '../errors.js';
+import { RuntimeFeed, withTaskEnds } from '../observability/runtime-feed.js';
 import { createRuntime } from '../runtime.js';
 import { FileSandboxStore } from '../sandbox/file-sandbox-store.js';
 import { describeJsonError } from '../sandbox/json-error-position.js';
@@ -24,6 +29,7 @@ import { type DataNodeRecovery, registerDataNodeRoutes } from '../server/data-no
 import { buildHttpServer } from '../server/http-server.js';
 import { resolveAdminToken } from './admin-token.js';
 import { notifyListening, type StopWatch, watchStopRequests } from './node-lifecycle.js';
+import { type NodeSecrets, readNodeSecrets } from './node-secrets.js';
 import { probePort } from './port-probe.js';
 import type { ServeOptions } from './serve-options.js';
 import type { EtcdConnection } from '../cluster/etcd-connection.js';
@@ -93,7 +99,27 @@ async function readQueryPriorityFile(file: string): Promise<unknown> {
   return document;
 }
 
-async function serveCoordinator(options: ServeOptions, log: pino.Logger, stops: StopWatch): Promise<void> {
+/** `http://host:port`, with an IPv6 host in brackets. */
+function urlOf(host: string, port: number): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/** The loud warning of `--insecure-skip-auth`, once at start. */
+function warnIfOpen(options: ServeOptions, log: pino.Logger): void {
+  if (!options.insecureSkipAuth) return;
+  log.warn(
+    { insecureSkipAuth: true, host: options.host },
+    'AUTHENTICATION IS OFF (--insecure-skip-auth): anyone who reaches this port can create and delete ' +
+      'indices, write documents and change sandboxes. For local experiments only.',
+  );
+}
+
+async function serveCoordinator(
+  options: ServeOptions,
+  log: pino.Logger,
+  stops: StopWatch,
+  secrets: NodeSecrets,
+): Promise<void> {
   const c = options.coordinator!;
   const dataNodes = c.dataNodes ?? (await readClusterFile(options.clusterFile!)).dataNodes;
   const started = performance.now();
@@ -130,14 +156,24 @@ async function serveCoordinator(options: ServeOptions, log: pino.Logger, stops: 
     // Writable indices' metadata and templates survive restarts.
     dataDir: path.resolve(options.runtime.dataDir ?? '.query-sandbox'),
     logger: log,
+    clusterSecret: secrets.clusterSecret,
   });
-  const app = buildCoordinatorServer(coordinator, { logger: log });
+  const admin = await resolveAdminToken(process.env, path.resolve(options.runtime.dataDir ?? '.query-sandbox'));
+  const app = buildCoordinatorServer(coordinator, {
+    logger: log,
+    adminToken: admin.token,
+    writerToken: secrets.writerToken,
+    insecureSkipAuth: options.insecureSkipAuth,
+    connectionLimits: options.connectionLimits,
+  });
   await app.listen({ host: options.host, port: options.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : options.port;
   log.info(
     {
       url: `http://${options.host}:${port}`,
+      dashboard: `${urlOf(options.host, port)}/_dashboard`,
+      metrics: `${urlOf(options.host, port)}/_prometheus/metrics`,
       startMs: Math.round(performance.now() - started),
       dataNodes: coordinator.routingTable.nodeIds,
       indices: coordinator.routingTable.indices,
@@ -145,6 +181,9 @@ async function serveCoordinator(options: ServeOptions, log: pino.Logger, stops: 
     },
     'query-sandbox coordinator listening',
   );
+  warnIfOpen(options, log);
+  process.stdout.write(`dashboard: ${urlOf(options.host, port)}/_dashboard\n`);
+  printAdminToken(admin);
   notifyListening(coordinator.nodeId, port);
   stops.serving(async (signal) => {
     log.info({ signal }, 'stopping');
@@ -160,7 +199,8 @@ export async function serve(options: ServeOptions): Promise<void> {
   // First thing: a node told to stop, or whose launcher went away, while it starts must not stay on.
   const stops = watchStopRequests((signal) => log.info({ signal }, 'stopping during start-up'));
   await checkListenable(options.host, options.port);
-  if (options.role === 'coordinator') return serveCoordinator(options, log, stops);
+  const secrets = readNodeSecrets(process.env, options.role);
+  if (options.role === 'coordinator') return serveCoordinator(options, log, stops, secrets);
   const started = performance.now();
   let placement: DataNodePlacement | undefined;
   if (options.role === 'data') {
@@ -183,7 +223,9 @@ export async function serve(options: ServeOptions): Promise<void> {
     options.queryPriorityFile === undefined ? undefined : await readQueryPriorityFile(options.queryPriorityFile);
   const connection = await connectClusterState(options, log);
   const shared = connection === undefined ? undefined : await sharedStores(connection, options.role === 'data');
-  const runtime = await createRuntime({
+  // Metrics and the dashboard read the runtime through this feed (task ends feed the histograms).
+  const feed = new RuntimeFeed();
+  const runtime = await createRuntime(withTaskEnds({
     ...options.runtime,
     ...(placement !== undefined ? { engineOptions: placement.engineOptions } : {}),
     ...(queryPriority !== undefined ? { queryPriority } : {}),
@@ -194,7 +236,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     sandboxStore: shared?.sandboxes ?? new FileSandboxStore(path.join(dataDir, 'sandboxes.json')),
     ...(shared?.indexMetadata !== undefined ? { indexMetadataStore: shared.indexMetadata } : {}),
     logger: log,
-  });
+  }, feed));
   // With shared metadata, the copies follow every change of the shard table made elsewhere.
   if (shared?.indexMetadata !== undefined && runtime.indices !== undefined) {
     const indices = runtime.indices;
@@ -206,7 +248,12 @@ export async function serve(options: ServeOptions): Promise<void> {
   const app = buildHttpServer(runtime, {
     logger: log,
     adminToken: admin.token,
+    feed: feed.attach(runtime, true),
     ...(connection !== undefined ? { clusterState: () => connection.stats() } : {}),
+    writerToken: secrets.writerToken,
+    clusterSecret: secrets.clusterSecret,
+    insecureSkipAuth: options.insecureSkipAuth,
+    connectionLimits: options.connectionLimits,
   });
   let recovery: DataNodeRecovery | undefined;
   const copies = placement?.copiesFor(runtime.nodeStats().engineIndices ?? []) ?? [];
@@ -218,6 +265,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       logger: log,
       // With cluster state in etcd the primaries keep the in-sync sets and catch their replicas up.
       trackInSync: shared?.indexMetadata !== undefined,
+      clusterSecret: secrets.clusterSecret,
     });
   }
   await app.listen({ host: options.host, port: options.port });
@@ -252,6 +300,8 @@ export async function serve(options: ServeOptions): Promise<void> {
   log.info(
     {
       url: `http://${options.host}:${port}`,
+      dashboard: `${urlOf(options.host, port)}/_dashboard`,
+      metrics: `${urlOf(options.host, port)}/_prometheus/metrics`,
       startMs: Math.round(performance.now() - started),
       workerStartupMs: node.workerStartupMs.map((ms) => Math.round(ms)),
       indices: node.engineIndices,
@@ -261,12 +311,9 @@ export async function serve(options: ServeOptions): Promise<void> {
     },
     'query-sandbox listening',
   );
-  if (admin.file !== undefined) {
-    // Printed once, here; also kept in a file only its owner can read.
-    process.stdout.write(
-      `admin token for sandbox changes (Authorization: Bearer <token>; also in ${admin.file}):\n${admin.token}\n`,
-    );
-  }
+  warnIfOpen(options, log);
+  process.stdout.write(`dashboard: ${urlOf(options.host, port)}/_dashboard\n`);
+  printAdminToken(admin);
   notifyListening(node.nodeId, port);
   stops.serving(async (signal) => {
     log.info({ signal }, 'stopping');
@@ -304,4 +351,12 @@ async function sharedStores(connection: EtcdConnection, dataNode: boolean) {
       await queryPriority.close();
     },
   };
+}
+
+/** A token made at this start is printed once, here; it is also kept in a file only its owner can read. */
+function printAdminToken(admin: { readonly token: string; readonly file: string | undefined }): void {
+  if (admin.file === undefined) return;
+  process.stdout.write(
+    `admin token for index, bulk and sandbox changes (Authorization: Bearer <token>; also in ${admin.file}):\n${admin.token}\n`,
+  );
 }

@@ -72,13 +72,14 @@ import {
   type GetResponse,
   getShard,
   type IndexApi,
+  mappingsView,
   settingsView,
   templateView,
 } from '../indices/writable-indices.js';
 import { BulkPlanner, type PlannedItem, type ShardBatch } from '../routing/bulk-planner.js';
 import { type BulkItem, BulkRequestParser, type BulkRequestParserOptions } from '../routing/bulk-request.js';
 import { isPlainObject } from '../sandbox/is-plain-object.js';
-import { callInternal } from './internal-call.js';
+import { callInternal, type InternalCallOptions } from './internal-call.js';
 import {
   CAT_SHARDS_PATH,
   GET_PATH,
@@ -110,6 +111,8 @@ export interface ClusterWritesOptions {
   readonly markDown: (nodeId: string) => void;
   /** Time a data node has to answer a shard bulk or an index call, ms. */
   readonly timeoutMs: number;
+  /** The cluster secret the data nodes' internal routes need. */
+  readonly clusterSecret: string | undefined;
   /** Indexing-pressure limit, bytes. @default 10 % of the heap limit */
   readonly indexingPressureBytes?: number | undefined;
   /** Unhealthy above this × the median response-time EWMA. @default 2 */
@@ -270,8 +273,7 @@ export class ClusterWrites implements IndexApi {
           `${INDICES_PATH}/${encodeURIComponent(name)}?uuid=${encodeURIComponent(meta.uuid)}`,
           'DELETE',
           undefined,
-          this.#options.timeoutMs,
-          this.#options.signal,
+          this.#callOptions(),
         ),
       ).catch((error: unknown) => {
         this.#options.log.warn({ index: name, error: String(error) }, 'index deleted, but not on every data node');
@@ -298,8 +300,7 @@ export class ClusterWrites implements IndexApi {
           `${INDICES_PATH}/${encodeURIComponent(name)}/_settings`,
           'PUT',
           { uuid: meta.uuid, settings: explicitSettingsToFlat(meta.settings.explicit) },
-          this.#options.timeoutMs,
-          this.#options.signal,
+          this.#callOptions(),
         ),
       );
     }
@@ -310,6 +311,10 @@ export class ClusterWrites implements IndexApi {
     const out: Record<string, unknown> = {};
     for (const name of this.#resolve(expression, undefined)) out[name] = settingsView(this.metadata.get(name)!);
     return out;
+  }
+
+  getMappings(expression: string): Record<string, unknown> {
+    return mappingsView(this.metadata, this.#resolve(expression, undefined));
   }
 
   async putTemplate(name: string, body: unknown, create: boolean): Promise<Record<string, unknown>> {
@@ -344,8 +349,7 @@ export class ClusterWrites implements IndexApi {
         GET_PATH,
         'POST',
         { index, shard, id },
-        this.#options.timeoutMs,
-        this.#options.signal,
+        this.#callOptions(),
       );
       this.#options.collector.ingest(node, outcome.statsHeader);
       if (outcome.ok) return outcome.body as unknown as GetResponse;
@@ -366,8 +370,7 @@ export class ClusterWrites implements IndexApi {
           CAT_SHARDS_PATH,
           'GET',
           undefined,
-          Math.min(5000, this.#options.timeoutMs),
-          this.#options.signal,
+          { ...this.#callOptions(), timeoutMs: Math.min(5000, this.#options.timeoutMs) },
         );
         if (!outcome.ok || !Array.isArray(outcome.body['rows'])) return;
         for (const row of outcome.body['rows'] as CatShardRow[]) found.set(`${row.index}/${row.shard}/${row.node}`, row);
@@ -405,8 +408,7 @@ export class ClusterWrites implements IndexApi {
           REFRESH_PATH,
           'POST',
           { indices: names },
-          this.#options.timeoutMs,
-          this.#options.signal,
+          this.#callOptions(),
         );
         if (outcome.ok) {
           for (const name of names) {
@@ -482,8 +484,7 @@ export class ClusterWrites implements IndexApi {
           refresh,
           shards: batches.map((b) => ({ index: b.index, shard: b.shard, items: b.items.map(toShardWriteItem) })),
         },
-        this.#options.timeoutMs,
-        this.#options.signal,
+        this.#callOptions(),
       );
     } finally {
       ranking.onDone(node);
@@ -638,8 +639,7 @@ export class ClusterWrites implements IndexApi {
           `${INDICES_PATH}/${encodeURIComponent(name)}`,
           'PUT',
           formatIndexMetadata(meta),
-          this.#options.timeoutMs,
-          this.#options.signal,
+          this.#callOptions(),
         ),
       );
     } catch (error) {
@@ -650,14 +650,18 @@ export class ClusterWrites implements IndexApi {
           `${INDICES_PATH}/${encodeURIComponent(name)}?uuid=${encodeURIComponent(meta.uuid)}`,
           'DELETE',
           undefined,
-          this.#options.timeoutMs,
-          this.#options.signal,
+          this.#callOptions(),
         ),
       ).catch(() => undefined);
       throw error;
     }
     this.#options.log.info({ index: name, uuid: meta.uuid, layout: meta.layout }, 'index created on the cluster');
     return meta;
+  }
+
+  /** How every internal call of the write side is made: the shard time-out, the secret, the closing signal. */
+  #callOptions(): InternalCallOptions {
+    return { timeoutMs: this.#options.timeoutMs, secret: this.#options.clusterSecret, signal: this.#options.signal };
   }
 
   /** Runs `call` on every data node; throws EngineFailureError naming the nodes that failed. */

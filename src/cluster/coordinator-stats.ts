@@ -30,6 +30,8 @@ export interface DataNodeStats {
   readonly lastCallFailed: boolean;
   /** Shards retried on another copy after this node failed them. */
   readonly retriedAway: number;
+  /** Searches this coordinator refused before fan-out because this node was over its admission limit. */
+  readonly admissionRejections: { readonly cpu: number; readonly heap: number };
   readonly outstandingShards: number;
   readonly ranking: ComputedNodeStats | undefined;
 }

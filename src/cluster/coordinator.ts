@@ -26,9 +26,12 @@
  *    picked by the ranking among the copies not tried yet. A node that did not answer at all is ranked
  *    after the others for `failedNodeBackoffMs`.
  * 6. A 4xx other than those (a bad query, a forbidden sandbox) is the client's: the first such answer
- *    is passed on as is (`RemoteClientError`); it counts as no failure of the node and logs no warning. If every shard failed: `ShardsFailedError` (429 when
- *    every failure was a 429, else 503). Otherwise the hits are merged (`search-merge.ts`) and failed
- *    shards are listed in `_shards.failures`.
+ *    is passed on as is (`RemoteClientError`); it counts as no failure of the node and logs no warning.
+ *    Then Elasticsearch's rules for shard failures: every shard failed: `ShardsFailedError` (`all
+ *    shards failed`, its status from the failures: 429 when they were refusals, see
+ *    `shardFailuresStatus`); some failed: the merged hits (`search-merge.ts`) with 200 and the failed
+ *    shards in `_shards.failures`, or, with `allow_partial_search_results=false`, `ShardsFailedError`
+ *    (`Partial shards failure`).
  *
  * Every answer from a data node feeds the stats collector with its `Resource_Usage_Stats` header
  * (only the called node's own entry counts) and the ranking with its response time, service time and
@@ -47,6 +50,7 @@ import {
   type ShardFailure,
   ShardsFailedError,
 } from '../errors.js';
+import { DecisionLog } from '../observability/decision-log.js';
 import { isPlainObject } from '../sandbox/is-plain-object.js';
 import type { DataNodeAddress } from './cluster-spec.js';
 import { ClusterWrites } from './cluster-writes.js';
@@ -59,7 +63,14 @@ import type { MembershipWatcher } from './membership.js';
 import type { NodeInfo } from './internal-protocol.js';
 import { RemoteClientError } from './remote-client-error.js';
 import { RoutingTable } from './routing-table.js';
-import { type MergeableHit, mergeHits, type NodeHits, readNodeHits } from './search-merge.js';
+import {
+  type MergeableHit,
+  type MergedTotal,
+  mergeHits,
+  mergeOrderOf,
+  type NodeHits,
+  readNodeHits,
+} from './search-merge.js';
 import { pageOf } from './search-page.js';
 
 export type { CoordinatorStats, DataNodeStats } from './coordinator-stats.js';
@@ -109,6 +120,11 @@ export interface CoordinatorOptions {
   readonly slowNodeFactor?: number;
   /** ...for this long after its last slow answer, ms. @default 5000 */
   readonly slowNodeRetryMs?: number;
+  /**
+   * The cluster secret, sent on every call to a data node (`Authorization: Bearer <secret>`); the data
+   * nodes' internal routes refuse calls without it (401) or with another one (403). @default none
+   */
+  readonly clusterSecret?: string | undefined;
 }
 
 /** One search as the coordinator takes it. */
@@ -123,10 +139,10 @@ export interface CoordinatorSearchRequest {
   readonly sandboxId?: string | undefined;
 }
 
-/** The merged answer, OpenSearch-shaped. */
+/** The merged answer, Elasticsearch-shaped. */
 export interface CoordinatorSearchResponse {
   readonly took: number;
-  readonly timed_out: false;
+  readonly timed_out: boolean;
   readonly _shards: {
     readonly total: number;
     readonly successful: number;
@@ -135,10 +151,21 @@ export interface CoordinatorSearchResponse {
     readonly failures?: readonly ShardFailure[];
   };
   readonly hits: {
-    readonly total: { readonly value: number; readonly relation: 'eq' };
+    /** Absent with `track_total_hits: false`. */
+    readonly total?: MergedTotal;
     readonly max_score: number | null;
     readonly hits: readonly MergeableHit[];
   };
+}
+
+/**
+ * `allow_partial_search_results` of a body (the HTTP edge copies the URL parameter there): `false` or
+ * `"false"` refuses partial results; anything else, or none, allows them (Elasticsearch's default,
+ * `search.default_allow_partial_results: true`). The data nodes check the value itself.
+ */
+function allowsPartialResults(body: Readonly<Record<string, unknown>>): boolean {
+  const value = body['allow_partial_search_results'];
+  return value !== false && value !== 'false';
 }
 
 interface Target {
@@ -157,6 +184,8 @@ interface NodeState {
   shardRequests: number;
   failures: number;
   retriedAway: number;
+  /** Searches refused before fan-out because this node was over its admission limit, per resource. */
+  readonly admissionRejections: { cpu: number; heap: number };
   downUntilMs: number;
   /** The last call to the node got no answer or a failure (not a client error); false until one fails. */
   lastCallFailed: boolean;
@@ -237,7 +266,10 @@ export class Coordinator {
   readonly #collector: StatsCollector;
   readonly #shardTimeoutMs: number;
   readonly #backoffMs: number;
+  readonly #clusterSecret: string | undefined;
   readonly #log: pino.Logger;
+  /** Admission rejections at info, rate-limited. */
+  readonly #decisions: DecisionLog;
   readonly #closing = new AbortController();
   #writes: ClusterWrites | undefined;
   #membership: MembershipWatcher | undefined;
@@ -259,6 +291,7 @@ export class Coordinator {
       shardTimeoutMs: number;
       backoffMs: number;
       log: pino.Logger;
+      clusterSecret: string | undefined;
     },
   ) {
     this.nodeId = nodeId;
@@ -272,6 +305,7 @@ export class Coordinator {
         shardRequests: 0,
         failures: 0,
         retriedAway: 0,
+        admissionRejections: { cpu: 0, heap: 0 },
         downUntilMs: 0,
         lastCallFailed: false,
       });
@@ -282,7 +316,9 @@ export class Coordinator {
     this.#collector = parts.collector;
     this.#shardTimeoutMs = parts.shardTimeoutMs;
     this.#backoffMs = parts.backoffMs;
+    this.#clusterSecret = parts.clusterSecret;
     this.#log = parts.log;
+    this.#decisions = new DecisionLog(parts.log);
   }
 
   /**
@@ -327,6 +363,7 @@ export class Coordinator {
           collector.ingest(nodeId, header);
         },
         log,
+        options.clusterSecret,
       );
       urls = new Map(infos.map((info, i) => [info.node_id, options.dataNodes[i]!.url]));
     } else {
@@ -356,6 +393,7 @@ export class Coordinator {
       shardTimeoutMs,
       backoffMs,
       log,
+      clusterSecret: options.clusterSecret,
     });
     coordinator.#membership = state?.membership;
     const isLive = state === undefined ? undefined : (id: string) => state.membership.isLive(id);
@@ -379,6 +417,7 @@ export class Coordinator {
         node.lastCallFailed = true;
       },
       timeoutMs: shardTimeoutMs,
+      clusterSecret: options.clusterSecret,
       indexingPressureBytes: options.indexingPressureBytes,
       slowNodeFactor: options.slowNodeFactor,
       slowNodeRetryMs: options.slowNodeRetryMs,
@@ -439,7 +478,8 @@ export class Coordinator {
    * Runs one search over the cluster (see module doc).
    * @throws InvalidArgumentError / IndexNotFoundError / EngineRequestError (400/404) for a bad request;
    *   AdmissionRejectedError (429) before fan-out; RemoteClientError for a data node's 4xx;
-   *   ShardsFailedError (429/503) when every shard failed; NotRunningError once closed.
+   *   ShardsFailedError when every shard failed, or some did with allow_partial_search_results=false;
+   *   NotRunningError once closed.
    */
   async search(request: CoordinatorSearchRequest): Promise<CoordinatorSearchResponse> {
     if (this.#closing.signal.aborted) throw new NotRunningError('the coordinator is closed');
@@ -476,6 +516,16 @@ export class Coordinator {
       this.#rejected++;
       const { refusal } = decision;
       const target = targets[refusal.shardIndex]!;
+      const refused = this.#nodes.get(refusal.nodeId);
+      if (refused !== undefined) refused.admissionRejections[refusal.resource]++;
+      this.#decisions.admissionRejected({
+        nodeId: refusal.nodeId,
+        resource: refusal.resource,
+        usage: refusal.usage,
+        limit: refusal.limit,
+        index: target.index,
+        shard: target.shard,
+      });
       throw new AdmissionRejectedError(
         refusal.nodeId,
         refusal.resource,
@@ -558,11 +608,15 @@ export class Coordinator {
       this.#failed++;
       throw new ShardsFailedError(failures);
     }
+    if (failures.length > 0 && !allowsPartialResults(body)) {
+      this.#failed++;
+      throw new ShardsFailedError(failures, { partial: true });
+    }
     if (failures.length > 0) this.#partial++;
-    const merged = mergeHits(parts, from, size);
+    const merged = mergeHits(parts, from, size, mergeOrderOf(body));
     return {
       took: Math.round(performance.now() - started),
-      timed_out: false,
+      timed_out: merged.timedOut,
       _shards: {
         total: targets.length,
         successful: targets.length - failures.length,
@@ -571,7 +625,7 @@ export class Coordinator {
         ...(failures.length > 0 ? { failures } : {}),
       },
       hits: {
-        total: { value: merged.total, relation: 'eq' },
+        ...(merged.total === undefined ? {} : { total: merged.total }),
         max_score: merged.maxScore,
         hits: merged.hits,
       },
@@ -626,6 +680,7 @@ export class Coordinator {
         { index: Object.keys(wanted).join(','), shards: wanted, bodyJson },
         forwarded,
         this.#shardTimeoutMs,
+        this.#clusterSecret,
         this.#closing.signal,
       );
     } finally {
@@ -699,6 +754,7 @@ export class Coordinator {
         failures: node.failures,
         lastCallFailed: node.lastCallFailed,
         retriedAway: node.retriedAway,
+        admissionRejections: { ...node.admissionRejections },
         outstandingShards: this.#ranking.outstanding(node.nodeId),
         ranking: this.#ranking.nodeStats(node.nodeId),
       });

@@ -5,6 +5,7 @@
  */
 import { STATS_HEADER_KEY } from '../admission/stats-header.js';
 import { isPlainObject } from '../sandbox/is-plain-object.js';
+import { internalHeaders } from './internal-call.js';
 import {
   NODE_INFO_PATH,
   type NodeInfo,
@@ -78,6 +79,7 @@ export interface ShardSearchCall {
 
 /**
  * `POST /_internal/shard_search` on the node at `url`.
+ * @param secret the cluster secret (`Authorization: Bearer`), without which the node answers 401.
  * @param signal aborts the call (the coordinator closing); the call also times out after `timeoutMs`.
  */
 export async function callShardSearch(
@@ -85,11 +87,12 @@ export async function callShardSearch(
   request: ShardSearchCall,
   headers: ForwardedHeaders,
   timeoutMs: number,
+  secret: string | undefined,
   signal?: AbortSignal,
 ): Promise<NodeCallOutcome> {
   const started = performance.now();
   const elapsedNs = () => Math.round((performance.now() - started) * 1e6);
-  const sent: Record<string, string> = { 'content-type': 'application/json' };
+  const sent = internalHeaders(secret, true);
   if (headers.user !== undefined) sent['x-user'] = headers.user;
   if (headers.sandboxId !== undefined) sent['x-sandbox-id'] = headers.sandboxId;
   // Names and shard numbers: flat, so this cannot throw.
@@ -155,15 +158,20 @@ export async function callShardSearch(
 }
 
 /**
- * `GET /_internal/node_info` on the node at `url`.
+ * `GET /_internal/node_info` on the node at `url`, with the cluster secret `secret`.
  * @returns the checked node info and the stats header value, if any.
- * @throws Error when the node does not answer, answers with an error status, or with a bad body.
+ * @throws Error when the node does not answer, answers with an error status (401/403: the secret is
+ *   missing or wrong), or with a bad body.
  */
 export async function fetchNodeInfo(
   url: string,
   timeoutMs: number,
+  secret: string | undefined,
 ): Promise<{ info: NodeInfo; statsHeader: string | undefined }> {
-  const response = await fetch(`${url}${NODE_INFO_PATH}`, { signal: AbortSignal.timeout(timeoutMs) });
+  const response = await fetch(`${url}${NODE_INFO_PATH}`, {
+    headers: internalHeaders(secret, false),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
   const text = await response.text();
   if (response.status !== 200) {
     throw new Error(

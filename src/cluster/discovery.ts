@@ -53,6 +53,7 @@ export async function discoverDataNodes(
   timeoutMs: number,
   onAnswer: (nodeId: string, statsHeader: string | undefined) => void,
   log: pino.Logger,
+  secret: string | undefined,
 ): Promise<NodeInfo[]> {
   const started = performance.now();
   const deadline = started + timeoutMs;
@@ -63,7 +64,7 @@ export async function discoverDataNodes(
       for (let attempt = 1; ; attempt++) {
         let answer: Awaited<ReturnType<typeof fetchNodeInfo>>;
         try {
-          answer = await fetchNodeInfo(node.url, callTimeoutMs);
+          answer = await fetchNodeInfo(node.url, callTimeoutMs, secret);
         } catch (error) {
           const failure = describeFailure(error, callTimeoutMs);
           const now = performance.now();

@@ -101,12 +101,15 @@ export interface HttpReplicatorOptions {
   /** @default 1000 */
   readonly inSyncProbeMs?: number;
   readonly log: pino.Logger;
+  /** The cluster secret the replicas' internal routes need. @default none (they refuse: 401) */
+  readonly clusterSecret?: string | undefined;
 }
 
 /** The data node's `Replicator` (see module doc). */
 export class HttpReplicator implements Replicator {
   readonly #indices: WritableIndices;
   readonly #timeoutMs: number;
+  readonly #secret: string | undefined;
   readonly #log: pino.Logger;
   readonly #queues = new Map<string, ReplicaQueue>();
   readonly #closing = new AbortController();
@@ -116,6 +119,7 @@ export class HttpReplicator implements Replicator {
   constructor(options: HttpReplicatorOptions) {
     this.#indices = options.indices;
     this.#timeoutMs = options.timeoutMs ?? 30_000;
+    this.#secret = options.clusterSecret;
     this.#log = options.log;
     this.#trackInSync = options.trackInSync === true;
     if (this.#trackInSync) {
@@ -281,9 +285,7 @@ export class HttpReplicator implements Replicator {
           ...(primaryNextSeqNo !== undefined && attempt === 0 ? { primary_next_seq_no: primaryNextSeqNo } : {}),
           ...(this.#trackInSync ? { primary_term: copy.term } : {}),
         },
-        this.#timeoutMs,
-        this.#closing.signal,
-        [200, 409],
+        { timeoutMs: this.#timeoutMs, secret: this.#secret, signal: this.#closing.signal, okStatuses: [200, 409] },
       );
       if (!outcome.ok) return fail(outcome.status, outcome.reason);
       if (outcome.status === 200) {
@@ -320,7 +322,13 @@ export class HttpReplicator implements Replicator {
 export async function recoverReplicas(
   indices: WritableIndices,
   log: pino.Logger,
-  options: { readonly retryMs?: number; readonly timeoutMs?: number; readonly signal?: AbortSignal } = {},
+  options: {
+    readonly retryMs?: number;
+    readonly timeoutMs?: number;
+    readonly signal?: AbortSignal;
+    /** The cluster secret the primary's internal routes need. */
+    readonly clusterSecret?: string | undefined;
+  } = {},
 ): Promise<void> {
   const retryMs = options.retryMs ?? 500;
   const deadline = performance.now() + (options.timeoutMs ?? 300_000);
@@ -337,8 +345,7 @@ export async function recoverReplicas(
           RECOVER_PATH,
           'POST',
           { index: meta.name, uuid: meta.uuid, shard, from_seq_no: from },
-          30_000,
-          options.signal,
+          { timeoutMs: 30_000, secret: options.clusterSecret, signal: options.signal },
         );
         if (outcome.ok && Array.isArray(outcome.body['operations'])) {
           const operations = outcome.body['operations'] as LoggedOperation[];

@@ -27,21 +27,35 @@ export type InternalCallOutcome =
       readonly responseTimeNs: number;
     };
 
-/**
- * Calls `method url+path` with a JSON body (none for GET/DELETE without one).
- * @param okStatuses statuses that count as an answer to read (default 200 only; replication also
- *   reads its 409).
- * @param signal aborts the call (the caller closing); it also times out after `timeoutMs`.
- */
+/** How one internal call is made. */
+export interface InternalCallOptions {
+  /** The call fails as `receive_timeout_transport_exception` after this long, ms. */
+  readonly timeoutMs: number;
+  /** The cluster secret, sent as `Authorization: Bearer <secret>` (the other node refuses the call without it). */
+  readonly secret: string | undefined;
+  /** Aborts the call (the caller closing). */
+  readonly signal?: AbortSignal | undefined;
+  /** Statuses that count as an answer to read. @default [200] (replication also reads its 409) */
+  readonly okStatuses?: readonly number[];
+}
+
+/** The headers of an internal call: the cluster secret, and the JSON content type when there is a body. */
+export function internalHeaders(secret: string | undefined, json: boolean): Record<string, string> {
+  const headers: Record<string, string> = json ? { 'content-type': 'application/json' } : {};
+  if (secret !== undefined) headers['authorization'] = `Bearer ${secret}`;
+  return headers;
+}
+
+/** Calls `method url+path` with a JSON body (none for GET/DELETE without one). */
 export async function callInternal(
   url: string,
   path: string,
   method: 'GET' | 'POST' | 'PUT' | 'DELETE',
   body: unknown,
-  timeoutMs: number,
-  signal?: AbortSignal,
-  okStatuses: readonly number[] = [200],
+  options: InternalCallOptions,
 ): Promise<InternalCallOutcome> {
+  const { timeoutMs, signal } = options;
+  const okStatuses = options.okStatuses ?? [200];
   const started = performance.now();
   const elapsedNs = () => Math.round((performance.now() - started) * 1e6);
   const timeout = AbortSignal.timeout(timeoutMs);
@@ -50,9 +64,8 @@ export async function callInternal(
   try {
     response = await fetch(`${url}${path}`, {
       method,
-      ...(body === undefined
-        ? {}
-        : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+      headers: internalHeaders(options.secret, body !== undefined),
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: signal === undefined ? timeout : AbortSignal.any([timeout, signal]),
     });
     text = await response.text();

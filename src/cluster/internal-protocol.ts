@@ -58,6 +58,10 @@ export interface NodeInfo {
   /** Shards per index (`index.number_of_shards`), the same for every index. */
   readonly shards_per_index: number;
   readonly copies: readonly NodeInfoCopy[];
+  /** Documents of each of `indices` (whole index, every shard), when the engine reports them. */
+  readonly docs_per_index?: Readonly<Record<string, number>>;
+  /** The engine's field mappings (Elasticsearch's shape), when it reports them. */
+  readonly mappings?: Readonly<Record<string, unknown>>;
 }
 
 /** `POST /_internal/shard_search` body. */

@@ -5,6 +5,12 @@
  */
 import type { NodeInfo } from './internal-protocol.js';
 
+/** What a data node reports about one of its engine's indices. */
+export interface IndexDetails {
+  readonly docs?: number | undefined;
+  readonly mappings?: Readonly<Record<string, unknown>> | undefined;
+}
+
 export class RoutingTable {
   /** Every index some data node serves, in the order the first node lists them, then new ones. */
   readonly indices: readonly string[];
@@ -13,17 +19,21 @@ export class RoutingTable {
   readonly #shards: ReadonlyMap<string, number>;
   /** `index` -> shard -> node ids holding a copy, the primary's first. */
   readonly #copies: ReadonlyMap<string, readonly (readonly string[])[]>;
+  /** What the first node listing an index reported about it (documents, mappings). */
+  readonly #details: ReadonlyMap<string, IndexDetails>;
 
   private constructor(
     indices: readonly string[],
     nodeIds: readonly string[],
     shards: ReadonlyMap<string, number>,
     copies: ReadonlyMap<string, readonly (readonly string[])[]>,
+    details: ReadonlyMap<string, IndexDetails>,
   ) {
     this.indices = indices;
     this.nodeIds = nodeIds;
     this.#shards = shards;
     this.#copies = copies;
+    this.#details = details;
   }
 
   /**
@@ -36,6 +46,7 @@ export class RoutingTable {
     const shards = new Map<string, number>();
     const shardOwner = new Map<string, string>();
     const copies = new Map<string, { primary: string[]; replica: string[] }[]>();
+    const details = new Map<string, IndexDetails>();
     for (const info of infos) {
       if (nodeIds.includes(info.node_id))
         throw new Error(`two data nodes answer with the id [${info.node_id}]`);
@@ -44,6 +55,7 @@ export class RoutingTable {
         const known = shards.get(index);
         if (known === undefined) {
           indices.push(index);
+          details.set(index, { docs: info.docs_per_index?.[index], mappings: info.mappings });
           shards.set(index, info.shards_per_index);
           shardOwner.set(index, info.node_id);
           copies.set(
@@ -67,7 +79,12 @@ export class RoutingTable {
     for (const [index, list] of copies) {
       frozen.set(index, Object.freeze(list.map((c) => Object.freeze([...c.primary, ...c.replica]))));
     }
-    return new RoutingTable(Object.freeze(indices), Object.freeze(nodeIds), shards, frozen);
+    return new RoutingTable(Object.freeze(indices), Object.freeze(nodeIds), shards, frozen, details);
+  }
+
+  /** Documents and mappings of a data nodes' index, as its first node reported them (empty when unknown). */
+  detailsOf(index: string): IndexDetails {
+    return this.#details.get(index) ?? {};
   }
 
   /** Shards of `index`; 0 for an unknown index. */

@@ -7,6 +7,7 @@
 import MiniSearch, { type SearchOptions, type SearchResult } from 'minisearch';
 import { EngineRequestError, IndexNotFoundError } from '../errors.js';
 import type { LoadedIndices } from './index-cache.js';
+import { filterSource, type SortKey } from './search-options.js';
 import {
   type BoolQueryPlan,
   fuzzyDistance,
@@ -15,8 +16,10 @@ import {
   type QueryPlan,
   resolveDateRange,
   type SearchPlan,
+  type TermQueryPlan,
   type TextQueryPlan,
 } from './search-request.js';
+import { keywordMatches, sourcePath } from './term-queries.js';
 
 /** `_source` of a hit: the stored fields. `date` is epoch ms or null. */
 export interface HitSource {
@@ -26,22 +29,32 @@ export interface HitSource {
 }
 
 /**
- * One hit. `_score` is shard-local (as in OpenSearch's default query_then_fetch). A corpus mail's
- * `_source` holds its stored fields (`HitSource`); a writable index's document returns its whole
- * `_source`, and `_routing` when it was stored with one.
+ * One hit. `_score` is shard-local (as in OpenSearch's default query_then_fetch), null when the search
+ * sorts on fields only. A corpus mail's `_source` holds its stored fields (`HitSource`); a writable
+ * index's document returns its whole `_source`, and `_routing` when it was stored with one. `_source`
+ * is filtered as the search's `_source` asks (absent with `_source: false`); `sort` holds the hit's sort
+ * values when the search gave `sort` (`date`: epoch ms, null for a document without one).
  */
 export interface SearchHit {
   readonly _index: string;
   readonly _id: string;
-  readonly _score: number;
+  readonly _score: number | null;
   readonly _routing?: string;
-  readonly _source: HitSource | Readonly<Record<string, unknown>>;
+  readonly _source?: HitSource | Readonly<Record<string, unknown>>;
+  readonly sort?: readonly (number | null)[];
 }
 
-/** The OpenSearch-shaped search response. `took` is in ms. */
+/** `hits.total`: exact (`eq`) or a lower bound (`gte`) beyond `track_total_hits`. */
+export interface TotalHits {
+  readonly value: number;
+  readonly relation: 'eq' | 'gte';
+}
+
+/** The Elasticsearch-shaped search response. `took` is in ms. */
 export interface SearchResponse {
   readonly took: number;
-  readonly timed_out: false;
+  /** True when the search stopped at its `timeout` (the hits are those found until then). */
+  readonly timed_out: boolean;
   readonly _shards: {
     readonly total: number;
     readonly successful: number;
@@ -49,12 +62,19 @@ export interface SearchResponse {
     readonly failed: 0;
   };
   readonly hits: {
-    readonly total: { readonly value: number; readonly relation: 'eq' };
-    /** Highest score over all matching hits (not only the returned page); null when nothing matched. */
+    /** Absent with `track_total_hits: false`. */
+    readonly total?: TotalHits;
+    /**
+     * Highest score over all matching hits (not only the returned page); null when nothing matched or
+     * when the search sorts on fields only.
+     */
     readonly max_score: number | null;
     readonly hits: readonly SearchHit[];
   };
 }
+
+/** Thrown inside a search when its `timeout` passed (caught by `executeSearch`). */
+class SearchTimedOut extends Error {}
 
 /**
  * Run `plan` over every shard of `indexNames`.
@@ -89,32 +109,66 @@ export function executeSearch(
     if (wanted === undefined) return { name, shards: held.filter((s) => s !== undefined) };
     return { name, shards: wanted.map((n) => heldShard(held, name, n)) };
   });
-  const run: QueryRun = { nowMs, checkpoint };
-  const hits: SearchHit[] = [];
+  const deadline = plan.timeoutMs === undefined ? undefined : started + plan.timeoutMs;
+  const check =
+    deadline === undefined
+      ? checkpoint
+      : () => {
+          checkpoint();
+          if (performance.now() > deadline) throw new SearchTimedOut();
+        };
+  const run: QueryRun = { nowMs, checkpoint: check };
+  const matches: ScoredMatch[] = [];
   let shardCount = 0;
-  for (const { name, shards } of targets) {
+  let timedOut = false;
+  search: for (const { name, shards } of targets) {
     for (const shard of shards) {
-      checkpoint();
       shardCount++;
-      for (const match of matchShard(shard, plan.query, run).values()) {
-        hits.push(toHit(name, match.result, match.score));
+      let found: ShardMatches;
+      try {
+        check();
+        found = matchShard(shard, plan.query, run);
+      } catch (error) {
+        if (!(error instanceof SearchTimedOut)) throw error;
+        timedOut = true;
+        break search;
       }
+      for (const match of found.values()) matches.push({ index: name, result: match.result, score: match.score });
     }
   }
   checkpoint();
-  hits.sort(compareHits);
+  if (timedOut && !plan.allowPartial) {
+    throw new EngineRequestError(
+      'search_phase_execution_exception',
+      `Partial shards failure: the search passed its timeout of ${plan.timeoutMs} ms (Time exceeded) and allow_partial_search_results is false`,
+      429,
+    );
+  }
+  const scored = plan.sort.length === 0 || plan.sort.some((k) => k.field === '_score');
+  matches.sort(plan.sort.length === 0 ? compareScored : (a, b) => compareSorted(plan.sort, a, b));
   let maxScore: number | null = null;
-  for (const hit of hits) if (maxScore === null || hit._score > maxScore) maxScore = hit._score;
+  if (scored) for (const m of matches) if (maxScore === null || m.score > maxScore) maxScore = m.score;
+  const total = totalOf(matches.length, plan.trackTotalHits);
+  const page = matches.slice(plan.from, plan.from + plan.size).map((m) => toHit(m, plan, scored));
   return {
     took: Math.round(performance.now() - started),
-    timed_out: false,
+    timed_out: timedOut,
     _shards: { total: shardCount, successful: shardCount, skipped: 0, failed: 0 },
-    hits: {
-      total: { value: hits.length, relation: 'eq' },
-      max_score: maxScore,
-      hits: hits.slice(plan.from, plan.from + plan.size),
-    },
+    hits: total === undefined ? { max_score: maxScore, hits: page } : { total, max_score: maxScore, hits: page },
   };
+}
+
+/** `hits.total` for `count` matches under `track_total_hits` (undefined: not tracked). */
+export function totalOf(count: number, trackTotalHits: number | null): TotalHits | undefined {
+  if (trackTotalHits === null) return undefined;
+  return count > trackTotalHits ? { value: trackTotalHits, relation: 'gte' } : { value: count, relation: 'eq' };
+}
+
+/** A match with its index, before it becomes a hit. */
+interface ScoredMatch {
+  readonly index: string;
+  readonly result: SearchResult;
+  readonly score: number;
 }
 
 /** Shard `n` of an index, when this node holds it. @throws EngineRequestError 404 otherwise. */
@@ -188,7 +242,61 @@ function matchShard(shard: MiniSearch, query: QueryPlan, run: QueryRun): ShardMa
     }
     case 'bool':
       return matchBool(shard, query, run);
+    case 'term':
+      return matchTerm(shard, query);
   }
+}
+
+/** A term, terms or ids query on one shard (see `term-queries.ts` for what each field means). */
+function matchTerm(shard: MiniSearch, query: TermQueryPlan): ShardMatches {
+  if (query.target === 'text') {
+    const terms = query.values.map((v) => (query.caseInsensitive ? String(v).toLowerCase() : String(v)));
+    // Exact indexed terms: no tokenizing or lower-casing of the value, no fuzziness, no prefix.
+    return collect(
+      shard.search(
+        { combineWith: 'OR', queries: terms },
+        {
+          fields: [query.field],
+          tokenize: (text) => [text],
+          processTerm: (term) => term,
+          prefix: false,
+          fuzzy: false,
+        },
+      ),
+    );
+  }
+  if (query.target === 'id') {
+    const ids = new Set(query.values.map(String));
+    return collect(shard.search(MiniSearch.wildcard, { filter: (r) => ids.has(String(r.id)) }), 1);
+  }
+  if (query.target === 'date') {
+    const wanted = query.values.map((v) => (typeof v === 'number' ? v : Date.parse(String(v))));
+    return collect(
+      shard.search(MiniSearch.wildcard, { filter: (r) => typeof r['date'] === 'number' && wanted.includes(r['date']) }),
+      1,
+    );
+  }
+  if (query.target === 'routing') {
+    return collect(
+      shard.search(MiniSearch.wildcard, {
+        filter: (r) => keywordMatches(r['_routing'], query.values, query.caseInsensitive),
+      }),
+      1,
+    );
+  }
+  return collect(
+    shard.search(MiniSearch.wildcard, {
+      filter: (r) => keywordMatches(storedValue(r, query.field), query.values, query.caseInsensitive),
+    }),
+    1,
+  );
+}
+
+/** A stored field of a result: a path of a writable document's `_source`, or a corpus mail's stored field. */
+function storedValue(result: SearchResult, path: string): unknown {
+  const source = result['_source'];
+  if (typeof source === 'object' && source !== null) return sourcePath(source as Record<string, unknown>, path);
+  return path === 'subject' || path === 'from' || path === 'date' ? result[path] : undefined;
 }
 
 /**
@@ -294,28 +402,68 @@ function collect(results: readonly SearchResult[], score?: number): ShardMatches
   return matches;
 }
 
-function toHit(index: string, result: SearchResult, score: number): SearchHit {
-  const source = result['_source'];
-  if (typeof source === 'object' && source !== null) {
-    const routing = result['_routing'];
-    return typeof routing === 'string'
-      ? { _index: index, _id: String(result.id), _score: score, _routing: routing, _source: source }
-      : { _index: index, _id: String(result.id), _score: score, _source: source };
-  }
-  return {
-    _index: index,
-    _id: String(result.id),
-    _score: score,
-    _source: {
-      subject: typeof result['subject'] === 'string' ? result['subject'] : '',
-      from: typeof result['from'] === 'string' ? result['from'] : '',
-      date: typeof result['date'] === 'number' ? result['date'] : null,
-    },
-  };
+function toHit(match: ScoredMatch, plan: SearchPlan, scored: boolean): SearchHit {
+  const { index, result } = match;
+  const stored = result['_source'];
+  const routing = result['_routing'];
+  const source: Readonly<Record<string, unknown>> =
+    typeof stored === 'object' && stored !== null
+      ? (stored as Record<string, unknown>)
+      : {
+          subject: typeof result['subject'] === 'string' ? result['subject'] : '',
+          from: typeof result['from'] === 'string' ? result['from'] : '',
+          date: typeof result['date'] === 'number' ? result['date'] : null,
+        };
+  const hit: {
+    _index: string;
+    _id: string;
+    _score: number | null;
+    _routing?: string;
+    _source?: Readonly<Record<string, unknown>>;
+    sort?: (number | null)[];
+  } = { _index: index, _id: String(result.id), _score: scored ? match.score : null };
+  if (typeof routing === 'string') hit._routing = routing;
+  if (plan.source.fetch) hit._source = filterSource(source, plan.source);
+  if (plan.sort.length > 0) hit.sort = plan.sort.map((key) => sortValue(match, key));
+  return hit;
 }
 
-function compareHits(a: SearchHit, b: SearchHit): number {
-  if (a._score !== b._score) return b._score - a._score;
-  if (a._index !== b._index) return a._index < b._index ? -1 : 1;
-  return a._id < b._id ? -1 : a._id > b._id ? 1 : 0;
+/** A match's value for one sort key: its score, or its stored date (null when it has none). */
+function sortValue(match: ScoredMatch, key: SortKey): number | null {
+  if (key.field === '_score') return match.score;
+  const date = match.result['date'];
+  return typeof date === 'number' ? date : null;
+}
+
+/** Score descending, then index name, then `_id` (the engine's order without `sort`). */
+function compareScored(a: ScoredMatch, b: ScoredMatch): number {
+  if (a.score !== b.score) return b.score - a.score;
+  return compareIdentity(a, b);
+}
+
+function compareIdentity(a: ScoredMatch, b: ScoredMatch): number {
+  if (a.index !== b.index) return a.index < b.index ? -1 : 1;
+  const x = String(a.result.id);
+  const y = String(b.result.id);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/** By the sort keys in order (a missing date sorts last in either order), then index and `_id`. */
+function compareSorted(keys: readonly SortKey[], a: ScoredMatch, b: ScoredMatch): number {
+  for (const key of keys) {
+    const c = compareSortValues(sortValue(a, key), sortValue(b, key), key.order);
+    if (c !== 0) return c;
+  }
+  return compareIdentity(a, b);
+}
+
+/**
+ * Two sort values under an order: numbers by the order, null (a missing value) after every number
+ * in both orders, as Elasticsearch's default `missing: _last`.
+ */
+export function compareSortValues(a: number | null, b: number | null, order: 'asc' | 'desc'): number {
+  if (a === b) return 0;
+  if (a === null) return 1;
+  if (b === null) return -1;
+  return order === 'asc' ? a - b : b - a;
 }

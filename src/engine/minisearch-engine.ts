@@ -56,7 +56,7 @@ export const writableIndices = true;
  * Main thread, once: build the index cache under `context.cacheDir` (about 5.5 s for the full
  * corpus: read and parse 1.1 s, index 3.7 s, encode and write 0.7 s) or reuse it when its key matches.
  *
- * @returns `{ indices }`: the served index names, in corpus order.
+ * @returns the served index names (in corpus order), their shard and document counts and the mappings.
  * @throws InvalidArgumentError for bad engineOptions; Error when the corpus or the cache cannot be read/written.
  */
 export function prepare(context: EnginePrepareContext): EngineDescription {
@@ -64,8 +64,22 @@ export function prepare(context: EnginePrepareContext): EngineDescription {
   const { manifest } = ensureIndexCache(context.cacheDir, options, (message) => context.log(message));
   const indices = Object.keys(manifest.indices);
   knownIndices = new Set(indices);
-  return { indices };
+  return { indices, shardsPerIndex: manifest.shardsPerIndex, docsPerIndex: manifest.indices, mappings: MAIL_MAPPINGS };
 }
+
+/**
+ * What this engine does with the fields, in Elasticsearch's mapping terms: `subject`, `from` and
+ * `body` are analysed text (lower-cased words), `date` a date in epoch ms (corpus mails without a
+ * `Date:` header have none). Writable indices store the whole `_source` besides.
+ */
+export const MAIL_MAPPINGS: Readonly<Record<string, unknown>> = Object.freeze({
+  properties: {
+    subject: { type: 'text' },
+    from: { type: 'text' },
+    body: { type: 'text' },
+    date: { type: 'date', format: 'strict_date_optional_time||epoch_millis' },
+  },
+});
 
 /**
  * Each worker, once: load the held shards (every shard without `heldShards`) from the cache written

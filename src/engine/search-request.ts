@@ -12,10 +12,29 @@
  *   (see `parseRange` for the values and date math)
  * - `{"bool": {"must"?, "filter"?, "should"?, "must_not"?}}`, each a query or an array of queries,
  *   nested at most `MAX_BOOL_DEPTH` deep
+ * - `{"term": ...}`, `{"terms": ...}`, `{"ids": {"values": [...]}}` (see `term-queries.ts`)
+ * - `{"query_string": {"query", "default_field"?, "fields"?, "default_operator"?}}` (see `query-string.ts`)
+ *
+ * and the options `track_total_hits`, `_source`, `sort`, `timeout`, `allow_partial_search_results`
+ * (see `search-options.ts`). Aggregations are refused with a 400 that says so.
  */
 
 import { EngineRequestError, formatReceived } from '../errors.js';
 import { SEARCH_FIELDS, type SearchField, tokenizeMail } from './mail-index.js';
+import { parseQueryString } from './query-string.js';
+import {
+  parseAllowPartial,
+  parseSearchTimeout,
+  parseSort,
+  parseSourceFilter,
+  parseTrackTotalHits,
+  type SortKey,
+  type SourceFilter,
+  type TrackTotalHits,
+} from './search-options.js';
+import { parseIdsQuery, parseTermQuery, parseTermsQuery, type TermQueryPlan } from './term-queries.js';
+
+export type { TermQueryPlan } from './term-queries.js';
 
 /** Largest `from + size` (OpenSearch's `index.max_result_window` default). */
 export const MAX_RESULT_WINDOW = 10_000;
@@ -23,7 +42,18 @@ export const MAX_RESULT_WINDOW = 10_000;
 export const DEFAULT_SIZE = 10;
 
 /** The query types this engine understands. */
-export const QUERY_TYPES = ['match', 'prefix', 'multi_match', 'match_all', 'range', 'bool'] as const;
+export const QUERY_TYPES = [
+  'match',
+  'prefix',
+  'multi_match',
+  'match_all',
+  'range',
+  'bool',
+  'term',
+  'terms',
+  'ids',
+  'query_string',
+] as const;
 
 /** The fields a `range` query may name: the stored `date` (epoch ms, or null when the mail had none). */
 export const RANGE_FIELDS = ['date'] as const;
@@ -117,7 +147,13 @@ export interface BoolQueryPlan {
   readonly mustNot: readonly QueryPlan[];
 }
 
-export type QueryPlan = TextQueryPlan | PrefixQueryPlan | MatchAllPlan | RangeQueryPlan | BoolQueryPlan;
+export type QueryPlan =
+  | TextQueryPlan
+  | PrefixQueryPlan
+  | MatchAllPlan
+  | RangeQueryPlan
+  | BoolQueryPlan
+  | TermQueryPlan;
 
 /** A validated search body. */
 export interface SearchPlan {
@@ -126,7 +162,29 @@ export interface SearchPlan {
   readonly size: number;
   /** Hits to skip, >= 0 (default 0); `from + size <= 10000`. */
   readonly from: number;
+  /** `track_total_hits` (default 10000: exact up to it, then `relation: "gte"`; null: no total). */
+  readonly trackTotalHits: TrackTotalHits;
+  /** `_source` filtering (default: the whole source). */
+  readonly source: SourceFilter;
+  /** `sort` keys; empty: by score. */
+  readonly sort: readonly SortKey[];
+  /** `timeout`, ms; undefined: none. */
+  readonly timeoutMs: number | undefined;
+  /** `allow_partial_search_results` (default true). */
+  readonly allowPartial: boolean;
 }
+
+/** The body keys a search takes (`aggs` and the others of Elasticsearch are refused by name). */
+export const SEARCH_BODY_KEYS = [
+  'query',
+  'size',
+  'from',
+  'track_total_hits',
+  '_source',
+  'sort',
+  'timeout',
+  'allow_partial_search_results',
+] as const;
 
 const NO_FUZZINESS: Fuzziness = { kind: 'fixed', distance: 0 };
 
@@ -149,8 +207,11 @@ export function parseSearchBody(body: unknown): SearchPlan {
   if (body === undefined || body === null) body = {};
   const obj = asObject(body, 'the search body');
   for (const key of Object.keys(obj)) {
-    if (key !== 'query' && key !== 'size' && key !== 'from') {
-      fail(`unknown key [${key}] in the search body; expected query, size or from`);
+    if (key === 'aggs' || key === 'aggregations') {
+      fail(`[${key}]: aggregations are not supported by this engine (see docs/elasticsearch-compatibility.md)`);
+    }
+    if (!(SEARCH_BODY_KEYS as readonly string[]).includes(key)) {
+      fail(`unknown key [${key}] in the search body; expected one of ${SEARCH_BODY_KEYS.join(', ')}`);
     }
   }
   const size = obj['size'] === undefined ? DEFAULT_SIZE : obj['size'];
@@ -171,7 +232,16 @@ export function parseSearchBody(body: unknown): SearchPlan {
     obj['query'] === undefined
       ? { kind: 'match_all' as const }
       : parseQuery(obj['query'], '', { terms: 0 }, 0);
-  return { query, size: size as number, from: from as number };
+  return {
+    query,
+    size: size as number,
+    from: from as number,
+    trackTotalHits: parseTrackTotalHits(obj['track_total_hits']),
+    source: parseSourceFilter(obj['_source']),
+    sort: parseSort(obj['sort']),
+    timeoutMs: parseSearchTimeout(obj['timeout']),
+    allowPartial: parseAllowPartial(obj['allow_partial_search_results']),
+  };
 }
 
 /**
@@ -205,9 +275,43 @@ function parseQuery(raw: unknown, at: string, budget: ParseBudget, depth: number
       return parseRange(value, at, budget);
     case 'bool':
       return parseBool(value, at, budget, depth + 1);
+    case 'term':
+      return parseTermQuery(value, at, (where, n) => charge(budget, where, n));
+    case 'terms':
+      return parseTermsQuery(value, at, (where, n) => charge(budget, where, n));
+    case 'ids':
+      return parseIdsQuery(value, at, (where, n) => charge(budget, where, n));
+    case 'query_string':
+      return parseQueryStringQuery(value, at, budget);
     default:
       return fail(`${at ? `${at}: ` : ''}unknown query [${type}]; expected one of ${QUERY_TYPES.join(', ')}`);
   }
+}
+
+function parseQueryStringQuery(raw: unknown, at: string, budget: ParseBudget): QueryPlan {
+  const where = `${at}[query_string]`;
+  const spec = asObject(raw, where);
+  checkKeys(spec, where, ['query', 'default_field', 'fields', 'default_operator']);
+  const text = spec['query'];
+  if (typeof text !== 'string') fail(`${where}[query] must be a string; received ${formatReceived(text)}`);
+  const defaultField = spec['default_field'];
+  if (defaultField !== undefined && typeof defaultField !== 'string') {
+    fail(`${where}[default_field] must be a field name; received ${formatReceived(defaultField)}`);
+  }
+  const fields = spec['fields'];
+  if (fields !== undefined && (!Array.isArray(fields) || !fields.every((f) => typeof f === 'string'))) {
+    fail(`${where}[fields] must be an array of field names; received ${formatReceived(fields)}`);
+  }
+  return parseQueryString(
+    text,
+    `${where}[query]`,
+    {
+      defaultField: defaultField as string | undefined,
+      fields: fields as string[] | undefined,
+      defaultOperator: parseOperator(spec['default_operator'], `${where}[default_operator]`),
+    },
+    (w, terms) => chargeTerms(budget, w, terms),
+  );
 }
 
 const BOOL_CLAUSES = ['must', 'filter', 'should', 'must_not'] as const;

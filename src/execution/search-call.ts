@@ -5,10 +5,9 @@
  *   is removed without running, a running one is cancelled (soft, then hard after the grace period).
  *   The HTTP server aborts it when the client's connection closes before the answer is sent.
  * - `SearchCallOptions.timeoutMs`: the same at a deadline, with `TimedOutError`.
- * - The request's `timeout` (Elasticsearch's search `timeout`: `?timeout=` or the body's `timeout`,
- *   a time value) bounds how long the task may wait in the queue when it is smaller than its
- *   sandbox's `max_queue_wait` (see docs/overload.md). The runtime takes it out of the body: engines
- *   never see it.
+ * - The request's `timeout` (Elasticsearch's search `timeout`: the body's, into which the HTTP edge
+ *   folds `?timeout=`) also bounds how long the task may wait in the queue when it is smaller than its
+ *   sandbox's `max_queue_wait` (see docs/overload.md).
  */
 import { InvalidArgumentError } from '../errors.js';
 import { parseTimeValueMs } from '../indices/time-value.js';
@@ -65,29 +64,17 @@ export function checkSearchCallOptions(options: unknown): SearchCallOptions | un
 }
 
 /**
- * The request's own `timeout` and the body without it. `urlTimeout` (`?timeout=`) wins over the
- * body's, as in Elasticsearch. `-1` means none; below 1 ms counts as 1 ms (a task that finds a free
- * worker at once still runs).
- * @returns `timeoutMs` undefined when neither gives one; `body` is the same object when it had none.
- * @throws InvalidArgumentError naming `timeout` (the URL's, as `url parameter [timeout]`) and the value.
+ * The request's own `timeout` (Elasticsearch's search `timeout`, in the body; the HTTP edge folds
+ * `?timeout=` into it), read for the queue-wait bound. The body is left as it is: the engine reads the
+ * same `timeout` as the longest a search may run (the built-in one answers `timed_out` past it).
+ * `-1` means none; below 1 ms counts as 1 ms (a task that finds a free worker at once still runs).
+ * @returns ms, or undefined when the body gives none.
+ * @throws InvalidArgumentError naming `timeout` and the value.
  */
-export function takeRequestTimeout(
-  body: unknown,
-  urlTimeout: unknown,
-): { readonly body: unknown; readonly timeoutMs: number | undefined } {
-  let rest = body;
-  let timeout: unknown;
-  let path = 'timeout';
-  if (typeof body === 'object' && body !== null && !Array.isArray(body) && 'timeout' in body) {
-    const { timeout: own, ...others } = body as Record<string, unknown>;
-    timeout = own;
-    rest = others;
-  }
-  if (urlTimeout !== undefined) {
-    timeout = urlTimeout;
-    path = 'url parameter [timeout]';
-  }
-  if (timeout === undefined) return { body: rest, timeoutMs: undefined };
-  const ms = parseTimeValueMs(timeout, path);
-  return { body: rest, timeoutMs: ms < 0 ? undefined : Math.max(1, ms) };
+export function requestTimeoutMs(body: unknown): number | undefined {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+  const timeout = (body as Record<string, unknown>)['timeout'];
+  if (timeout === undefined) return undefined;
+  const ms = parseTimeValueMs(timeout, 'timeout');
+  return ms < 0 ? undefined : Math.max(1, ms);
 }

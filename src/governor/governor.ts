@@ -19,6 +19,7 @@ import {
   type TaskUsageView,
 } from './decide.js';
 import type { DuressDetector } from './duress-detector.js';
+import type { GovernorDecisionListener } from './governor-decisions.js';
 import type { SandboxCounterTable } from './sandbox-counters.js';
 import { TokenBucket } from './token-bucket.js';
 
@@ -37,6 +38,8 @@ export interface GovernorDeps {
   nowMs(): number;
   /** Whether some lane has a standing queue now (for shedding in CPU duress). Default: always true. */
   standingQueue?(): boolean;
+  /** Told of state changes and cancellations (decision logs). Optional: nothing is built without it. */
+  readonly decisions?: GovernorDecisionListener | undefined;
 }
 
 export interface GovernorOptions {
@@ -294,6 +297,7 @@ export class Governor {
       tasks,
     });
     this.#lastDecision = decision;
+    const previous = this.#snapshot.verdicts;
     this.#snapshot = {
       atMs: nowMs,
       ticks: this.#snapshot.ticks + 1,
@@ -305,6 +309,9 @@ export class Governor {
       verdicts: decision.verdicts,
       shed: decision.shed,
     };
+
+    const listener = deps.decisions;
+    if (listener !== undefined) reportStateChanges(listener, previous, decision.verdicts, sandboxes, sample);
 
     for (const [id, v] of decision.verdicts) {
       if (v.wouldCancel) {
@@ -320,6 +327,7 @@ export class Governor {
         p.hard = true;
         this.#hardCancellations++;
         deps.hardCancel(taskId, p.cancellation.resource);
+        if (listener !== undefined) reportCancellation(listener, p.cancellation, 'hard', sandboxes, sample);
       }
     }
     // New cancellations, in the decision's order, while either bucket has a token (as OpenSearch's
@@ -343,8 +351,54 @@ export class Governor {
       this.#softCancellations++;
       this.#cutAtMs.set(c.sandboxId, nowMs);
       deps.softCancel(c.taskId, c.resource);
+      if (listener !== undefined) reportCancellation(listener, c, 'soft', sandboxes, sample);
     }
   }
+}
+
+/** Tells `listener` of every sandbox whose published state differs from the last interval's. */
+function reportStateChanges(
+  listener: GovernorDecisionListener,
+  previous: ReadonlyMap<string, SandboxVerdict>,
+  verdicts: ReadonlyMap<string, SandboxVerdict>,
+  sandboxes: readonly Sandbox[],
+  sample: UsageSample,
+): void {
+  for (const [id, v] of verdicts) {
+    const from = previous.get(id)?.state ?? 'ok';
+    if (from === v.state) continue;
+    const resource = v.state === 'ok' ? undefined : v.resource;
+    const limit = resource === undefined ? undefined : sandboxes.find((s) => s.id === id)?.limits[resource];
+    listener.stateChanged({
+      sandboxId: id,
+      from,
+      to: v.state,
+      resource,
+      usage: resource === undefined ? undefined : sample.sandboxes.get(id)?.[resource],
+      lowLimit: limit?.low,
+      highLimit: limit?.high,
+    });
+  }
+}
+
+function reportCancellation(
+  listener: GovernorDecisionListener,
+  c: Cancellation,
+  kind: 'soft' | 'hard',
+  sandboxes: readonly Sandbox[],
+  sample: UsageSample,
+): void {
+  const task = sample.tasks.find((t) => t.taskId === c.taskId);
+  listener.cancelled({
+    taskId: c.taskId,
+    sandboxId: task?.sandboxId,
+    breachedSandboxId: c.sandboxId,
+    resource: c.resource,
+    kind,
+    usage: sample.sandboxes.get(c.sandboxId)?.[c.resource],
+    highLimit: sandboxes.find((s) => s.id === c.sandboxId)?.limits[c.resource]?.high,
+    taskUsage: task === undefined ? undefined : c.resource === 'cpu' ? task.cpuUsage : task.memoryUsage,
+  });
 }
 
 function breachedHigh(s: Sandbox, usage: SandboxUsage | undefined): Resource | undefined {

@@ -7,6 +7,8 @@ import type { Resource } from '../sandbox/sandbox.js';
 export interface ResourceCounters {
   rejections: number;
   cancellations: number;
+  /** Of `cancellations`, those where the worker had to be terminated. */
+  hardCancellations: number;
   /** Monitor mode (or enforcement off for this sandbox): requests it would have rejected. */
   wouldReject: number;
   /** Monitor mode: intervals in which it was above its high limit and would have cancelled. */
@@ -35,7 +37,7 @@ export interface SandboxCounters {
 }
 
 function newResourceCounters(): ResourceCounters {
-  return { rejections: 0, cancellations: 0, wouldReject: 0, wouldCancel: 0 };
+  return { rejections: 0, cancellations: 0, hardCancellations: 0, wouldReject: 0, wouldCancel: 0 };
 }
 
 /** Counters keyed by sandbox id; created on first use, kept for deleted sandboxes until `prune`. */
@@ -74,6 +76,9 @@ export class SandboxCounterTable {
     const c = this.of(sandboxId);
     c.cancellations++;
     if (hard) c.hardCancellations++;
-    if (resource !== 'shutdown') c[resource].cancellations++;
+    if (resource !== 'shutdown') {
+      c[resource].cancellations++;
+      if (hard) c[resource].hardCancellations++;
+    }
   }
 }

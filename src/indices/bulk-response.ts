@@ -63,7 +63,12 @@ export interface ShardBulkOutcome {
 /** The shard-level write of a planned item (what travels to the primary). */
 export function toShardWriteItem(planned: PlannedItem): ShardWriteItem {
   const item = planned.item;
-  const base = { position: planned.position, id: planned.id, routing: planned.routing };
+  const base = {
+    position: planned.position,
+    id: planned.id,
+    routing: planned.routing,
+    ...(item.ifSeqNo === undefined ? {} : { ifSeqNo: item.ifSeqNo, ifPrimaryTerm: item.ifPrimaryTerm }),
+  };
   switch (item.action) {
     case 'index':
     case 'create':

@@ -9,7 +9,10 @@
  *   ("[index_template] unknown field [x]"). `composed_of` is accepted only empty (no component templates
  *   here).
  * - Name: no space, `,`, `#`, `*`, no leading `_`, lowercase (`validate(...)`: "name must not contain a
- *   space", ...). Patterns: no space, `,`, `#`, `:`, no leading `_`, none of `\ / ? " < > |` (`*` is the
+ *   space", ...); and, stricter than Elasticsearch, which checks only those, the rest of the index-name
+ *   rules (`index-name.ts`): none of `\ / ? " < > |` or `:`, no leading `-` or `+`, not `.` or `..`, at
+ *   most 255 UTF-8 bytes, so that a template name is as safe in a path or a URL as an index name.
+ *   Patterns: no space, `,`, `#`, `:`, no leading `_`, none of `\ / ? " < > |` (`*` is the
  *   wildcard).
  * - Two templates whose patterns can match a common index name may not have the same priority
  *   (`v2TemplateOverlaps`: "index template [b] has index patterns [..] matching patterns from existing
@@ -23,7 +26,7 @@
  */
 import { compileWildcardPattern, type WildcardPattern } from '../classify/wildcard-pattern.js';
 import { InvalidArgumentError } from '../errors.js';
-import { INVALID_FILENAME_CHARS_TEXT } from './index-name.js';
+import { INVALID_FILENAME_CHARS, INVALID_FILENAME_CHARS_TEXT, MAX_INDEX_NAME_BYTES } from './index-name.js';
 import {
   type IndexSettings,
   type IndexSettingValues,
@@ -63,6 +66,15 @@ function nameProblems(name: string): string[] {
   if (name.includes('*')) problems.push("name must not contain a '*'");
   if (name.startsWith('_')) problems.push("name must not start with '_'");
   if (name.toLowerCase() !== name) problems.push('name must be lower cased');
+  // The index-name rules Elasticsearch does not apply to template names (see the module doc).
+  if (INVALID_FILENAME_CHARS.some((c) => c !== ' ' && c !== ',' && c !== '*' && name.includes(c))) {
+    problems.push(`name must not contain the following characters ${INVALID_FILENAME_CHARS_TEXT}`);
+  }
+  if (name.includes(':')) problems.push("name must not contain ':'");
+  if (name.startsWith('-') || name.startsWith('+')) problems.push("name must not start with '-' or '+'");
+  if (name === '.' || name === '..') problems.push("name must not be '.' or '..'");
+  const bytes = Buffer.byteLength(name, 'utf8');
+  if (bytes > MAX_INDEX_NAME_BYTES) problems.push(`name is too long, (${bytes} > ${MAX_INDEX_NAME_BYTES})`);
   return problems;
 }
 

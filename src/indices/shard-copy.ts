@@ -13,6 +13,8 @@
  *   `document_missing_exception`;
  * - `delete`: 200 `deleted` (version + 1), or 404 `not_found` for a missing id (still logged, as
  *   Elasticsearch gives it a sequence number).
+ * - `if_seq_no` / `if_primary_term` on any of them: 409 `version_conflict_engine_exception` unless the
+ *   stored document has that sequence number and primary term (Elasticsearch's messages).
  * An update is logged with its resulting document, so replay and replicas never merge again.
  * Differences: no delete tombstones (a document indexed again after a delete starts at version 1), and
  * `_primary_term` is always 1 (no primary failover).
@@ -49,6 +51,10 @@ export interface ShardWriteItem {
   readonly docAsUpsert?: boolean | undefined;
   /** `update`: skip writes that change nothing. @default true */
   readonly detectNoop?: boolean | undefined;
+  /** Write only when the stored document has this sequence number (`if_seq_no`)... */
+  readonly ifSeqNo?: number | undefined;
+  /** ...and this primary term (`if_primary_term`; always 1 here). */
+  readonly ifPrimaryTerm?: number | undefined;
 }
 
 /** What happened to one item on the primary. */
@@ -289,6 +295,27 @@ export class ShardCopy {
     | { status: number; error: { type: string; reason: string } } {
     const current = this.#docs.get(item.id);
     const routing = item.routing;
+    if (item.ifSeqNo !== undefined) {
+      const required = `required seqNo [${item.ifSeqNo}], primary term [${item.ifPrimaryTerm ?? 0}]`;
+      if (current === undefined) {
+        return {
+          status: 409,
+          error: {
+            type: 'version_conflict_engine_exception',
+            reason: `[${item.id}]: version conflict, ${required} but no document was found`,
+          },
+        };
+      }
+      if (current.seqNo !== item.ifSeqNo || item.ifPrimaryTerm !== 1) {
+        return {
+          status: 409,
+          error: {
+            type: 'version_conflict_engine_exception',
+            reason: `[${item.id}]: version conflict, ${required}. current document has seqNo [${current.seqNo}] and primary term [1]`,
+          },
+        };
+      }
+    }
     switch (item.action) {
       case 'index':
         return {

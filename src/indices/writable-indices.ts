@@ -49,6 +49,7 @@ import {
   toShardWriteItem,
 } from './bulk-response.js';
 import { IndexingPressure } from './indexing-pressure.js';
+import { WriteQueue } from './write-queue.js';
 import {
   type IndexMetadata,
   IndexMetadataStore,
@@ -115,6 +116,8 @@ export interface WritableIndicesOptions {
   readonly syncIntervalMs?: number | undefined;
   /** Indexing-pressure limit, bytes. @default 10 % of the heap limit */
   readonly indexingPressureBytes?: number | undefined;
+  /** Shard bulks this node holds at once before it refuses a shard's items with 429 (`write-queue.ts`). @default 10000 */
+  readonly writeQueueSize?: number | undefined;
   /** Bulk parser limits. */
   readonly bulk?: BulkRequestParserOptions | undefined;
   /** Chooses the shard of single-shard bulks. @default uniform random */
@@ -179,6 +182,13 @@ export function settingsView(meta: IndexMetadata): Record<string, unknown> {
   };
 }
 
+/** `GET /{index}/_mapping` entries of `names`: the mappings each index was created with, else `{}`. */
+export function mappingsView(metadata: IndexMetadataStore, names: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const name of names) out[name] = { mappings: metadata.get(name)?.mappings ?? {} };
+  return out;
+}
+
 /** The routing shard of a GET. @throws InvalidArgumentError (path `routing`) on a partitioned index without one. */
 export function getShard(settings: IndexSettings, index: string, id: string, routing: string | undefined): number {
   if (settings.routingPartitionSize !== 1 && routing === undefined) {
@@ -196,10 +206,14 @@ export function getShard(settings: IndexSettings, index: string, id: string, rou
  * `WritableIndices`, or a cluster coordinator's `ClusterWrites`.
  */
 export interface IndexApi {
+  /** Writable index names, in creation order. */
+  names(): readonly string[];
   createIndex(name: string, body: unknown): Promise<Record<string, unknown>>;
   deleteIndex(expression: string): Promise<Record<string, unknown>>;
   updateSettings(expression: string, body: unknown): Promise<Record<string, unknown>>;
   getSettings(expression: string): Record<string, unknown>;
+  /** `GET /{index}/_mapping`: `{"<index>": {"mappings": {...}}}` (the mappings given at creation, else `{}`). */
+  getMappings(expression: string): Record<string, unknown>;
   putTemplate(name: string, body: unknown, create: boolean): Promise<Record<string, unknown>>;
   deleteTemplate(name: string): Promise<Record<string, unknown>>;
   getTemplates(name?: string): Record<string, unknown>;
@@ -214,6 +228,8 @@ export class WritableIndices implements IndexApi {
   readonly metadata: IndexMetadataStore;
   readonly shards: LocalShards;
   readonly pressure: IndexingPressure;
+  /** The bound on shard bulks in flight on this node (primaries). */
+  readonly writeQueue: WriteQueue;
   readonly #options: WritableIndicesOptions;
   readonly #parser: BulkRequestParser;
   readonly #planner: BulkPlanner;
@@ -230,6 +246,7 @@ export class WritableIndices implements IndexApi {
     this.metadata = metadata;
     this.shards = shards;
     this.pressure = new IndexingPressure(options.indexingPressureBytes);
+    this.writeQueue = new WriteQueue(options.nodeId, options.writeQueueSize);
     this.#parser = new BulkRequestParser(options.bulk);
     this.#planner = new BulkPlanner({ chooseShard: options.chooseShard });
   }
@@ -392,6 +409,11 @@ export class WritableIndices implements IndexApi {
     return out;
   }
 
+  /** `GET /{index}/_mapping`: `{"<index>": {"mappings": {...}}}`. */
+  getMappings(expression: string): Record<string, unknown> {
+    return mappingsView(this.metadata, this.#resolve(expression, undefined));
+  }
+
   /** `PUT /_index_template/{name}` (`?create=true` refuses to replace). */
   async putTemplate(name: string, body: unknown, create: boolean): Promise<Record<string, unknown>> {
     this.#singleOnly('PUT /_index_template/{name}');
@@ -532,7 +554,8 @@ export class WritableIndices implements IndexApi {
   /**
    * One shard bulk on this node's primary copy (see module doc).
    * @throws IndexNotFoundError / EngineRequestError `shard_not_found_exception` (404) when this node
-   *   does not hold the primary; EngineFailureError when the copy is failed.
+   *   does not hold the primary; ShardWriteRejectedError (429) when the write queue is full (nothing
+   *   is written); EngineFailureError when the copy is failed.
    */
   async executePrimary(
     index: string,
@@ -546,6 +569,20 @@ export class WritableIndices implements IndexApi {
       await this.syncMetadata();
     }
     const local = this.#primaryCopy(index, shard);
+    const release = this.writeQueue.acquire(index, shard);
+    try {
+      return await this.#executeOnPrimary(local, shard, items, refresh);
+    } finally {
+      release();
+    }
+  }
+
+  async #executeOnPrimary(
+    local: LocalCopy,
+    shard: number,
+    items: readonly ShardWriteItem[],
+    refresh: RefreshPolicy,
+  ): Promise<ShardBulkOutcome> {
     const { results, operations, durable } = local.copy.write(items);
     try {
       await durable;

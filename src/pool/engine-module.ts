@@ -26,6 +26,15 @@ export interface EngineDescription {
    * (`spam-*`, `a,b`) against them before classification and answers unknown names with 404.
    */
   readonly indices?: readonly string[];
+  /**
+   * Shards of every served index (what `GET /{index}`, `_cat/indices` and `_cluster/health` report as
+   * `number_of_shards`). @default 1
+   */
+  readonly shardsPerIndex?: number;
+  /** Documents of each served index, by name (`docs.count` of `_cat/indices`). */
+  readonly docsPerIndex?: Readonly<Record<string, number>>;
+  /** The field mappings of the served indices, in Elasticsearch's `mappings` shape (`GET /{index}/_mapping`). */
+  readonly mappings?: Readonly<Record<string, unknown>>;
 }
 
 /**

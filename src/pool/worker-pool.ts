@@ -11,6 +11,7 @@ import { BroadcastChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { ThreadWeight } from '../../native-shim/index.js';
 import { compiledModuleUrl } from './compiled-module-url.js';
+import { noteLaneWorker } from './helper-threads.js';
 import type { HarnessWorkerData, TaskEnvelope, TaskOutcome, WorkerStartupReport } from './task-envelope.js';
 import { allocateTaskSlotBuffers, type TaskSlotBuffers, TaskSlots } from './task-slots.js';
 
@@ -124,6 +125,7 @@ export class WorkerPool {
 
   #onReport(report: WorkerStartupReport): void {
     if (report.kind === 'ready') {
+      noteLaneWorker(report.tid);
       this.#readyCount++;
       this.#ready.add(report.threadId);
       this.#startups.push(report);

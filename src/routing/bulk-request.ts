@@ -19,7 +19,7 @@
  *   [x]"); an array or object value ("expected a simple value for field [x] but found [START_ARRAY]");
  *   a `null` value is ignored, as Elasticsearch ignores it;
  * - metadata Elasticsearch knows but this project does not implement (`version`, `version_type`,
- *   `if_seq_no`, `if_primary_term`, `pipeline`, `_source`, `dynamic_templates`, `require_data_stream`,
+ *   `pipeline`, `_source`, `dynamic_templates`, `require_data_stream`,
  *   `list_executed_pipelines`, `require_alias: true`): refused rather than silently ignored, since each
  *   changes what the write means (this is stricter than Elasticsearch, which would honour them);
  * - an `update` document line that is not JSON, not an object, has an unknown field ("[UpdateRequest]
@@ -47,9 +47,13 @@
  * value is not already in Elasticsearch's text, the received value. Metadata values that are numbers or
  * booleans become their text (`"_id": 1` is id `"1"`), as Jackson's `text()` gives them; a JSON number's
  * original spelling (`1.0`) is not kept. A `routing` of `""` means no routing (Elasticsearch
- * `IndexRequest.routing("")`). `op_type: "create"` on `index` makes it a `create`; any other `op_type`
- * leaves it an `index`, as Elasticsearch's bulk parser does. Duplicate keys in one JSON object keep the
- * last value (Elasticsearch refuses them): a known difference.
+ * `IndexRequest.routing("")`). `op_type` must be `index` or `create` (any case), else the request is
+ * refused (`[op_type] must be 'create' or 'index', found: [upsert]`, the words of Elasticsearch's
+ * `IndexRequest.opType(String)`, which its single-document API applies; its bulk parser itself only
+ * asks `"create".equals(opType)` and takes any other value as `index`, which would silently turn a
+ * mistyped `upsert` into an overwrite). `op_type: "create"` on `index` makes it a `create`; on the other
+ * actions it is checked and ignored. Duplicate keys in one JSON object keep the last value
+ * (Elasticsearch refuses them): a known difference.
  *
  * Ids of documents without `_id` are not made here: the planner (`bulk-planner.ts`) makes them, because
  * in bulk-routing `id` mode the id itself chooses the shard.
@@ -85,6 +89,12 @@ interface BulkItemBase {
   readonly routing: string | undefined;
   /** Set when this item fails on its own; the item then must not be executed. */
   readonly error: BulkError | undefined;
+  /**
+   * `if_seq_no` / `if_primary_term`: write only when the stored document has this sequence number
+   * and primary term (optimistic concurrency control), else 409 `version_conflict_engine_exception`.
+   */
+  readonly ifSeqNo?: number | undefined;
+  readonly ifPrimaryTerm?: number | undefined;
 }
 
 /** `index` or `create`. */
@@ -156,8 +166,6 @@ const ACTIONS = new Set<string>(['create', 'delete', 'index', 'update']);
 const UNSUPPORTED_METADATA = new Set([
   'version',
   'version_type',
-  'if_seq_no',
-  'if_primary_term',
   'pipeline',
   '_source',
   'dynamic_templates',
@@ -338,6 +346,7 @@ export class BulkRequestParser {
       const position = items.length;
       const where = `line ${actionLine}`;
       if (index === undefined) validation.push(`index is missing (${where})`);
+      checkCompareAndSet(meta, where, validation);
       const indexError = index === undefined ? undefined : indexNameError(index, actionLine);
 
       if (meta.action === 'delete') {
@@ -354,6 +363,7 @@ export class BulkRequestParser {
           id: meta.id,
           routing,
           error,
+          ...compareAndSet(meta),
         });
         continue;
       }
@@ -396,6 +406,7 @@ export class BulkRequestParser {
           docAsUpsert: update.docAsUpsert,
           detectNoop: update.detectNoop,
           retryOnConflict: meta.retryOnConflict,
+          ...compareAndSet(meta),
         });
         continue;
       }
@@ -427,6 +438,7 @@ export class BulkRequestParser {
         routing,
         error,
         source,
+        ...compareAndSet(meta),
       });
     }
 
@@ -479,6 +491,8 @@ export class BulkRequestParser {
       routing: string | undefined;
       opType: string | undefined;
       retryOnConflict: number;
+      ifSeqNo: number | undefined;
+      ifPrimaryTerm: number | undefined;
     } = {
       action: action as BulkAction,
       index: undefined,
@@ -486,6 +500,8 @@ export class BulkRequestParser {
       routing: undefined,
       opType: undefined,
       retryOnConflict: 0,
+      ifSeqNo: undefined,
+      ifPrimaryTerm: undefined,
     };
     for (const [key, value] of Object.entries(body)) {
       if (value === null) continue; // Elasticsearch skips VALUE_NULL whatever the key
@@ -513,9 +529,18 @@ export class BulkRequestParser {
         case 'routing':
           meta.routing = valueText === '' ? undefined : valueText;
           break;
-        case 'op_type':
-          meta.opType = valueText;
+        case 'op_type': {
+          const opType = valueText.toLowerCase();
+          if (opType !== 'index' && opType !== 'create') {
+            throw new RequestFailure(
+              'illegal_argument_exception',
+              `Action/metadata line [${line}]: [op_type] must be 'create' or 'index', found: [${valueText}]; received ${formatReceived(value)}`,
+              line,
+            );
+          }
+          meta.opType = opType;
           break;
+        }
         case 'retry_on_conflict': {
           const n = /^[+-]?\d+$/.test(valueText) ? Number(valueText) : Number.NaN;
           if (!Number.isSafeInteger(n) || n < 0) {
@@ -526,6 +551,20 @@ export class BulkRequestParser {
             );
           }
           meta.retryOnConflict = n;
+          break;
+        }
+        case 'if_seq_no':
+        case 'if_primary_term': {
+          const n = /^\d{1,15}$/.test(valueText) ? Number(valueText) : Number.NaN;
+          if (!Number.isSafeInteger(n)) {
+            throw new RequestFailure(
+              'illegal_argument_exception',
+              `Action/metadata line [${line}]: [${key}] must be an integer >= 0; received ${formatReceived(value)}`,
+              line,
+            );
+          }
+          if (key === 'if_seq_no') meta.ifSeqNo = n;
+          else meta.ifPrimaryTerm = n;
           break;
         }
         case 'require_alias':
@@ -552,6 +591,28 @@ interface ActionMetadata {
   readonly id: string | undefined;
   readonly routing: string | undefined;
   readonly retryOnConflict: number;
+  readonly ifSeqNo: number | undefined;
+  readonly ifPrimaryTerm: number | undefined;
+}
+
+/**
+ * `if_seq_no` and `if_primary_term` go together (Elasticsearch `IndexRequest.validate`), and a
+ * `create` cannot compare and set.
+ */
+function checkCompareAndSet(meta: ActionMetadata, where: string, validation: string[]): void {
+  const { ifSeqNo, ifPrimaryTerm } = meta;
+  if (ifSeqNo !== undefined && (ifPrimaryTerm === undefined || ifPrimaryTerm === 0)) {
+    validation.push(`ifSeqNo is set, but primary term is [${ifPrimaryTerm ?? 0}] (${where})`);
+  } else if (ifSeqNo === undefined && ifPrimaryTerm !== undefined && ifPrimaryTerm !== 0) {
+    validation.push(`ifSeqNo is unassigned, but primary term is [${ifPrimaryTerm}] (${where})`);
+  } else if (ifSeqNo !== undefined && meta.action === 'create') {
+    validation.push(`create operations do not support compare and set. use index instead (${where})`);
+  }
+}
+
+/** The compare-and-set fields an item carries (none when the request gave none). */
+function compareAndSet(meta: ActionMetadata): { ifSeqNo?: number; ifPrimaryTerm?: number } {
+  return meta.ifSeqNo === undefined ? {} : { ifSeqNo: meta.ifSeqNo, ifPrimaryTerm: meta.ifPrimaryTerm ?? 0 };
 }
 
 function unsupported(line: number, key: string, value: unknown): RequestFailure {

@@ -4,7 +4,9 @@
  *
  * Routes: `POST|GET /{index}/_search` and `/_search` (as a single node's), `GET /_nodes/stats` (the
  * coordinator and every data node with its latest piggy-backed stats and their age), `GET /`.
- * Bodies are JSON whatever the content type says; the only URL parameter is `pretty`.
+ * Bodies are JSON whatever the content type says; the only URL parameter is `pretty`. Writes and index
+ * management need the writer or admin token as on a single node (`route-auth.ts`); the coordinator
+ * itself serves no internal routes.
  *
  * The `Resource_Usage_Stats` header never crosses this edge: one sent by an end client is removed
  * before anything reads the request (stats are believed only from the data nodes the coordinator
@@ -17,8 +19,13 @@ import type {
 } from 'fastify';
 import { stripStatsHeader } from '../admission/stats-header.js';
 import { type Coordinator, type CoordinatorStats, RemoteClientError } from '../cluster/coordinator.js';
+import type { ConnectionLimits } from './connection-limits.js';
 import { createApiServer, registerSearchRoutes, sendError } from './http-server.js';
+import { coordinatorCatalog } from './index-catalogs.js';
+import { registerIndexInfoRoutes } from './index-info-routes.js';
 import { registerIndexRoutes } from './index-routes.js';
+import { coordinatorObservability, registerObservabilityRoutes } from './observability-routes.js';
+import { clusterUuidOf, registerRootRoutes } from './product-info.js';
 
 export interface CoordinatorServerOptions {
   /** Header carrying the end user, passed on to the data nodes. @default 'x-user' */
@@ -31,6 +38,14 @@ export interface CoordinatorServerOptions {
   readonly logger?: FastifyBaseLogger;
   /** Largest bulk body, bytes. @default 100 MiB */
   readonly bulkBodyLimitBytes?: number;
+  /** Token that every write and admin route accepts. @default none: writes answer 401 */
+  readonly adminToken?: string | undefined;
+  /** Token that `_bulk` and document writes accept. @default none */
+  readonly writerToken?: string | undefined;
+  /** Open every route to everyone: local experiments only. @default false */
+  readonly insecureSkipAuth?: boolean | undefined;
+  /** Header and body time-outs, the bound on open connections (`connection-limits.ts`). */
+  readonly connectionLimits?: ConnectionLimits | undefined;
 }
 
 function sendCoordinatorError(reply: FastifyReply, error: unknown): FastifyReply {
@@ -105,6 +120,7 @@ export function coordinatorStatsView(stats: CoordinatorStats): Record<string, un
       failures: n.failures,
       last_call_failed: n.lastCallFailed,
       retried_away: n.retriedAway,
+      admission_rejections: { cpu: n.admissionRejections.cpu, heap: n.admissionRejections.heap },
       ranking: {
         outstanding_shards: n.outstandingShards,
         ...(n.ranking === undefined
@@ -151,7 +167,13 @@ export function buildCoordinatorServer(
   const app = createApiServer({
     bodyLimitBytes: options.bodyLimitBytes,
     logger: log,
-    urlParameters: () => ({ names: ['pretty'], hint: '(only pretty; put size, from and the query in the body)' }),
+    urlParameters: () => ({ names: ['pretty'], hint: '(only pretty)' }),
+    auth: {
+      adminToken: options.adminToken,
+      writerToken: options.writerToken,
+      insecureSkipAuth: options.insecureSkipAuth,
+    },
+    connectionLimits: options.connectionLimits,
   });
   // A stats header sent by a client is never believed, and none ever reaches a client.
   app.addHook('onRequest', async (request) => {
@@ -167,12 +189,17 @@ export function buildCoordinatorServer(
   });
   app.get('/_nodes/stats', async () => coordinatorStatsView(coordinator.nodesStats()));
   registerIndexRoutes(app, coordinator.writes, { bulkBodyLimitBytes: options.bulkBodyLimitBytes });
-  app.get('/', async () => ({
+  registerObservabilityRoutes(app, coordinatorObservability(coordinator));
+  registerIndexInfoRoutes(app, coordinatorCatalog(coordinator), { userHeader, sandboxHeader });
+  const clusterUuid = clusterUuidOf(coordinator.routingTable.nodeIds);
+  registerRootRoutes(app, () => ({
     name: coordinator.nodeId,
-    roles: ['coordinator'],
-    tagline: 'query-sandbox: governed search execution',
-    indices: coordinator.routingTable.indices,
-    data_nodes: coordinator.routingTable.nodeIds,
+    clusterUuid,
+    extra: {
+      roles: ['coordinator'],
+      indices: coordinator.routingTable.indices,
+      data_nodes: coordinator.routingTable.nodeIds,
+    },
   }));
   app.addHook('onClose', async () => coordinator.close());
   return app;

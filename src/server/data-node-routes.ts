@@ -10,9 +10,12 @@
  * - With `debugRoutes`: `POST /_internal/debug/cpu_hog {"threads", "duration_ms"}` and `DELETE` (see
  *   `cluster/cpu-hog.ts`).
  *
- * Every answer on an `/_internal/` route carries this node's own `Resource_Usage_Stats` entry (from
+ * Every `/_internal/` route needs the cluster secret (`Authorization: Bearer <secret>`, checked before
+ * the body is read by `route-auth.ts`; 401 without it, 403 with anything else). Every answer to an
+ * authenticated internal call carries this node's own `Resource_Usage_Stats` entry (from
  * `runtime.resourceUsage()`, re-encoded only when the tracker published a new sample); no other answer
- * does, and a stats header in a request is removed unread.
+ * does (a refused call, a direct client, a public route), and a stats header in a request is removed
+ * unread.
  */
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
@@ -41,6 +44,7 @@ import { EngineRequestError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { headerValue, sendError } from './http-server.js';
 import { registerWriteRoutes } from './data-node-write-routes.js';
+import { isInternalCaller } from './route-auth.js';
 
 export interface DataNodeRoutesOptions {
   /** Shards per index of this node's engine (1 for an engine without shards). */
@@ -59,6 +63,11 @@ export interface DataNodeRoutesOptions {
   readonly replicationTimeoutMs?: number;
   /** Keep the in-sync sets of shared metadata (see `HttpReplicator`'s `trackInSync`). @default false */
   readonly trackInSync?: boolean;
+  /**
+   * The cluster secret this node sends on its own calls to other data nodes (replication, recovery).
+   * The server must accept the same one (`buildHttpServer`'s `clusterSecret`). @default none
+   */
+  readonly clusterSecret?: string | undefined;
 }
 
 /** What a data node does once it listens. */
@@ -107,7 +116,8 @@ export function registerDataNodeRoutes(
     }
   });
   app.addHook('onSend', async (request, reply, payload) => {
-    const value = request.url.startsWith(INTERNAL_PATH_PREFIX) ? statsHeaderValue() : undefined;
+    // Only to a caller that presented the cluster secret: a direct client never sees node stats.
+    const value = isInternalCaller(request) ? statsHeaderValue() : undefined;
     if (value === undefined) stripStatsHeader(reply);
     else reply.header(STATS_HEADER_NAME, value);
     return payload;
@@ -119,10 +129,15 @@ export function registerDataNodeRoutes(
     indices: runtime.nodeStats().engineIndices ?? [],
     shards_per_index: options.shardsPerIndex,
     copies: options.copies,
+    ...(runtime.engineDescription.docsPerIndex === undefined
+      ? {}
+      : { docs_per_index: runtime.engineDescription.docsPerIndex }),
+    ...(runtime.engineDescription.mappings === undefined ? {} : { mappings: runtime.engineDescription.mappings }),
   });
-  app.get(NODE_INFO_PATH, async () => info);
+  const internal = { config: { auth: 'internal' as const } };
+  app.get(NODE_INFO_PATH, internal, async () => info);
 
-  app.post(SHARD_SEARCH_PATH, async (request, reply) => {
+  app.post(SHARD_SEARCH_PATH, internal, async (request, reply) => {
     const arrived = performance.now();
     try {
       const { index, shards, body } = parseShardSearchRequest(request.body);
@@ -161,7 +176,7 @@ export function registerDataNodeRoutes(
   if (options.debugRoutes === true) {
     const hog = new CpuHog();
     app.addHook('onClose', async () => hog.stop());
-    app.post(CPU_HOG_PATH, async (request, reply) => {
+    app.post(CPU_HOG_PATH, internal, async (request, reply) => {
       try {
         const wanted = parseCpuHogRequest(request.body);
         const untilMs = await hog.start(wanted);
@@ -170,11 +185,11 @@ export function registerDataNodeRoutes(
         return sendError(reply, error);
       }
     });
-    app.delete(CPU_HOG_PATH, async () => {
+    app.delete(CPU_HOG_PATH, internal, async () => {
       await hog.stop();
       return { node_id: nodeId, threads: 0 };
     });
-    app.post(LATENCY_PATH, async (request, reply) => {
+    app.post(LATENCY_PATH, internal, async (request, reply) => {
       try {
         const wanted = parseLatencyRequest(request.body);
         const untilMs = latency!.start(wanted);
@@ -188,7 +203,7 @@ export function registerDataNodeRoutes(
         return sendError(reply, error);
       }
     });
-    app.delete(LATENCY_PATH, async () => {
+    app.delete(LATENCY_PATH, internal, async () => {
       latency!.stop();
       return { node_id: nodeId, delay_ms: 0, delayed: latency!.delayed };
     });
@@ -202,6 +217,7 @@ export function registerDataNodeRoutes(
     log,
     ...(options.replicationTimeoutMs !== undefined ? { timeoutMs: options.replicationTimeoutMs } : {}),
     trackInSync: options.trackInSync === true,
+    clusterSecret: options.clusterSecret,
   });
   indices.setReplicator(replicator);
   const closing = new AbortController();
@@ -213,7 +229,7 @@ export function registerDataNodeRoutes(
   return {
     recover: async (recoverOptions = {}) => {
       await Promise.all([
-        recoverReplicas(indices, log, { ...recoverOptions, signal: closing.signal }),
+        recoverReplicas(indices, log, { ...recoverOptions, signal: closing.signal, clusterSecret: options.clusterSecret }),
         replicator.resync(),
       ]);
     },

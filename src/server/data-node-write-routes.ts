@@ -8,7 +8,9 @@
  * - `POST /_internal/bulk` `{"refresh", "shards": [{"index", "shard", "items": [ShardWriteItem]}]}`: each
  *   shard bulk on its primary here (log, fsync, replicas), answered as `{"node_id", "service_time_ns",
  *   "shards": [{"index", "shard", "ok": true, "outcome"} | {"index", "shard", "ok": false, "status",
- *   "error"}]}`. Counted against the node's indexing pressure (`primary`): 429 for the whole request when over;
+ *   "error"}]}`. Counted against the node's indexing pressure (`primary`): 429 for the whole request when over
+ *   (the coordinator fails those items alone); a shard its write queue cannot take answers
+ *   `{"ok": false, "status": 429}` for that shard only;
  * - `POST /_internal/replicate` `{"index", "uuid", "shard", "refresh", "operations",
  *   "primary_next_seq_no"?, "primary_term"?}` (the term with cluster state in etcd: a deposed primary's
  *   older term is refused with 400): 200 `{"service_time_ns"}`, or 409 `{"next_seq_no"}` when earlier operations
@@ -103,7 +105,7 @@ async function answer(reply: FastifyReply, run: () => unknown): Promise<FastifyR
 
 /** Adds the write routes (see module doc) to a data node's app. */
 export function registerWriteRoutes(app: FastifyInstance, indices: WritableIndices, nodeId: string): void {
-  const plain = { config: { urlParameters: { names: ['pretty'], hint: '(pretty)' } } };
+  const plain = { config: { auth: 'internal' as const, urlParameters: { names: ['pretty'], hint: '(pretty)' } } };
   app.put<{ Params: { index: string } }>(`${INDICES_PATH}/:index`, plain, (request, reply) =>
     answer(reply, async () => {
       const meta = parseIndexMetadata(request.body, 'body');
@@ -116,7 +118,7 @@ export function registerWriteRoutes(app: FastifyInstance, indices: WritableIndic
   );
   app.delete<{ Params: { index: string } }>(
     `${INDICES_PATH}/:index`,
-    { config: { urlParameters: { names: ['uuid', 'pretty'], hint: '(uuid, pretty)' } } },
+    { config: { auth: 'internal' as const, urlParameters: { names: ['uuid', 'pretty'], hint: '(uuid, pretty)' } } },
     (request, reply) =>
       answer(reply, async () => {
         const uuid = (request.query as Record<string, unknown>)['uuid'];

@@ -5,7 +5,8 @@
  * Routes: `POST|GET /{index}/_search`, `POST|GET /_search`; sandboxes: `GET /_sandbox`,
  * `GET /_sandbox/{id}`, `PUT /_sandbox` (create), `PUT /_sandbox/{id}` (partial update, `If-Match`),
  * `DELETE /_sandbox/{id}`, `GET /_sandbox/_stats?breach=true&from=0&size=100`; `GET /_nodes/stats`,
- * `GET /`. Sandbox changes need `Authorization: Bearer <adminToken>`.
+ * `GET /`. Who may call what: each route's `config.auth`, checked by `route-auth.ts` before the body
+ * is read (sandbox and query-priority changes: the admin token).
  */
 import Fastify, {
   type FastifyBaseLogger,
@@ -13,12 +14,25 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from 'fastify';
-import { InvalidArgumentError, SandboxNotFoundError } from '../errors.js';
+import { InvalidArgumentError, SandboxConflictError, SandboxNotFoundError } from '../errors.js';
 import { toSandboxDocument } from '../sandbox/sandbox-document.js';
-import { checkAdminToken } from './admin-auth.js';
 import type { Runtime } from '../runtime.js';
-import { toErrorResponse } from './error-body.js';
+import {
+  applyConnectionLimits,
+  type ConnectionLimits,
+  fastifyConnectionOptions,
+  resolveConnectionLimits,
+} from './connection-limits.js';
+import { errorBody, toErrorResponse } from './error-body.js';
+import { nodeCatalog } from './index-catalogs.js';
+import { registerIndexInfoRoutes } from './index-info-routes.js';
 import { registerIndexRoutes } from './index-routes.js';
+import { parseJsonBody } from './json-body.js';
+import { clusterUuidOf, installProductHeader, registerRootRoutes } from './product-info.js';
+import { type AuthOptions, installRouteAuth, type RouteAuth } from './route-auth.js';
+import { registerObservabilityRoutes, runtimeObservability } from './observability-routes.js';
+import type { RuntimeFeed } from '../observability/runtime-feed.js';
+import { applySearchParameters, SEARCH_URL_PARAMETERS } from './search-parameters.js';
 import { nodeStatsView, type StatsQuery, sandboxStatsView, sandboxesView } from './stats-views.js';
 
 export interface HttpServerOptions {
@@ -28,8 +42,16 @@ export interface HttpServerOptions {
   readonly sandboxHeader?: string;
   /** Largest request body, bytes. Default 1 MiB. */
   readonly bodyLimitBytes?: number;
-  /** Token that sandbox changes must present. Default: none, and changes are refused (401). */
+  /** Token that every write and admin route accepts. Default: none, and they answer 401. */
   readonly adminToken?: string | undefined;
+  /** Token that document writes and `_bulk` accept (not index management). Default: none. */
+  readonly writerToken?: string | undefined;
+  /** Secret of the cluster's node-to-node routes (`/_internal/*`, data nodes). Default: none (401). */
+  readonly clusterSecret?: string | undefined;
+  /** Open every route but the internal ones to everyone: local experiments only. Default false. */
+  readonly insecureSkipAuth?: boolean | undefined;
+  /** Header and body time-outs and the bound on open connections (see `connection-limits.ts`). */
+  readonly connectionLimits?: ConnectionLimits | undefined;
   /** Logger for requests and errors. Default: none. */
   readonly logger?: FastifyBaseLogger;
   /** Largest bulk body, bytes (Elasticsearch `http.max_content_length`). Default 100 MiB. */
@@ -39,6 +61,12 @@ export interface HttpServerOptions {
    * its `GET /_nodes/stats` entry. Default: `{"store": "local"}` (this node's own stores).
    */
   readonly clusterState?: () => unknown;
+  /**
+   * Where metrics and the dashboard read the runtime: a `RuntimeFeed` attached to it, whose
+   * `onTaskEnd` the runtime was created with (then the per-task histograms and latencies are fed).
+   * Default: a feed of the runtime's snapshots alone.
+   */
+  readonly feed?: RuntimeFeed;
 }
 
 /** The first value of a request header (lower-case `name`), or `undefined`. */
@@ -53,19 +81,51 @@ export function sendError(reply: FastifyReply, error: unknown): FastifyReply {
   return reply.code(status).send(body);
 }
 
-/** `If-Match: "3"` (or `3`, or `W/"3"`) -> 3; absent -> undefined. @throws InvalidArgumentError. */
-function ifMatchVersion(header: string | undefined): number | undefined {
+/**
+ * What an `If-Match` header asks of a sandbox change (RFC 9110 §13.1.1): `undefined` when absent or
+ * `*` (any current version); otherwise the versions it names, each a quoted strong entity tag such as
+ * `"3"` (`"1", "2"` lists several; the change applies if the current version is one of them).
+ * A weak tag (`W/"3"`) never matches in `If-Match`, which uses the strong comparison.
+ * @throws InvalidArgumentError (400) naming `If-Match` and the value for anything that is not a list of
+ *   entity tags (an unquoted `3`); SandboxConflictError (409) for a list that can never match (weak
+ *   tags, or tags that are not versions).
+ */
+export function ifMatchVersions(header: string | undefined): readonly number[] | undefined {
   if (header === undefined) return undefined;
-  const match = /^\s*(?:W\/)?"?(\d{1,15})"?\s*$/.exec(header);
-  if (match === null)
-    throw new InvalidArgumentError('If-Match', 'must be a sandbox version such as "3"', header);
-  return Number(match[1]);
+  const text = header.trim();
+  if (text === '*') return undefined;
+  const tags = text.split(',').map((t) => t.trim());
+  const versions: number[] = [];
+  let weak = false;
+  for (const tag of tags) {
+    const match = /^(W\/)?"([\x21\x23-\x7e\x80-\xff]*)"$/.exec(tag);
+    if (match === null) {
+      throw new InvalidArgumentError(
+        'If-Match',
+        'must be * or quoted entity tags such as "3" (the sandbox version from its ETag, in double quotes)',
+        header,
+      );
+    }
+    if (match[1] !== undefined) weak = true;
+    else if (/^\d{1,15}$/.test(match[2]!)) versions.push(Number(match[2]));
+  }
+  if (versions.length === 0) {
+    throw new SandboxConflictError(
+      'version',
+      `If-Match ${JSON.stringify(header)} can never match: ${weak ? 'a weak entity tag (W/"...") never matches in If-Match, which uses the strong comparison (RFC 9110 §13.1.1); send the version as "N"' : 'a sandbox version is a quoted integer such as "3"'}`,
+    );
+  }
+  return versions;
+}
+
+/** The version to pass for a compare-and-swap: the current one when `versions` names it, else one that fails. */
+function expectedVersion(versions: readonly number[] | undefined, current: number | undefined): number | undefined {
+  if (versions === undefined) return undefined;
+  return current !== undefined && versions.includes(current) ? current : versions[0];
 }
 
 /** URL parameters each route takes (`*`: the others), and the hint a refusal gives. */
 const URL_PARAMETERS: Record<string, { readonly names: readonly string[]; readonly hint: string }> = {
-  '/:index/_search': { names: ['pretty', 'timeout'], hint: '(timeout, pretty; put size, from and the query in the body)' },
-  '/_search': { names: ['pretty', 'timeout'], hint: '(timeout, pretty; put size, from and the query in the body)' },
   '/_sandbox/_stats': { names: ['breach', 'from', 'size', 'pretty'], hint: '(breach, from, size, pretty)' },
   '*': { names: ['pretty'], hint: '(only pretty)' },
 };
@@ -87,15 +147,30 @@ function statsQuery(query: Record<string, unknown>): StatsQuery {
   return { breach: breach === 'true', from: int('from', 0, 100_000, 0), size: int('size', 1, 1000, 100) };
 }
 
-/** Route config this server reads: `rawBody` (hand the handler the raw bytes), `urlParameters` (allowed). */
+/**
+ * Route config this server reads: `rawBody` (hand the handler the raw bytes), `urlParameters` (allowed),
+ * `auth` (who may call it; see `route-auth.ts`).
+ */
 export interface RouteConfig {
   readonly rawBody?: boolean;
   readonly urlParameters?: { readonly names: readonly string[]; readonly hint: string };
+  readonly auth?: RouteAuth;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Hand the handler the raw body bytes (NDJSON bulks). */
+    rawBody?: boolean;
+    /** The URL parameters the route accepts; others answer 400. */
+    urlParameters?: { readonly names: readonly string[]; readonly hint: string };
+  }
 }
 
 /**
  * The one body parser of both servers: JSON whatever the content type, `undefined` for an empty body,
- * JSON.parse's own message (400) on a syntax error; the raw bytes for a route with `config.rawBody`.
+ * JSON.parse's own message (400) on a syntax error, a 400 naming the field and the literal for a number
+ * beyond a double (`json-body.ts`; not checked on internal routes, whose bodies nodes serialised); the
+ * raw bytes for a route with `config.rawBody`.
  */
 export function parseBody(
   request: FastifyRequest,
@@ -106,15 +181,20 @@ export function parseBody(
     done(null, body);
     return;
   }
+  // A route that does not exist answers 404, whatever its body (an NDJSON `_msearch` is no JSON).
+  if (request.is404) {
+    done(null, undefined);
+    return;
+  }
   const text = typeof body === 'string' ? body : body.toString('utf8');
   if (text.trim().length === 0) {
     done(null, undefined);
     return;
   }
   try {
-    done(null, JSON.parse(text));
+    done(null, request.url.startsWith('/_internal/') ? JSON.parse(text) : parseJsonBody(text));
   } catch (error) {
-    done(Object.assign(error as Error, { statusCode: 400 }), undefined);
+    done(error instanceof SyntaxError ? Object.assign(error, { statusCode: 400 }) : (error as Error), undefined);
   }
 }
 
@@ -127,6 +207,13 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
     bodyLimitBytes: options.bodyLimitBytes,
     logger: log,
     urlParameters: (url) => URL_PARAMETERS[url] ?? URL_PARAMETERS['*']!,
+    auth: {
+      adminToken: options.adminToken,
+      writerToken: options.writerToken,
+      clusterSecret: options.clusterSecret,
+      insecureSkipAuth: options.insecureSkipAuth,
+    },
+    connectionLimits: options.connectionLimits,
   });
   registerSearchRoutes(app, (request, call) => runtime.search(request, call), sendError, { userHeader, sandboxHeader });
   app.get('/_sandbox', async () => sandboxesView(runtime));
@@ -142,52 +229,42 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
     if (sandbox === undefined) return sendError(reply, new SandboxNotFoundError(request.params.id));
     return reply.header('etag', `"${sandbox.version}"`).send({ [sandbox.id]: toSandboxDocument(sandbox) });
   });
-  const admin = (request: FastifyRequest) =>
-    checkAdminToken(headerValue(request, 'authorization'), options.adminToken);
-  // Admin routes check the token before the body is read: a caller without it learns nothing from
-  // a 400 about its body, and an unauthorised megabyte is not parsed.
-  const adminOnly = {
-    onRequest: async (request: FastifyRequest, reply: FastifyReply) => {
-      try {
-        admin(request);
-      } catch (error) {
-        return sendError(reply, error);
-      }
-    },
-  };
-  app.put('/_sandbox', adminOnly, async (request, reply) => {
+  const admin = { config: { auth: 'admin' as const } };
+  app.put('/_sandbox', admin, async (request, reply) => {
     try {
-      admin(request);
       const sandbox = await runtime.sandboxRegistry.create(request.body);
       return reply.code(201).header('etag', `"${sandbox.version}"`).send(toSandboxDocument(sandbox));
     } catch (error) {
       return sendError(reply, error);
     }
   });
-  app.put<{ Params: { id: string } }>('/_sandbox/:id', adminOnly, async (request, reply) => {
+  app.put<{ Params: { id: string } }>('/_sandbox/:id', admin, async (request, reply) => {
     try {
-      admin(request);
-      const expected = ifMatchVersion(headerValue(request, 'if-match'));
-      const sandbox = await runtime.sandboxRegistry.update(request.params.id, request.body, expected);
+      const versions = ifMatchVersions(headerValue(request, 'if-match'));
+      const current = runtime.sandboxRegistry.get(request.params.id)?.version;
+      const sandbox = await runtime.sandboxRegistry.update(
+        request.params.id,
+        request.body,
+        expectedVersion(versions, current),
+      );
       return reply.header('etag', `"${sandbox.version}"`).send(toSandboxDocument(sandbox));
     } catch (error) {
       return sendError(reply, error);
     }
   });
-  app.delete<{ Params: { id: string } }>('/_sandbox/:id', adminOnly, async (request, reply) => {
+  app.delete<{ Params: { id: string } }>('/_sandbox/:id', admin, async (request, reply) => {
     try {
-      admin(request);
-      const expected = ifMatchVersion(headerValue(request, 'if-match'));
-      const sandbox = await runtime.sandboxRegistry.delete(request.params.id, expected);
+      const versions = ifMatchVersions(headerValue(request, 'if-match'));
+      const current = runtime.sandboxRegistry.get(request.params.id)?.version;
+      const sandbox = await runtime.sandboxRegistry.delete(request.params.id, expectedVersion(versions, current));
       return reply.send({ acknowledged: true, _id: sandbox.id });
     } catch (error) {
       return sendError(reply, error);
     }
   });
   app.get('/_query_priority', async () => runtime.queryPriority());
-  app.put('/_query_priority', adminOnly, async (request, reply) => {
+  app.put('/_query_priority', admin, async (request, reply) => {
     try {
-      admin(request);
       return reply.send(await runtime.setQueryPriority(request.body));
     } catch (error) {
       return sendError(reply, error);
@@ -200,10 +277,13 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
     return view;
   });
   registerIndexRoutes(app, runtime.indices, { bulkBodyLimitBytes: options.bulkBodyLimitBytes });
-  app.get('/', async () => ({
+  registerObservabilityRoutes(app, runtimeObservability(runtime, options.feed));
+  registerIndexInfoRoutes(app, nodeCatalog(runtime), { userHeader, sandboxHeader });
+  const clusterUuid = clusterUuidOf([runtime.options.nodeId]);
+  registerRootRoutes(app, () => ({
     name: runtime.options.nodeId,
-    tagline: 'query-sandbox: governed search execution',
-    indices: runtime.nodeStats().engineIndices ?? null,
+    clusterUuid,
+    extra: { indices: runtime.nodeStats().engineIndices ?? null },
   }));
   return app;
 }
@@ -214,6 +294,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
  * answers 404 `no_handler_found_exception`.
  */
 export function installResponseHandlers(app: FastifyInstance, log: FastifyBaseLogger | undefined): void {
+  installProductHeader(app);
   // `?pretty` indents the JSON answer, as OpenSearch does.
   app.addHook('onSend', async (request, reply, payload) => {
     const pretty = (request.query as Record<string, unknown> | undefined)?.['pretty'];
@@ -226,19 +307,34 @@ export function installResponseHandlers(app: FastifyInstance, log: FastifyBaseLo
     }
   });
 
-  app.setErrorHandler((error, request, reply) => {
+  app.setErrorHandler((raw, request, reply) => {
+    const error = bodyTooLarge(raw, request) ?? raw;
     const { status } = toErrorResponse(error);
     if (status >= 500) log?.error({ err: error, url: request.url }, 'request failed');
     return sendError(reply, error);
   });
   app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({
-      error: {
-        type: 'no_handler_found_exception',
-        reason: `no handler for ${request.method} ${request.url}`,
-      },
-      status: 404,
-    }),
+    reply
+      .code(404)
+      .send(errorBody(404, 'no_handler_found_exception', `no handler found for uri [${request.url}] and method [${request.method}]`)),
+  );
+}
+
+/**
+ * fastify's 413 ("Request body is too large") with the limit and the size received, so the caller
+ * learns what to change: `body is larger than the limit of 65536 bytes for POST /_bulk; received 71710
+ * bytes (Content-Length)`. Undefined for any other error.
+ */
+function bodyTooLarge(error: unknown, request: FastifyRequest): Error | undefined {
+  if ((error as { code?: unknown } | null)?.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') return undefined;
+  const length = headerValue(request, 'content-length');
+  const limit = request.routeOptions.bodyLimit;
+  return Object.assign(
+    new Error(
+      `body is larger than the limit of ${limit} bytes for ${request.method} ${request.routeOptions.url ?? request.url}; ` +
+        `received ${length === undefined ? 'more (chunked)' : `${length} bytes (Content-Length)`}`,
+    ),
+    { statusCode: 413, code: 'FST_ERR_CTP_BODY_TOO_LARGE' },
   );
 }
 
@@ -255,16 +351,25 @@ export interface ApiServerOptions {
   readonly logger?: FastifyBaseLogger | undefined;
   /** The URL parameters a route without `config.urlParameters` accepts, by its URL pattern. */
   readonly urlParameters: (url: string) => UrlParameters;
+  /** The credentials the routes accept (see `route-auth.ts`). @default none: writes answer 401 */
+  readonly auth?: AuthOptions | undefined;
+  /** Header and body time-outs, the bound on open connections. @default 30 s, 30 s, 1024 */
+  readonly connectionLimits?: ConnectionLimits | undefined;
 }
 
 /**
- * The fastify instance both the node's and the coordinator's servers start from: bodies parsed as
- * JSON whatever the content type (raw bytes for `config.rawBody` routes), unknown URL parameters
- * refused as OpenSearch does, and the shared response handlers (`installResponseHandlers`).
+ * The fastify instance both the node's and the coordinator's servers start from: every route's role
+ * checked before its body is read (`route-auth.ts`), header and body time-outs and a bound on
+ * connections (`connection-limits.ts`), bodies parsed as JSON whatever the content type (raw bytes for
+ * `config.rawBody` routes), unknown URL parameters refused as OpenSearch does, and the shared response
+ * handlers (`installResponseHandlers`).
+ * @throws InvalidArgumentError for invalid `connectionLimits`.
  */
 export function createApiServer(options: ApiServerOptions): FastifyInstance {
+  const limits = resolveConnectionLimits(options.connectionLimits);
   // Request logging stays off (one line per search is too much); errors are logged by the handlers.
   const app = Fastify({
+    ...fastifyConnectionOptions(limits, options.logger),
     bodyLimit: options.bodyLimitBytes ?? 1024 * 1024,
     logger: false,
     // Index expressions can be long comma lists; the runtime bounds them (4096 characters) itself.
@@ -280,10 +385,15 @@ export function createApiServer(options: ApiServerOptions): FastifyInstance {
   // Bodies are JSON whatever the content type says (curl -d sends form-urlencoded by default), and a
   // syntax error reports JSON.parse's own message, which says where the text went wrong. Routes with
   // `config.rawBody` (bulk: NDJSON) get the raw bytes instead.
+  applyConnectionLimits(app, limits, options.logger);
+  // First of all hooks: a caller without the right token learns nothing else, and its body is never read.
+  installRouteAuth(app, options.auth ?? {}, sendError);
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, parseBody);
   // OpenSearch refuses URL parameters it does not know: silently ignoring `?size=1` would mislead.
   app.addHook('preHandler', async (request, reply) => {
+    // A route that does not exist answers 404 whatever its parameters (the not-found handler runs hooks too).
+    if (request.is404) return;
     const allowed =
       (request.routeOptions.config as RouteConfig | undefined)?.urlParameters ??
       options.urlParameters(request.routeOptions.url ?? '');
@@ -302,9 +412,9 @@ export function createApiServer(options: ApiServerOptions): FastifyInstance {
 }
 
 /**
- * `GET|POST /{index}/_search` and `/_search`: the body must be a JSON object (or absent); the user
- * and explicit sandbox come from the named headers, `timeout` from `?timeout=` (where the server
- * accepts it); `search` answers, `sendFailure` turns its errors into the error body.
+ * `GET|POST /{index}/_search` and `/_search`: the body must be a JSON object (or absent); the URL
+ * parameters of `search-parameters.ts` are folded into it; the user and explicit sandbox come from the
+ * named headers; `search` answers, `sendFailure` turns its errors into the error body.
  *
  * A client that goes away gives up its search: when the request's connection closes before the
  * answer is ready, `call.signal` aborts, so a queued task is removed without running and a running
@@ -318,7 +428,6 @@ export function registerSearchRoutes(
       body: unknown;
       user: string | undefined;
       sandboxId: string | undefined;
-      timeout?: string;
     },
     call: { readonly signal: AbortSignal },
   ) => Promise<unknown>,
@@ -330,7 +439,6 @@ export function registerSearchRoutes(
     if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) {
       return sendError(reply, new InvalidArgumentError('body', 'must be a JSON object', body));
     }
-    const timeout = (request.query as Record<string, unknown> | undefined)?.['timeout'];
     // The connection closing before the answer is sent: the client is gone (HTTP/1.1 has no other way
     // to cancel a request). Keep-alive sockets carry later requests, so the listener goes once answered.
     const gone = new AbortController();
@@ -339,13 +447,13 @@ export function registerSearchRoutes(
     socket.once('close', onClose);
     if (socket.destroyed) onClose();
     try {
+      const query = (request.query as Record<string, unknown> | undefined) ?? {};
       const result = await search(
         {
           index,
-          body: body ?? {},
+          body: applySearchParameters(query, (body as Record<string, unknown> | undefined) ?? {}),
           user: headerValue(request, headers.userHeader),
           sandboxId: headerValue(request, headers.sandboxHeader),
-          ...(typeof timeout === 'string' ? { timeout } : {}),
         },
         { signal: gone.signal },
       );
@@ -356,12 +464,16 @@ export function registerSearchRoutes(
       socket.off('close', onClose);
     }
   };
+  // A search is a read whatever its method (POST carries the body).
+  const names = [...SEARCH_URL_PARAMETERS, 'pretty'];
+  const config = { auth: 'read' as const, urlParameters: { names, hint: `(${names.join(', ')})` } };
   for (const method of ['GET', 'POST'] as const) {
     app.route<{ Params: { index: string } }>({
       method,
       url: '/:index/_search',
+      config,
       handler: (request, reply) => handle(request, reply, request.params.index),
     });
-    app.route({ method, url: '/_search', handler: (request, reply) => handle(request, reply, '_all') });
+    app.route({ method, url: '/_search', config, handler: (request, reply) => handle(request, reply, '_all') });
   }
 }

@@ -2,32 +2,43 @@
  * The index and bulk routes of a node that serves writable indices (`runtime.indices`), in
  * Elasticsearch's shapes:
  *
- * - `PUT /{index}` `{settings?, mappings?}`; `DELETE /{index}`; `PUT|GET /{index}/_settings`;
+ * - `PUT /{index}` `{settings?, mappings?}`; `DELETE /{index}`; `PUT /{index}/_settings`;
  * - `PUT|POST /_index_template/{name}` (`?create=true`), `GET /_index_template[/{name}]`,
  *   `DELETE /_index_template/{name}`;
- * - `GET /{index}/_doc/{id}` (`?routing=`): 200 with the document, 404 `{"found": false}`;
+ * - the single-document APIs (`document-routes.ts`);
  * - `POST|PUT /_bulk`, `POST|PUT /{index}/_bulk` (`?refresh=true|false|wait_for`, `?routing=`): NDJSON
  *   whatever the content type (`application/x-ndjson`, `application/json`, none), up to
  *   `bulkBodyLimitBytes`;
- * - `GET /_cat/shards[/{index}]` (`?format=json`, `?v`); `POST|GET /{index}/_refresh`, `/_refresh`.
+ * - `GET /_cat/shards[/{index}]` (`?format=json`, `?v`).
+ *
+ * `GET /{index}/_settings`, `_refresh` and the other calls over every index are in `index-info-routes.ts`.
  *
  * A node whose engine serves no writable indices answers these with 400 naming the route. A cluster data
  * node answers the index APIs with 400 too: its coordinator serves them.
+ *
+ * Roles (`route-auth.ts`): index creation and deletion, settings changes and templates need the admin
+ * token; `_bulk` and refresh the writer token (or the admin token); GETs and `_cat` are open.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError, TemplateNotFoundError } from '../errors.js';
 import { parseRefreshPolicy } from '../indices/bulk-response.js';
 import type { CatShardRow, IndexApi } from '../indices/writable-indices.js';
+import { registerDocumentRoutes } from './document-routes.js';
 import { sendError } from './http-server.js';
+import type { RouteAuth } from './route-auth.js';
 
 export interface IndexRoutesOptions {
   /** Largest bulk body, bytes. @default 104857600 (Elasticsearch `http.max_content_length`) */
   readonly bulkBodyLimitBytes?: number | undefined;
 }
 
-/** `config` of a route: which URL parameters it takes (others answer 400), and the raw body for bulk. */
-function config(names: readonly string[], rawBody = false) {
+/**
+ * `config` of a route: who may call it, which URL parameters it takes (others answer 400), and the raw
+ * body for bulk.
+ */
+function config(auth: RouteAuth, names: readonly string[], rawBody = false) {
   return {
+    auth,
     urlParameters: { names: [...names, 'pretty'], hint: `(${[...names, 'pretty'].join(', ')})` },
     ...(rawBody ? { rawBody: true } : {}),
   };
@@ -90,29 +101,24 @@ export function registerIndexRoutes(
 
   app.put<{ Params: { index: string } }>(
     '/:index',
-    { config: config([]) },
+    { config: config('admin', []) },
     handle('PUT /{index}', (w, r) => w.createIndex(r.params.index, r.body)),
   );
   app.delete<{ Params: { index: string } }>(
     '/:index',
-    { config: config([]) },
+    { config: config('admin', []) },
     handle('DELETE /{index}', (w, r) => w.deleteIndex(r.params.index)),
   );
   app.put<{ Params: { index: string } }>(
     '/:index/_settings',
-    { config: config([]) },
+    { config: config('admin', []) },
     handle('PUT /{index}/_settings', (w, r) => w.updateSettings(r.params.index, r.body)),
-  );
-  app.get<{ Params: { index: string } }>(
-    '/:index/_settings',
-    { config: config([]) },
-    handle('GET /{index}/_settings', (w, r) => w.getSettings(r.params.index)),
   );
   for (const method of ['PUT', 'POST'] as const) {
     app.route<{ Params: { name: string } }>({
       method,
       url: '/_index_template/:name',
-      config: config(['create']),
+      config: config('admin', ['create']),
       handler: handle('PUT /_index_template/{name}', (w, r) => {
         const create = query(r)['create'];
         if (create !== undefined && create !== 'true' && create !== 'false' && create !== '') {
@@ -124,47 +130,33 @@ export function registerIndexRoutes(
   }
   app.get(
     '/_index_template',
-    { config: config([]) },
+    { config: config('read', []) },
     handle('GET /_index_template', (w) => w.getTemplates()),
   );
   app.get<{ Params: { name: string } }>(
     '/_index_template/:name',
-    { config: config([]) },
+    { config: config('read', []) },
     handle('GET /_index_template/{name}', (w, r, reply) => {
       const found = w.getTemplates(r.params.name);
       if ((found['index_templates'] as unknown[]).length === 0) {
-        return reply.code(404).send({
-          error: {
-            type: 'resource_not_found_exception',
-            reason: `index template matching [${r.params.name}] not found`,
-            code: 'QS_TEMPLATE_NOT_FOUND',
-          },
-          status: 404,
-        });
+        return sendError(reply, new TemplateNotFoundError(r.params.name));
       }
       return found;
     }),
   );
   app.delete<{ Params: { name: string } }>(
     '/_index_template/:name',
-    { config: config([]) },
+    { config: config('admin', []) },
     handle('DELETE /_index_template/{name}', (w, r) => w.deleteTemplate(r.params.name)),
   );
-  app.get<{ Params: { index: string; id: string } }>(
-    '/:index/_doc/:id',
-    { config: config(['routing']) },
-    handle('GET /{index}/_doc/{id}', async (w, r, reply) => {
-      const doc = await w.getDocument(r.params.index, r.params.id, routingParameter(query(r)));
-      return doc.found ? doc : reply.code(404).send(doc);
-    }),
-  );
+  registerDocumentRoutes(app, service);
   for (const method of ['POST', 'PUT'] as const) {
     for (const url of ['/_bulk', '/:index/_bulk']) {
       app.route<{ Params: { index?: string } }>({
         method,
         url,
         bodyLimit: bulkBodyLimit,
-        config: config(['refresh', 'routing'], true),
+        config: config('write', ['refresh', 'routing'], true),
         handler: handle('POST /_bulk', (w, r) => {
           const q = query(r);
           const body = r.body as Buffer | undefined;
@@ -183,20 +175,6 @@ export function registerIndexRoutes(
     if (catFormat(q) === 'json') return rows;
     return reply.type('text/plain; charset=UTF-8').send(catShardsText(rows, q['v'] !== undefined));
   };
-  app.get('/_cat/shards', { config: config(['format', 'v']) }, handle('GET /_cat/shards', cat));
-  app.get('/_cat/shards/:index', { config: config(['format', 'v']) }, handle('GET /_cat/shards', cat));
-  for (const method of ['POST', 'GET'] as const) {
-    app.route<{ Params: { index?: string } }>({
-      method,
-      url: '/:index/_refresh',
-      config: config([]),
-      handler: handle('POST /{index}/_refresh', (w, r) => w.refresh(r.params.index)),
-    });
-    app.route({
-      method,
-      url: '/_refresh',
-      config: config([]),
-      handler: handle('POST /_refresh', (w) => w.refresh()),
-    });
-  }
+  app.get('/_cat/shards', { config: config('read', ['format', 'v']) }, handle('GET /_cat/shards', cat));
+  app.get('/_cat/shards/:index', { config: config('read', ['format', 'v']) }, handle('GET /_cat/shards', cat));
 }

@@ -153,7 +153,9 @@ export class UsageTracker {
 
     for (const task of this.#tasks.values()) {
       const running = this.#slots.state(task.slot) !== SlotState.ASSIGNED;
-      const delta = this.#cpuDelta(task);
+      // One thread cannot run longer than the interval; a larger delta is tick granularity (schedstat
+      // moves at scheduler ticks), so it is capped there (the task's total keeps the clock's figure).
+      const delta = Math.min(this.#cpuDelta(task), intervalNs);
       task.cpuUsage = delta / capacityNs;
       task.memoryBytes = running ? this.#memoryBytes(task) : 0;
       task.memoryUsage = task.memoryBytes / this.#memoryBudgetBytes;
@@ -161,6 +163,9 @@ export class UsageTracker {
       tasks.push(task);
       this.#addUp(sandboxes, task.sandboxId, task.cpuUsage, task.memoryUsage, 1);
     }
+    // A ratio of the node's capacity: tick granularity can add up to a few percent over 1 with every
+    // core busy (1.01 seen), and ended tasks' remainders land in the interval they are read in.
+    for (const usage of sandboxes.values()) usage.cpu = Math.min(1, usage.cpu);
     return { intervalNs, tasks, sandboxes };
   }
 

@@ -182,9 +182,39 @@ describe('SandboxClassifier.resolveExplicit', () => {
     expect(c.resolveExplicit('logs', { user: 'ops_1', indices: ['logs-a', 'logs-b'] }).id).toBe('logs');
   });
 
-  it('always allows the root, and a sandbox that names no attribute', () => {
+  it('allows the root only to a request that classification puts there anyway', () => {
     expect(c.resolveExplicit(ROOT_SANDBOX_ID, { user: undefined, indices: [] }).id).toBe(ROOT_SANDBOX_ID);
-    expect(c.resolveExplicit('open', { user: undefined, indices: [] }).id).toBe('open');
+    expect(c.resolveExplicit(ROOT_SANDBOX_ID, { user: 'bob', indices: ['spam'] }).id).toBe(ROOT_SANDBOX_ID);
+  });
+
+  it('forbids the root to a request that belongs to another sandbox, naming that sandbox', () => {
+    const error = forbidden(() => c.resolveExplicit(ROOT_SANDBOX_ID, { user: 'dash_a', indices: [] }));
+    expect(error.sandboxId).toBe(ROOT_SANDBOX_ID);
+    expect(error.message).toBe(
+      'request may not use sandbox "_root": the root sandbox names no selection attributes, so only requests ' +
+        'that match no other sandbox run in it; this request belongs to sandbox "dash"',
+    );
+  });
+
+  it('forbids a sandbox that names no attribute to every request', () => {
+    for (const attributes of [
+      { user: undefined, indices: [] },
+      { user: 'bob', indices: ['spam'] },
+      { user: 'dash_a', indices: [] },
+    ]) {
+      const error = forbidden(() => c.resolveExplicit('open', attributes));
+      expect(error.message).toMatch(/^request may not use sandbox "open": it names no selection attributes/);
+    }
+  });
+
+  it('honours a matching sandbox even where a more specific one would win classification', () => {
+    const nested = classifier(
+      sandbox('ops', 5, { user: ['ops_*'] }),
+      sandbox('ops-logs', 6, { user: ['ops_*'], indices: ['logs-*'] }),
+    );
+    const attributes = { user: 'ops_1', indices: ['logs-a'] };
+    expect(nested.classify(attributes).id).toBe('ops-logs');
+    expect(nested.resolveExplicit('ops', attributes).id).toBe('ops');
   });
 
   it('forbids a sandbox that does not exist', () => {

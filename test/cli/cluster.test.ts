@@ -234,8 +234,8 @@ interface Run {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-function runCommand(args: readonly string[]): Run {
-  const child = spawn(process.execPath, [main, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+function runCommand(args: readonly string[], env: NodeJS.ProcessEnv = process.env): Run {
+  const child = spawn(process.execPath, [main, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
   let out = '';
   let err = '';
   child.stdout!.on('data', (chunk: Buffer) => {
@@ -373,7 +373,8 @@ describe('query-sandbox cluster start-up (issue 6)', () => {
       const base = await portsFrom9600(3);
       const dataDir = mkdtempSync(path.join(tmpdir(), 'qs-coord-'));
       const coordinator = (listen: number, dataNodes: string, ...more: string[]) =>
-        runCommand([
+        runCommand(
+          [
           'serve',
           '--role',
           'coordinator',
@@ -386,7 +387,9 @@ describe('query-sandbox cluster start-up (issue 6)', () => {
           '--log-level',
           'warn',
           ...more,
-        ]);
+          ],
+          { ...process.env, QUERY_SANDBOX_CLUSTER_SECRET: 'cli-cluster-test-secret' },
+        );
       const twice = coordinator(base, `127.0.0.1:${port},localhost:${port}`);
       const nobody = coordinator(base + 1, `127.0.0.1:${base + 2}`, '--discovery-timeout-ms', '600');
       expect(await twice.exited).toEqual({ code: 1, signal: null });
@@ -405,6 +408,21 @@ describe('query-sandbox cluster start-up (issue 6)', () => {
       expect(nobody.stdout()).toContain(`"msg":"data node http://127.0.0.1:${base + 2} does not answer discovery yet`);
     } finally {
       await node.app.close();
+    }
+  });
+
+  it('refuses to start a data node or a coordinator without a cluster secret, in one line naming it', async () => {
+    const env = { ...process.env };
+    delete env['QUERY_SANDBOX_CLUSTER_SECRET'];
+    for (const role of ['data', 'coordinator']) {
+      const run = runCommand(
+        ['serve', '--role', role, '--port', '0', ...(role === 'coordinator' ? ['--data-nodes', '127.0.0.1:1'] : [])],
+        env,
+      );
+      expect(await run.exited).toEqual({ code: 1, signal: null });
+      expect(run.stderr().trim()).toMatch(
+        new RegExp(`^query-sandbox: QUERY_SANDBOX_CLUSTER_SECRET is required with --role ${role}: .*; received undefined$`),
+      );
     }
   });
 });

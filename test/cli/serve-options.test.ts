@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseDemoOptions } from '../../src/cli/demo.js';
-import { parseServeOptions } from '../../src/cli/serve-options.js';
+import { readNodeSecrets } from '../../src/cli/node-secrets.js';
+import { isLoopbackHost, parseServeOptions } from '../../src/cli/serve-options.js';
 
 describe('serve options', () => {
   it('defaults to 127.0.0.1:9200 with the bundled sandbox file', () => {
@@ -308,3 +309,58 @@ describe('serve options: cluster roles', () => {
     expect(() => parseServeOptions(argv, {})).toThrow(message);
   });
 });
+
+describe('security options', () => {
+  it('takes the time-outs and the connection bound, and leaves them to the defaults without flags', () => {
+    expect(parseServeOptions([], {}).connectionLimits).toEqual({});
+    expect(parseServeOptions([], {}).insecureSkipAuth).toBe(false);
+    const o = parseServeOptions(
+      ['--headers-timeout-ms', '5000', '--request-timeout-ms', '60000', '--max-connections', '64'],
+      {},
+    );
+    expect(o.connectionLimits).toEqual({ headersTimeoutMs: 5000, requestTimeoutMs: 60_000, maxConnections: 64 });
+    const coordinator = parseServeOptions(['--role', 'coordinator', '--data-nodes', 'h:1', '--request-timeout-ms', '40000'], {});
+    expect(coordinator.connectionLimits).toEqual({ requestTimeoutMs: 40_000 });
+  });
+
+  it.each([
+    [['--headers-timeout-ms', '0'], '--headers-timeout-ms must be an integer in 1..3600000; received "0"'],
+    [['--request-timeout-ms', '10s'], '--request-timeout-ms must be an integer in 1..3600000; received "10s"'],
+    [['--request-timeout-ms', '1000'], '--request-timeout-ms must be at least --headers-timeout-ms (30000): the headers are part of the request; received "1000"'],
+    [['--max-connections=-1'], '--max-connections must be an integer in 1..1000000; received "-1"'],
+    [['--insecure-skip-auth', '--host', '0.0.0.0'], '--insecure-skip-auth is only for local experiments: it needs --host to be a loopback address (127.0.0.1, ::1, localhost); received "0.0.0.0"'],
+  ])('refuses %j naming the flag and the value', (argv, message) => {
+    expect(() => parseServeOptions(argv, {})).toThrow(message);
+  });
+
+  it('takes --insecure-skip-auth on a loopback host only', () => {
+    expect(parseServeOptions(['--insecure-skip-auth'], {}).insecureSkipAuth).toBe(true);
+    expect(() => parseServeOptions(['--insecure-skip-auth'], { HOST: '192.168.1.4' })).toThrow('--insecure-skip-auth');
+    expect(['127.0.0.1', '127.1.2.3', '::1', 'localhost'].every(isLoopbackHost)).toBe(true);
+    expect(['0.0.0.0', '::', '10.0.0.1', '127.0.0.1.example.com'].some(isLoopbackHost)).toBe(false);
+  });
+});
+
+describe('node secrets', () => {
+  const A = 'admin-token-0123456789';
+  const W = 'writer-token-0123456789';
+  const S = 'cluster-secret-0123456789';
+  it('reads the writer token and the cluster secret; a single node needs no secret', () => {
+    expect(readNodeSecrets({}, 'single')).toEqual({ writerToken: undefined, clusterSecret: undefined });
+    expect(
+      readNodeSecrets({ QUERY_SANDBOX_WRITER_TOKEN: W, QUERY_SANDBOX_CLUSTER_SECRET: S, QUERY_SANDBOX_ADMIN_TOKEN: A }, 'data'),
+    ).toEqual({ writerToken: W, clusterSecret: S });
+  });
+
+  it.each([
+    [{}, 'data', /^QUERY_SANDBOX_CLUSTER_SECRET is required with --role data: /],
+    [{}, 'coordinator', /^QUERY_SANDBOX_CLUSTER_SECRET is required with --role coordinator: /],
+    [{ QUERY_SANDBOX_WRITER_TOKEN: 'short' }, 'single', /^QUERY_SANDBOX_WRITER_TOKEN must be at least 16 characters without spaces; received "shor\.\.\. \(5 characters\)"$/],
+    [{ QUERY_SANDBOX_CLUSTER_SECRET: 'with a space 0123456' }, 'data', /^QUERY_SANDBOX_CLUSTER_SECRET must be at least 16 characters without spaces/],
+    [{ QUERY_SANDBOX_WRITER_TOKEN: A, QUERY_SANDBOX_ADMIN_TOKEN: A }, 'single', /^QUERY_SANDBOX_WRITER_TOKEN must differ from QUERY_SANDBOX_ADMIN_TOKEN; received "admi\.\.\. \(22 characters\)"$/],
+    [{ QUERY_SANDBOX_CLUSTER_SECRET: W, QUERY_SANDBOX_WRITER_TOKEN: W }, 'data', /^QUERY_SANDBOX_CLUSTER_SECRET must differ from QUERY_SANDBOX_WRITER_TOKEN/],
+  ] as const)('refuses %j for --role %s, naming the variable without printing it', (env, role, message) => {
+    expect(() => readNodeSecrets(env, role)).toThrow(message);
+  });
+});
+

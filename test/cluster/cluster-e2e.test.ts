@@ -6,6 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClusterSpec } from '../../src/cluster/cluster-spec.js';
@@ -17,6 +18,11 @@ import { registerDataNodeRoutes } from '../../src/server/data-node-routes.js';
 import { buildHttpServer } from '../../src/server/http-server.js';
 
 const ENGINE = { maxDocumentsPerIndex: 60 };
+const SECRET = 'cluster-e2e-cluster-secret';
+const ADMIN_TOKEN = 'cluster-e2e-admin-token-000';
+const WRITER_TOKEN = 'cluster-e2e-writer-token-00';
+const INTERNAL = { authorization: `Bearer ${SECRET}` };
+const SANDBOXES = fileURLToPath(new URL('../../config/sandboxes.json', import.meta.url));
 const SHARDS = 3;
 const IDS = ['d1', 'd2', 'd3'];
 const spec: ClusterSpec = {
@@ -52,9 +58,11 @@ beforeAll(async () => {
       engineOptions: placement.engineOptions,
       dataDir: path.join(dir, id),
       nodeId: id,
+      sandboxes: SANDBOXES,
     });
-    const app = buildHttpServer(runtime);
+    const app = buildHttpServer(runtime, { clusterSecret: SECRET, adminToken: ADMIN_TOKEN });
     registerDataNodeRoutes(app, runtime, {
+      clusterSecret: SECRET,
       shardsPerIndex: placement.shardsPerIndex,
       copies: placement.copiesFor(runtime.nodeStats().engineIndices ?? []),
     });
@@ -66,8 +74,11 @@ beforeAll(async () => {
     dataNodes: data.map((d) => ({ id: d.id, url: d.url })),
     statsCollector: { minRefreshMs: 0 },
     discoveryTimeoutMs: 5000,
+    clusterSecret: SECRET,
+    // Its own metadata: the writes below must not reach another test's coordinator.
+    dataDir: path.join(dir, 'coordinator'),
   });
-  coordinatorApp = buildCoordinatorServer(coordinator);
+  coordinatorApp = buildCoordinatorServer(coordinator, { adminToken: ADMIN_TOKEN, writerToken: WRITER_TOKEN });
 });
 
 afterAll(async () => {
@@ -116,7 +127,8 @@ describe('cluster on loopback (in-process data nodes)', () => {
   it('spreads every index over the data nodes, one primary and one replica per shard', async () => {
     const infos = await Promise.all(
       data.map(
-        async (d) => (await (await fetch(`${d.url}/_internal/node_info`)).json()) as { copies: unknown[] },
+        async (d) =>
+          (await (await fetch(`${d.url}/_internal/node_info`, { headers: INTERNAL })).json()) as { copies: unknown[] },
       ),
     );
     for (const info of infos) expect(info.copies).toHaveLength(10); // 5 indices × 3 shards × 2 copies / 3 nodes
@@ -129,6 +141,7 @@ describe('cluster on loopback (in-process data nodes)', () => {
     const notHeld = [0, 1, 2].find((s) => !table.copiesOf(index!, s).includes('d1'))!;
     const r = await fetch(`${data[0]!.url}/_internal/shard_search`, {
       method: 'POST',
+      headers: INTERNAL,
       body: JSON.stringify({ index, shards: { [index!]: [notHeld] }, body: {} }),
     });
     expect(r.status).toBe(404);
@@ -136,14 +149,30 @@ describe('cluster on loopback (in-process data nodes)', () => {
     // Without --debug-routes there is no CPU hog to start.
     const hog = await fetch(`${data[0]!.url}/_internal/debug/cpu_hog`, {
       method: 'POST',
+      headers: INTERNAL,
       body: '{"duration_ms": 1}',
     });
     expect(hog.status).toBe(404);
   });
 
   it('carries each data node stats to the coordinator in the header, and never to the client', async () => {
-    const direct = await fetch(`${data[1]!.url}/_internal/node_info`);
-    expect(direct.headers.get('resource_usage_stats')).toMatch(/^v1\|d2:\d+\.\d,\d+\.\d,[\d.]*,\d+$/);
+    const internal = await fetch(`${data[1]!.url}/_internal/node_info`, { headers: INTERNAL });
+    expect(internal.headers.get('resource_usage_stats')).toMatch(/^v1\|d2:\d+\.\d,\d+\.\d,[\d.]*,\d+$/);
+    // A direct client without the cluster secret is refused, and learns no stats (issue 12, hole 4).
+    for (const [headers, status] of [
+      [{}, 401],
+      [{ authorization: 'Bearer some-guess-of-a-secret' }, 403],
+      [{ authorization: `Bearer ${ADMIN_TOKEN}` }, 403],
+    ] as const) {
+      for (const [method, route, body] of [
+        ['GET', '/_internal/node_info', undefined],
+        ['POST', '/_internal/shard_search', '{}'],
+      ] as const) {
+        const direct = await fetch(`${data[1]!.url}${route}`, { method, headers, ...(body === undefined ? {} : { body }) });
+        expect(direct.status).toBe(status);
+        expect(direct.headers.get('resource_usage_stats')).toBeNull();
+      }
+    }
     // The data node's public routes do not carry it either.
     const publicRoute = await fetch(`${data[1]!.url}/spam-1/_search`, { method: 'POST', body: '{}' });
     expect(publicRoute.headers.get('resource_usage_stats')).toBeNull();
@@ -163,6 +192,8 @@ describe('cluster on loopback (in-process data nodes)', () => {
       admission: { limits: { search: { heap: 0.001 } } }, // every node's heap is above 0.1 %
       statsCollector: { minRefreshMs: 0 },
       discoveryTimeoutMs: 5000,
+      clusterSecret: SECRET,
+      dataDir: path.join(dir, 'strict-coordinator'),
     });
     const app = buildCoordinatorServer(strict);
     try {
@@ -181,6 +212,60 @@ describe('cluster on loopback (in-process data nodes)', () => {
       expect(completions()).toEqual(before);
     } finally {
       await app.close();
+    }
+  });
+
+  it('passes a forbidden explicit sandbox on as 403: the root and attribute-less sandboxes cannot be named', async () => {
+    const body = JSON.stringify({ query: { prefix: { body: 'a' } }, size: 100 });
+    const root = await coordinatorApp.inject({
+      method: 'POST',
+      url: '/_all/_search',
+      payload: body,
+      headers: { 'x-user': 'analyst_eve', 'x-sandbox-id': '_root' },
+    });
+    expect(root.statusCode).toBe(403);
+    expect(root.json().error.reason).toMatch(/may not use sandbox "_root".*this request belongs to sandbox "analysts"/);
+    const own = await coordinatorApp.inject({
+      method: 'POST',
+      url: '/_all/_search',
+      payload: '{"size":1}',
+      headers: { 'x-user': 'analyst_eve', 'x-sandbox-id': 'analysts' },
+    });
+    expect(own.statusCode).toBe(200);
+    const anonymousRoot = await coordinatorApp.inject({
+      method: 'POST',
+      url: '/_all/_search',
+      payload: '{"size":1}',
+      headers: { 'x-user': 'alice', 'x-sandbox-id': '_root' },
+    });
+    expect(anonymousRoot.statusCode).toBe(200);
+  });
+
+  it('needs the admin token for index management and a token for _bulk at the coordinator, before reading the body', async () => {
+    const routes: Array<['PUT' | 'DELETE' | 'POST', string, string, 'admin' | 'write']> = [
+      ['PUT', '/logs', '{}', 'admin'],
+      ['DELETE', '/logs', '', 'admin'],
+      ['PUT', '/logs/_settings', '{"index":{"refresh_interval":"1s"}}', 'admin'],
+      ['PUT', '/_index_template/t', '{"index_patterns":["l*"]}', 'admin'],
+      ['DELETE', '/_index_template/t', '', 'admin'],
+      ['POST', '/_bulk', '{"index":{"_index":"logs"}}\n{"a":1}\n', 'write'],
+      ['POST', '/logs/_refresh', '', 'write'],
+    ];
+    for (const [method, url, payload, role] of routes) {
+      const writer = await coordinatorApp.inject({ method, url, payload, headers: { authorization: `Bearer ${WRITER_TOKEN}` } });
+      if (role === 'admin') {
+        expect([method, url, writer.statusCode]).toEqual([method, url, 403]);
+        expect(writer.json().error.reason).toMatch(/^Authorization carries the writer token, which allows documents and _bulk only/);
+      } else {
+        expect([method, url, writer.statusCode]).not.toContainEqual(401);
+        expect(writer.statusCode === 401 || writer.statusCode === 403).toBe(false);
+      }
+      const none = await coordinatorApp.inject({ method, url, payload: '{not json' });
+      expect([method, url, none.statusCode]).toEqual([method, url, 401]);
+      const wrong = await coordinatorApp.inject({ method, url, payload, headers: { authorization: 'Bearer wrong-token-0123456789' } });
+      expect([method, url, wrong.statusCode]).toEqual([method, url, 403]);
+      const secret = await coordinatorApp.inject({ method, url, payload, headers: INTERNAL });
+      expect([method, url, secret.statusCode]).toEqual([method, url, 403]);
     }
   });
 });

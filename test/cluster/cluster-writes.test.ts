@@ -21,6 +21,10 @@ import { buildHttpServer } from '../../src/server/http-server.js';
 type Json = any;
 
 const ENGINE = { maxDocumentsPerIndex: 5 };
+const SECRET = 'cluster-writes-cluster-secret';
+const ADMIN_TOKEN = 'cluster-writes-admin-token';
+const INTERNAL = { authorization: `Bearer ${SECRET}` };
+const AUTH = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const IDS = ['d1', 'd2', 'd3'];
 const spec: ClusterSpec = {
   shardsPerIndex: 2,
@@ -53,8 +57,9 @@ async function startDataNode(id: string, port = 0): Promise<DataNode> {
     nodeId: id,
     nodeRole: 'data',
   });
-  const server = buildHttpServer(runtime);
+  const server = buildHttpServer(runtime, { clusterSecret: SECRET });
   const recovery = registerDataNodeRoutes(server, runtime, {
+    clusterSecret: SECRET,
     shardsPerIndex: placement.shardsPerIndex,
     copies: placement.copiesFor(runtime.nodeStats().engineIndices ?? []),
     debugRoutes: true,
@@ -74,8 +79,9 @@ beforeAll(async () => {
     shardTimeoutMs: 3000,
     failedNodeBackoffMs: 0,
     dataDir: path.join(dir, 'coordinator'),
+    clusterSecret: SECRET,
   });
-  app = buildCoordinatorServer(coordinator);
+  app = buildCoordinatorServer(coordinator, { adminToken: ADMIN_TOKEN });
 });
 
 afterAll(async () => {
@@ -91,14 +97,15 @@ async function call(method: 'GET' | 'PUT' | 'POST' | 'DELETE', url: string, body
   const r = await app.inject({
     method,
     url,
-    ...(body === undefined ? {} : { payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+    headers: { ...AUTH, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
   });
   return { status: r.statusCode, json: r.json() as Json };
 }
 
 const bulk = async (url: string, lines: unknown[]) => {
   const payload = `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`;
-  const r = await app.inject({ method: 'POST', url, payload, headers: { 'content-type': 'application/x-ndjson' } });
+  const r = await app.inject({ method: 'POST', url, payload, headers: { ...AUTH, 'content-type': 'application/x-ndjson' } });
   return { status: r.statusCode, json: r.json() as Json };
 };
 
@@ -130,6 +137,35 @@ describe('cluster writes', () => {
     }
     // Every data node holds 4 of the 12 copies.
     for (const d of data) expect(d.runtime.indices!.shards.copiesOf('events')).toHaveLength(4);
+  });
+
+  it("refuses every internal write route of a data node without the cluster secret, with no node stats", async () => {
+    const node = data[0]!;
+    const routes: Array<[string, string]> = [
+      ['PUT', '/_internal/indices/x'],
+      ['DELETE', '/_internal/indices/x?uuid=u'],
+      ['PUT', '/_internal/indices/x/_settings'],
+      ['POST', '/_internal/bulk'],
+      ['POST', '/_internal/replicate'],
+      ['POST', '/_internal/recover'],
+      ['POST', '/_internal/get'],
+      ['GET', '/_internal/cat_shards'],
+      ['POST', '/_internal/refresh'],
+    ];
+    for (const [method, route] of routes) {
+      for (const [headers, status] of [
+        [{}, 401],
+        [{ authorization: 'Bearer a-wrong-cluster-secret' }, 403],
+        [AUTH, 403],
+      ] as const) {
+        const r = await fetch(`${node.url}${route}`, { method, headers, ...(method === 'GET' ? {} : { body: '{}' }) });
+        expect([method, route, r.status]).toEqual([method, route, status]);
+        expect(r.headers.get('resource_usage_stats')).toBeNull();
+      }
+    }
+    const ok = await fetch(`${node.url}/_internal/cat_shards`, { headers: INTERNAL });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('resource_usage_stats')).toMatch(/^v1\|d1:/);
   });
 
   it('writes each document to its primary and its replica, and finds it by GET and search', async () => {
@@ -164,6 +200,7 @@ describe('cluster writes', () => {
     const sick = data[2]!;
     const latency = await fetch(`${sick.url}/_internal/debug/latency`, {
       method: 'POST',
+      headers: INTERNAL,
       body: JSON.stringify({ delay_ms: 400, ratio: 1, duration_ms: 60_000 }),
     });
     expect(latency.status).toBe(200);
@@ -190,7 +227,7 @@ describe('cluster writes', () => {
         expect(copies).not.toContain(sick.id);
       }
     } finally {
-      await fetch(`${sick.url}/_internal/debug/latency`, { method: 'DELETE' });
+      await fetch(`${sick.url}/_internal/debug/latency`, { method: 'DELETE', headers: INTERNAL });
     }
   });
 

@@ -1,4 +1,7 @@
+import { mkdtempSync } from 'node:fs';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -46,6 +49,8 @@ async function coordinatorWith(options: Partial<CoordinatorOptions> = {}) {
     dataNodes: nodes.map((n) => ({ id: n.id, url: n.url })),
     statsCollector: { minRefreshMs: 0 },
     discoveryTimeoutMs: 2000,
+    // Its own (empty) metadata: writable indices left in ./.query-sandbox by other runs name other nodes.
+    dataDir: mkdtempSync(path.join(tmpdir(), 'qs-coordinator-')),
     ...options,
   });
   const app = buildCoordinatorServer(coordinator);
@@ -101,6 +106,25 @@ describe('coordinator: fan-out and merge', () => {
     for (const n of asked) expect(n.lastHeaders['x-sandbox-id']).toBe('dashboards');
   });
 
+  it('presents the cluster secret on every call to a data node', async () => {
+    const { search } = await coordinatorWith({ clusterSecret: 'coordinator-test-secret' });
+    expect((await search({ size: 1 }, {}, 'alpha')).statusCode).toBe(200);
+    const asked = nodes.filter((n) => n.lastHeaders['authorization'] !== undefined);
+    expect(asked.length).toBeGreaterThan(0);
+    for (const n of asked) expect(n.lastHeaders['authorization']).toBe('Bearer coordinator-test-secret');
+  });
+
+  it('refuses a number beyond a double with 400 naming the field and the literal, before asking any node', async () => {
+    const { app } = await coordinatorWith();
+    const before = searchesOf();
+    const r = await app.inject({ method: 'POST', url: '/_search', payload: '{"size":1e309}' });
+    expect(r.statusCode).toBe(400);
+    expect(r.json().error.reason).toBe(
+      'size must be a number within the range of a double (at most 1.7976931348623157e308 in magnitude); received 1e309',
+    );
+    expect(searchesOf()).toEqual(before);
+  });
+
   it('refuses a bad page, an unknown index and an unknown URL parameter before asking any node', async () => {
     const { search, app } = await coordinatorWith();
     const before = searchesOf();
@@ -112,9 +136,11 @@ describe('coordinator: fan-out and merge', () => {
     const missing = await search({}, {}, 'gamma');
     expect(missing.statusCode).toBe(404);
     expect(missing.json().error.type).toBe('index_not_found_exception');
-    const param = await app.inject({ method: 'GET', url: '/_search?size=3' });
+    const param = await app.inject({ method: 'GET', url: '/_search?scroll=1m' });
     expect(param.statusCode).toBe(400);
-    expect(param.json().error.reason).toMatch(/url parameter \[size\] is not supported/);
+    expect(param.json().error.reason).toMatch(/url parameter \[scroll\] is not supported/);
+    const urlPage = await app.inject({ method: 'GET', url: '/_search?size=-1' });
+    expect(urlPage.json().error.reason).toBe('[size] must be an integer in 0..10000; received -1');
     const broken = await app.inject({ method: 'POST', url: '/_search', payload: '{"size": ' });
     expect(broken.statusCode).toBe(400);
     expect(broken.json().error).toMatchObject({ type: 'parsing_exception', code: 'QS_INVALID_ARGUMENT' });
@@ -255,7 +281,7 @@ describe('coordinator: failures', () => {
     }
   });
 
-  it('reports the shards whose copies all failed, and 503 or 429 when every shard failed', async () => {
+  it('reports the shards whose copies all failed, and the failures\' status (500, 429) when every shard failed', async () => {
     nodes[0]!.failWith = { status: 500, type: 'exception' };
     nodes[1]!.failWith = { status: 500, type: 'exception' };
     const { search } = await coordinatorWith();
@@ -267,7 +293,8 @@ describe('coordinator: failures', () => {
     expect(body._shards.failures[0]).toMatchObject({ status: 500, reason: { type: 'exception' } });
     nodes[2]!.failWith = { status: 500, type: 'exception' };
     const none = await search({ size: 1 });
-    expect(none.statusCode).toBe(503);
+    // Elasticsearch's rule (SearchPhaseExecutionException.status): a 502..504 first, else the last 5xx.
+    expect(none.statusCode).toBe(500);
     expect(none.json().error).toMatchObject({
       type: 'search_phase_execution_exception',
       code: 'QS_SHARDS_FAILED',
@@ -275,6 +302,24 @@ describe('coordinator: failures', () => {
     expect(none.json().error.failed_shards).toHaveLength(6);
     for (const n of nodes) n.failWith = { status: 429, type: 'rejected_execution_exception' };
     expect((await search({ size: 1 })).statusCode).toBe(429);
+  });
+
+  it('fails a search whose shards partly failed when allow_partial_search_results is false, with the failures\' status', async () => {
+    nodes[0]!.failWith = { status: 429, type: 'rejected_execution_exception' };
+    nodes[1]!.failWith = { status: 429, type: 'rejected_execution_exception' };
+    const { app } = await coordinatorWith();
+    const partial = await app.inject({ method: 'POST', url: '/_search', payload: '{"size": 1}' });
+    expect(partial.statusCode).toBe(200);
+    expect(partial.json()._shards.failed).toBeGreaterThan(0);
+    const strict = await app.inject({ method: 'POST', url: '/_search?allow_partial_search_results=false', payload: '{"size": 1}' });
+    expect(strict.statusCode).toBe(429);
+    expect(strict.json().error).toMatchObject({
+      type: 'search_phase_execution_exception',
+      reason: expect.stringMatching(/^Partial shards failure/),
+      code: 'QS_SHARDS_FAILED',
+      phase: 'query',
+      root_cause: expect.arrayContaining([expect.objectContaining({ type: 'rejected_execution_exception' })]),
+    });
   });
 
   it('passes a data node client error on as it is', async () => {
@@ -356,7 +401,7 @@ describe('coordinator: issue 6', () => {
     expect(lines).toEqual([]);
     // A 5xx still is a failure, with its warning.
     for (const n of nodes) n.failWith = { status: 500, type: 'exception' };
-    expect((await search({ size: 1 })).statusCode).toBe(503);
+    expect((await search({ size: 1 })).statusCode).toBe(500);
     expect(coordinator.nodesStats().dataNodes.every((n) => n.failures > 0 && n.lastCallFailed)).toBe(true);
     expect(lines.filter((l) => l['msg'] === 'shard search failed on a data node').length).toBeGreaterThan(0);
   });
@@ -373,7 +418,7 @@ describe('coordinator: issue 6', () => {
     // A node that fails but sends fresh figures with its answer is alive.
     nodes[0]!.usage = { cpu: 0.1, heap: 0.1 };
     for (const n of nodes) n.failWith = { status: 500, type: 'exception' };
-    expect((await search({ size: 1 })).statusCode).toBe(503);
+    expect((await search({ size: 1 })).statusCode).toBe(500);
     expect((await stats())._nodes).toEqual({ total: 4, successful: 2, failed: 2 });
     // Answering again clears it.
     for (const n of nodes) n.failWith = undefined;

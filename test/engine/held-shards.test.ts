@@ -50,7 +50,7 @@ describe('held shards and requested shards', () => {
     // An index served but not held: no shard, no hits.
     const none = engine.handle({ indices: ['spam-2'], body: {} }, context);
     expect(none._shards.total).toBe(0);
-    expect(none.hits.total.value).toBe(0);
+    expect(none.hits.total!.value).toBe(0);
   });
 
   it('answers 404 shard_not_found_exception for a shard it does not hold', () => {

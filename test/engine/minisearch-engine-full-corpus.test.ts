@@ -14,21 +14,21 @@ describe('minisearch engine on the full corpus', () => {
     engine.init({ cacheDir, options: {} });
     const context = { signal: new AbortController().signal, checkpoint: () => {}, taskId: 1 };
     const counts = description.indices!.map(
-      (index) => engine.handle({ indices: [index], body: { size: 0 } }, context).hits.total.value,
+      (index) => engine.handle({ indices: [index], body: { size: 0 } }, context).hits.total!.value,
     );
     expect(counts).toEqual([2500, 1400, 250, 500, 1396]);
     const money = engine.handle(
       { indices: description.indices!, body: { query: { match: { body: 'money' } } } },
       context,
     );
-    expect(money.hits.total.value).toBeGreaterThan(500);
+    expect(money.hits.total!.value).toBeGreaterThan(500);
     expect(money.hits.hits).toHaveLength(10);
     // 28 mails have no parseable Date header; 1,655 are dated August 2002 (UTC).
     const total = (range: Record<string, unknown>) =>
       engine.handle(
         { indices: description.indices!, body: { query: { range: { date: range } }, size: 0 } },
         context,
-      ).hits.total.value;
+      ).hits.total!.value;
     expect(total({ gte: -8.64e15 })).toBe(6046 - 28);
     expect(total({ gte: '2002-08-01', lt: '2002-09-01' })).toBe(1655);
   });

@@ -29,7 +29,7 @@ describe('default MiniSearch engine in the runtime', () => {
     await app.close();
     expect(r.statusCode).toBe(200);
     const body = r.json();
-    expect(body.hits.total.value).toBeGreaterThan(0);
+    expect(body.hits.total!.value).toBeGreaterThan(0);
     const indices = new Set(body.hits.hits.map((h: { _index: string }) => h._index));
     expect([...indices].every((i) => i === 'spam-1' || i === 'spam-2')).toBe(true);
     expect(body.hits.hits[0]).toMatchObject({ _id: expect.any(String), _score: expect.any(Number) });
@@ -41,7 +41,7 @@ describe('default MiniSearch engine in the runtime', () => {
       hits: { total: { value: number } };
       _shards: { total: number };
     };
-    expect(r.hits.total.value).toBe(0);
+    expect(r.hits.total!.value).toBe(0);
     expect(r._shards.total).toBe(0);
   });
 

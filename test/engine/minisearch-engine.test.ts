@@ -59,9 +59,9 @@ describe('minisearch engine: queries', () => {
       timed_out: false,
       _shards: { total: 10, successful: 10, skipped: 0, failed: 0 },
     });
-    expect(response.hits.total.relation).toBe('eq');
-    expect(response.hits.total.value).toBeGreaterThan(10);
-    expect(response.hits.hits).toHaveLength(response.hits.total.value);
+    expect(response.hits.total!.relation).toBe('eq');
+    expect(response.hits.total!.value).toBeGreaterThan(10);
+    expect(response.hits.hits).toHaveLength(response.hits.total!.value);
     expect(response.hits.max_score).toBe(response.hits.hits[0]!._score);
     for (const hit of response.hits.hits) expect(termsOf(hit, 'body')).toContain('money');
     const first = response.hits.hits[0]!;
@@ -75,19 +75,19 @@ describe('minisearch engine: queries', () => {
     for (let i = 1; i < all.length; i++) {
       const [a, b] = [all[i - 1]!, all[i]!];
       const ordered =
-        a._score > b._score ||
+        a._score! > b._score! ||
         (a._score === b._score && (a._index < b._index || (a._index === b._index && a._id < b._id)));
       expect(ordered).toBe(true);
     }
     const page = search({ query: { match: { body: 'free money offer' } }, from: 5, size: 7 });
     expect(page.hits.hits).toEqual(all.slice(5, 12));
-    expect(page.hits.total.value).toBe(all.length);
+    expect(page.hits.total!.value).toBe(all.length);
     expect(search({ query: { match: { body: 'free' } }, size: 0 }).hits.hits).toEqual([]);
   });
 
   it('prefix returns hits with a term starting with the prefix', () => {
     const response = search({ query: { prefix: { subject: { value: 'Mon' } } }, size: 1000 });
-    expect(response.hits.total.value).toBeGreaterThan(0);
+    expect(response.hits.total!.value).toBeGreaterThan(0);
     for (const hit of response.hits.hits)
       expect(termsOf(hit, 'subject').some((t) => t.startsWith('mon'))).toBe(true);
   });
@@ -97,7 +97,7 @@ describe('minisearch engine: queries', () => {
       query: { multi_match: { query: 'linux', fields: ['subject^3', 'from'] } },
       size: 1000,
     });
-    expect(response.hits.total.value).toBeGreaterThan(0);
+    expect(response.hits.total!.value).toBeGreaterThan(0);
     for (const hit of response.hits.hits) {
       expect([...termsOf(hit, 'subject'), ...termsOf(hit, 'from')]).toContain('linux');
     }
@@ -105,31 +105,31 @@ describe('minisearch engine: queries', () => {
 
   it('match_all (and a missing query) returns every document with score 1', () => {
     const response = search({ query: { match_all: {} }, size: 3 });
-    expect(response.hits.total.value).toBe(MAX_DOCS * CORPUS_GROUPS.length);
+    expect(response.hits.total!.value).toBe(MAX_DOCS * CORPUS_GROUPS.length);
     expect(response.hits.max_score).toBe(1);
     expect(response.hits.hits.map((h) => [h._index, h._id])).toEqual([
       ['easy-ham-1', '00001'],
       ['easy-ham-1', '00002'],
       ['easy-ham-1', '00003'],
     ]);
-    expect(search(undefined, ['spam-1']).hits.total.value).toBe(MAX_DOCS);
+    expect(search(undefined, ['spam-1']).hits.total!.value).toBe(MAX_DOCS);
   });
 
   it('fuzziness finds a misspelling that the exact query misses', () => {
     const exact = search({ query: { match: { body: 'monney' } } });
     const fuzzy = search({ query: { match: { body: { query: 'monney', fuzziness: 1 } } }, size: 1000 });
     const auto = search({ query: { match: { body: { query: 'monney', fuzziness: 'AUTO' } } } });
-    expect(exact.hits.total.value).toBe(0);
-    expect(fuzzy.hits.total.value).toBeGreaterThan(0);
-    expect(auto.hits.total.value).toBeGreaterThanOrEqual(fuzzy.hits.total.value);
+    expect(exact.hits.total!.value).toBe(0);
+    expect(fuzzy.hits.total!.value).toBeGreaterThan(0);
+    expect(auto.hits.total!.value).toBeGreaterThanOrEqual(fuzzy.hits.total!.value);
     expect(fuzzy.hits.hits.some((hit) => termsOf(hit, 'body').includes('money'))).toBe(true);
   });
 
   it('operator and requires every term; or does not', () => {
     const and = search({ query: { match: { body: { query: 'free money', operator: 'and' } } }, size: 1000 });
     const or = search({ query: { match: { body: 'free money' } }, size: 1000 });
-    expect(and.hits.total.value).toBeGreaterThan(0);
-    expect(and.hits.total.value).toBeLessThan(or.hits.total.value);
+    expect(and.hits.total!.value).toBeGreaterThan(0);
+    expect(and.hits.total!.value).toBeLessThan(or.hits.total!.value);
     for (const hit of and.hits.hits)
       expect(termsOf(hit, 'body')).toEqual(expect.arrayContaining(['free', 'money']));
   });
@@ -152,7 +152,7 @@ describe('minisearch engine: queries', () => {
       expect(response.hits.max_score).toBe(1);
     }
     const dated = [...docs.values()].filter((doc) => doc.date !== null).length;
-    expect(search({ query: { range: { date: { gte: -8.64e15 } } }, size: 0 }).hits.total.value).toBe(dated);
+    expect(search({ query: { range: { date: { gte: -8.64e15 } } }, size: 0 }).hits.total!.value).toBe(dated);
   });
 
   it('bool combines a text match, a date filter and an exclusion', () => {
@@ -205,7 +205,7 @@ describe('minisearch engine: validate and errors', () => {
 
   it('searches nothing when no index is named (a wildcard that matched nothing)', () => {
     const r = search({ query: { match_all: {} } }, []);
-    expect(r.hits.total.value).toBe(0);
+    expect(r.hits.total!.value).toBe(0);
     expect(r._shards.total).toBe(0);
   });
 

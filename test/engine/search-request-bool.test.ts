@@ -128,12 +128,12 @@ describe('parseSearchBody: bool', () => {
     [
       'an empty clause object',
       { bool: { should: [{}] } },
-      /^\[bool\]\[should\]\[0\] must hold exactly one query type \(match, prefix, multi_match, match_all, range, bool\); received \{\}$/,
+      /^\[bool\]\[should\]\[0\] must hold exactly one query type \(match, prefix, multi_match, match_all, range, bool, term, terms, ids, query_string\); received \{\}$/,
     ],
     [
       'an unknown query type in a clause',
       { bool: { must: { fuzzy: {} } } },
-      /^\[bool\]\[must\]: unknown query \[fuzzy\]; expected one of match, prefix, multi_match, match_all, range, bool$/,
+      /^\[bool\]\[must\]: unknown query \[fuzzy\]; expected one of match, prefix, multi_match, match_all, range, bool, term, terms, ids, query_string$/,
     ],
     [
       'an unknown field in a nested clause',

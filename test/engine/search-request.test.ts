@@ -5,8 +5,15 @@ import { errorOf } from './parse-error-of.js';
 
 describe('parseSearchBody', () => {
   it('defaults: no body or no query is match_all, size 10, from 0', () => {
-    expect(parseSearchBody(undefined)).toEqual({ query: { kind: 'match_all' }, size: 10, from: 0 });
-    expect(parseSearchBody({ size: 0, from: 5 })).toEqual({ query: { kind: 'match_all' }, size: 0, from: 5 });
+    const defaults = {
+      trackTotalHits: 10_000,
+      source: { fetch: true, includes: [], excludes: [] },
+      sort: [],
+      timeoutMs: undefined,
+      allowPartial: true,
+    };
+    expect(parseSearchBody(undefined)).toEqual({ query: { kind: 'match_all' }, size: 10, from: 0, ...defaults });
+    expect(parseSearchBody({ size: 0, from: 5 })).toEqual({ query: { kind: 'match_all' }, size: 0, from: 5, ...defaults });
   });
 
   it('parses match, prefix and multi_match with their options', () => {
@@ -48,11 +55,12 @@ describe('parseSearchBody', () => {
   it.each([
     ['a non-object body', 'query', /the search body must be a JSON object; received "query"/],
     ['an array body', [1], /the search body must be a JSON object; received \[1\]/],
-    ['an unknown body key', { sort: [] }, /unknown key \[sort\]/],
+    ['an unknown body key', { highlight: {} }, /unknown key \[highlight\]/],
+    ['aggregations', { aggs: { a: { terms: { field: 'x' } } } }, /^\[aggs\]: aggregations are not supported/],
     [
       'an unknown query type',
       { query: { fuzzyy: {} } },
-      /^unknown query \[fuzzyy\]; expected one of match, prefix, multi_match, match_all, range, bool$/,
+      /^unknown query \[fuzzyy\]; expected one of match, prefix, multi_match, match_all, range, bool, term, terms, ids, query_string$/,
     ],
     ['two query types', { query: { match: { body: 'a' }, prefix: { body: 'a' } } }, /exactly one query type/],
     [

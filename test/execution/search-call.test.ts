@@ -1,35 +1,28 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../../src/errors.js';
-import { checkSearchCallOptions, takeRequestTimeout } from '../../src/execution/search-call.js';
+import { checkSearchCallOptions, requestTimeoutMs } from '../../src/execution/search-call.js';
 
-describe('takeRequestTimeout', () => {
-  it("takes the body's timeout out of the body, in Elasticsearch time units", () => {
+describe('requestTimeoutMs', () => {
+  it("reads the body's timeout in Elasticsearch time units and leaves the body alone (the engine reads it too)", () => {
     const body = { query: { match_all: {} }, timeout: '2s' };
-    const taken = takeRequestTimeout(body, undefined);
-    expect(taken).toEqual({ body: { query: { match_all: {} } }, timeoutMs: 2000 });
-    expect(body.timeout).toBe('2s'); // the caller's object is left alone
-    expect(takeRequestTimeout({ timeout: '150ms' }, undefined).timeoutMs).toBe(150);
-    expect(takeRequestTimeout({ timeout: '1m' }, undefined).timeoutMs).toBe(60_000);
+    expect(requestTimeoutMs(body)).toBe(2000);
+    expect(body).toEqual({ query: { match_all: {} }, timeout: '2s' });
+    expect(requestTimeoutMs({ timeout: '150ms' })).toBe(150);
+    expect(requestTimeoutMs({ timeout: '1m' })).toBe(60_000);
   });
 
-  it('lets ?timeout= win over the body, treats -1 as none and anything under 1 ms as 1 ms', () => {
-    expect(takeRequestTimeout({ timeout: '10s' }, '300ms')).toEqual({ body: {}, timeoutMs: 300 });
-    expect(takeRequestTimeout({ timeout: '-1' }, undefined).timeoutMs).toBeUndefined();
-    expect(takeRequestTimeout({}, '0s').timeoutMs).toBe(1);
+  it('treats -1 and no timeout as none, and anything under 1 ms as 1 ms', () => {
+    expect(requestTimeoutMs({ timeout: '-1' })).toBeUndefined();
+    expect(requestTimeoutMs({ size: 1 })).toBeUndefined();
+    expect(requestTimeoutMs(undefined)).toBeUndefined();
+    expect(requestTimeoutMs({ timeout: '0s' })).toBe(1);
   });
 
-  it('returns the same body when it has no timeout', () => {
-    const body = { size: 1 };
-    expect(takeRequestTimeout(body, undefined).body).toBe(body);
-    expect(takeRequestTimeout(undefined, undefined)).toEqual({ body: undefined, timeoutMs: undefined });
-  });
-
-  it('refuses a bad value naming where it came from and the value', () => {
-    expect(() => takeRequestTimeout({ timeout: '5 seconds' }, undefined)).toThrow(
+  it('refuses a bad value naming the field and the value', () => {
+    expect(() => requestTimeoutMs({ timeout: '5 seconds' })).toThrow(
       /^timeout must be a time value with a unit .*; received "5 seconds"$/,
     );
-    expect(() => takeRequestTimeout({}, 'soon')).toThrow(/^url parameter \[timeout\] must be a time value/);
-    expect(() => takeRequestTimeout({ timeout: 5 }, undefined)).toThrow(InvalidArgumentError);
+    expect(() => requestTimeoutMs({ timeout: 5 })).toThrow(InvalidArgumentError);
   });
 });
 

@@ -13,6 +13,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 const main = path.resolve('dist/src/cli/main.js');
 const dir = mkdtempSync(path.join(tmpdir(), 'qs-crash-'));
 const children: ChildProcess[] = [];
+const TOKEN = 'crash-test-token';
+const AUTH = { authorization: `Bearer ${TOKEN}` };
 
 afterAll(() => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
@@ -35,7 +37,7 @@ async function startServer(port: number): Promise<ChildProcess> {
     process.execPath,
     [main, 'serve', '--port', String(port), '--data-dir', path.join(dir, 'data'), '--cache-dir', path.join(dir, 'cache'),
       '--max-docs', '5', '--threads', '1', '--log-level', 'warn'],
-    { stdio: 'ignore', env: { ...process.env, QUERY_SANDBOX_ADMIN_TOKEN: 'crash-test-token' } },
+    { stdio: 'ignore', env: { ...process.env, QUERY_SANDBOX_ADMIN_TOKEN: TOKEN } },
   );
   children.push(child);
   const deadline = performance.now() + 15_000;
@@ -60,7 +62,7 @@ describe('crash recovery (SIGKILL during a bulk load)', () => {
     let server = await startServer(port);
     const created = await fetch(`${base}/crash`, {
       method: 'PUT',
-      headers: { 'content-type': 'application/json' },
+      headers: { ...AUTH, 'content-type': 'application/json' },
       body: JSON.stringify({ settings: { number_of_shards: 3, refresh_interval: '-1' } }),
     });
     expect(created.status).toBe(200);
@@ -75,7 +77,7 @@ describe('crash recovery (SIGKILL during a bulk load)', () => {
         batch++;
         const body = ids.map((id) => `{"index":{"_id":"${id}"}}\n{"body":"crash load ${id}"}\n`).join('');
         try {
-          const r = await fetch(`${base}/crash/_bulk`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body });
+          const r = await fetch(`${base}/crash/_bulk`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/x-ndjson' }, body });
           const json = (await r.json()) as { items: { index: { _id: string; status: number } }[] };
           for (const item of json.items) if (item.index.status === 201) acknowledged.push(item.index._id);
         } catch (error) {

@@ -134,6 +134,37 @@ describe('wildcardPatternsOverlap', () => {
   });
 });
 
+describe('template names are checked like index names', () => {
+  it.each([
+    ['..', "name must not be '.' or '..'"],
+    ['.', "name must not be '.' or '..'"],
+    ['a/b', 'name must not contain the following characters [ , ", *, \\, <, |, ,, >, /, ?]'],
+    ['a\\b', 'name must not contain the following characters'],
+    ['a?b', 'name must not contain the following characters'],
+    ['a:b', "name must not contain ':'"],
+    ['-t', "name must not start with '-' or '+'"],
+    ['+t', "name must not start with '-' or '+'"],
+    ['x'.repeat(256), 'name is too long, (256 > 255)'],
+  ])('refuses %j, naming the rule and the name', (name, rule) => {
+    const error = (() => {
+      try {
+        parseIndexTemplate(name, { index_patterns: ['a*'] });
+      } catch (e) {
+        return e as InvalidArgumentError;
+      }
+      return undefined;
+    })();
+    expect(error).toBeInstanceOf(InvalidArgumentError);
+    expect(error!.path).toBe('name');
+    expect(error!.message).toContain(rule);
+    expect(error!.message).toContain(`received ${JSON.stringify(name).slice(0, 60)}`);
+  });
+
+  it('still takes names with dots and dashes inside', () => {
+    expect(parseIndexTemplate('.logs-v1.2', { index_patterns: ['a*'] }).name).toBe('.logs-v1.2');
+  });
+});
+
 describe('IndexTemplateRegistry', () => {
   it('refuses overlapping patterns at the same priority with Elasticsearch’s message', () => {
     const r = registry(['foo', { index_patterns: ['egg*', 'baz'], priority: 1 }]);

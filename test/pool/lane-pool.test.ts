@@ -132,3 +132,53 @@ describe.runIf(process.platform === 'linux')('runtime lanes', () => {
     }
   });
 });
+
+describe.runIf(process.platform === 'linux')('runtime lanes that cannot be weighted', () => {
+  it('says so in node stats instead of claiming isolation, and still runs every lane', async () => {
+    // Without chrt on the PATH the background lane cannot enter SCHED_IDLE.
+    const path = process.env['PATH'];
+    process.env['PATH'] = '/nonexistent';
+    let runtime: Awaited<ReturnType<typeof createRuntime>>;
+    try {
+      runtime = await createRuntime({
+        engine: echoEngine,
+        threads: 1,
+        spareWorkers: 0,
+        sandboxes,
+        lanes: [
+          { name: 'foreground', minPriority: 11 },
+          { name: 'background', weight: 'idle' },
+        ],
+      });
+    } finally {
+      process.env['PATH'] = path;
+    }
+    try {
+      const n = runtime.nodeStats();
+      expect(n.isolation).toBe('unweighted');
+      expect(n.lanes[1]).toMatchObject({ name: 'background', weight: 'idle', weighted: false });
+      expect(n.lanes[1]!.weightReason).toContain('chrt (util-linux) is not installed');
+      await expect(runtime.search({ index: 'alpha', body: { echo: 1 } })).resolves.toMatchObject({ echo: 1 });
+      await expect(runtime.search({ index: 'alpha', body: { echo: 2 }, user: 'dash_1' })).resolves.toMatchObject({ echo: 2 });
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it('calls lanes unweighted when their nice values end up equal', async () => {
+    const runtime = await createRuntime({
+      engine: echoEngine,
+      threads: 1,
+      spareWorkers: 0,
+      lanes: [
+        { name: 'foreground', minPriority: 11, weight: 7 },
+        { name: 'background', weight: 7 },
+      ],
+    });
+    try {
+      expect(runtime.nodeStats().isolation).toBe('unweighted');
+    } finally {
+      await runtime.close();
+    }
+  });
+});

@@ -100,16 +100,31 @@ describe('BulkRequestParser: well-formed requests', () => {
     expect(items(result)[0]).toMatchObject({ id: '42', routing: undefined, source: {} });
   });
 
-  it('makes index with op_type create a create, and any other op_type an index, as Elasticsearch does', () => {
+  it('makes index with op_type create a create, keeps op_type index an index, and a create a create', () => {
     const result = parser.parse(
       ndjson(
         '{"index":{"_index":"a","op_type":"create"}}',
         '{}',
-        '{"index":{"_index":"a","op_type":"foo"}}',
+        '{"index":{"_index":"a","op_type":"index"}}',
+        '{}',
+        '{"index":{"_index":"a","op_type":"CREATE"}}',
+        '{}',
+        '{"create":{"_index":"a","op_type":"index"}}',
         '{}',
       ),
     );
-    expect(items(result).map((i) => i.action)).toEqual(['create', 'index']);
+    expect(items(result).map((i) => i.action)).toEqual(['create', 'index', 'create', 'create']);
+  });
+
+  it.each(['upsert', 'update', 'delete', '', 'foo'])('refuses the whole request for op_type %j, naming it', (opType) => {
+    const result = parser.parse(ndjson('{"index":{"_index":"a"}}', '{}', `{"index":{"_index":"a","op_type":${JSON.stringify(opType)}}}`, '{}'));
+    expect(result).toMatchObject({
+      ok: false,
+      error: { status: 400, type: 'illegal_argument_exception', line: 3 },
+    });
+    expect(result.ok === false && result.error.reason).toBe(
+      `Action/metadata line [3]: [op_type] must be 'create' or 'index', found: [${opType}]; received ${JSON.stringify(opType)}`,
+    );
   });
 
   it('accepts bytes as UTF-8', () => {
@@ -337,10 +352,30 @@ const REQUEST_ERRORS: readonly {
   },
   {
     name: 'a metadata parameter Elasticsearch has but this server does not implement',
-    body: ndjson('{"index":{"_index":"a","_id":"1","if_seq_no":5}}', '{}'),
+    body: ndjson('{"index":{"_index":"a","_id":"1","version":5}}', '{}'),
     type: 'illegal_argument_exception',
     reason:
-      'Action/metadata line [1] contains a parameter [if_seq_no] that this server does not support; received 5',
+      'Action/metadata line [1] contains a parameter [version] that this server does not support; received 5',
+    line: 1,
+  },
+  {
+    name: 'if_seq_no without if_primary_term, and compare-and-set on create',
+    body: ndjson(
+      '{"index":{"_index":"a","_id":"1","if_seq_no":5}}',
+      '{}',
+      '{"create":{"_index":"a","_id":"2","if_seq_no":1,"if_primary_term":1}}',
+      '{}',
+    ),
+    type: 'action_request_validation_exception',
+    reason:
+      'Validation Failed: 1: ifSeqNo is set, but primary term is [0] (line 1);2: create operations do not support compare and set. use index instead (line 3);',
+    line: undefined,
+  },
+  {
+    name: 'a negative if_seq_no',
+    body: ndjson('{"delete":{"_index":"a","_id":"1","if_seq_no":-1,"if_primary_term":1}}'),
+    type: 'illegal_argument_exception',
+    reason: 'Action/metadata line [1]: [if_seq_no] must be an integer >= 0; received -1',
     line: 1,
   },
   {

@@ -116,10 +116,11 @@ describe('HTTP clients that go away (over real HTTP)', () => {
     expect(runtime.sandboxStats().get('_root')!.counters.aborted).toBe(aborted);
   });
 
-  it('takes ?timeout= as the queue-wait bound and refuses a bad one naming it', async () => {
+  it('takes ?timeout= as the queue-wait bound when smaller, and refuses a bad one naming it', async () => {
     const bad = await app.inject({ method: 'POST', url: '/alpha/_search?timeout=soon', payload: '{}' });
     expect(bad.statusCode).toBe(400);
-    expect(bad.json().error.reason).toMatch(/^url parameter \[timeout\] must be a time value/);
+    // The edge folds ?timeout= into the body's timeout: the echo engine does not read it, the runtime does.
+    expect(bad.json().error.reason).toMatch(/^timeout must be a time value/);
     const busy = send({ sleepMs: 600 });
     await until(() => runtime.nodeStats().running === 1);
     const r = await app.inject({ method: 'POST', url: '/alpha/_search?timeout=100ms', payload: '{"echo":"late"}' });

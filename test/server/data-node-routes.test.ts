@@ -7,6 +7,9 @@ import { registerDataNodeRoutes } from '../../src/server/data-node-routes.js';
 import { buildHttpServer } from '../../src/server/http-server.js';
 
 const echoEngine = fileURLToPath(new URL('../fixtures/echo-engine.mjs', import.meta.url));
+const SECRET = 'data-node-routes-cluster-secret';
+const ADMIN_TOKEN = 'data-node-routes-admin-token';
+const INTERNAL = { authorization: `Bearer ${SECRET}` };
 
 describe('data node routes', () => {
   let runtime: Runtime;
@@ -19,8 +22,9 @@ describe('data node routes', () => {
       nodeId: 'data-7',
       resourceUsage: { intervalMs: 20, windowMs: 200 },
     });
-    app = buildHttpServer(runtime);
+    app = buildHttpServer(runtime, { clusterSecret: SECRET, adminToken: ADMIN_TOKEN });
     registerDataNodeRoutes(app, runtime, {
+      clusterSecret: SECRET,
       shardsPerIndex: 2,
       copies: [{ index: 'alpha', shard: 1, primary: true }],
       debugRoutes: true,
@@ -33,10 +37,17 @@ describe('data node routes', () => {
   });
 
   const shardSearch = (payload: unknown, headers: Record<string, string> = {}) =>
-    app.inject({ method: 'POST', url: '/_internal/shard_search', payload: JSON.stringify(payload), headers });
+    app.inject({
+      method: 'POST',
+      url: '/_internal/shard_search',
+      payload: JSON.stringify(payload),
+      headers: { ...INTERNAL, ...headers },
+    });
+  const internal = (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: string) =>
+    app.inject({ method, url, headers: INTERNAL, ...(payload === undefined ? {} : { payload }) });
 
   it('tells who it is and which copies it holds', async () => {
-    const r = await app.inject({ method: 'GET', url: '/_internal/node_info' });
+    const r = await internal('GET', '/_internal/node_info');
     expect(r.json()).toEqual({
       node_id: 'data-7',
       roles: ['data'],
@@ -63,7 +74,7 @@ describe('data node routes', () => {
 
   it('puts its own stats entry on every internal answer, errors included, and on no other', async () => {
     for (const r of [
-      await app.inject({ method: 'GET', url: '/_internal/node_info' }),
+      await internal('GET', '/_internal/node_info'),
       await shardSearch({ index: 'alpha', shards: { alpha: [1] }, body: {} }),
       await shardSearch({ index: 'nope', shards: { nope: [0] }, body: {} }),
     ]) {
@@ -151,26 +162,50 @@ describe('data node routes', () => {
   );
 
   it('starts and stops a CPU hog when debug routes are on, refusing bad values', async () => {
-    const bad = await app.inject({
-      method: 'POST',
-      url: '/_internal/debug/cpu_hog',
-      payload: '{"threads": 0, "duration_ms": 10}',
-    });
+    const bad = await internal('POST', '/_internal/debug/cpu_hog', '{"threads": 0, "duration_ms": 10}');
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error.reason).toBe('threads must be an integer in 1..64; received 0');
-    const noDuration = await app.inject({ method: 'POST', url: '/_internal/debug/cpu_hog', payload: '{}' });
+    const noDuration = await internal('POST', '/_internal/debug/cpu_hog', '{}');
     expect(noDuration.json().error.reason).toBe(
       'duration_ms must be an integer in 1..600000; received undefined',
     );
-    const started = await app.inject({
-      method: 'POST',
-      url: '/_internal/debug/cpu_hog',
-      payload: '{"threads": 1, "duration_ms": 5000}',
-    });
+    const started = await internal('POST', '/_internal/debug/cpu_hog', '{"threads": 1, "duration_ms": 5000}');
     expect(started.statusCode).toBe(200);
     expect(started.json()).toMatchObject({ node_id: 'data-7', threads: 1 });
-    const stopped = await app.inject({ method: 'DELETE', url: '/_internal/debug/cpu_hog' });
+    const stopped = await internal('DELETE', '/_internal/debug/cpu_hog');
     expect(stopped.json()).toEqual({ node_id: 'data-7', threads: 0 });
+  });
+
+  const routes: Array<['GET' | 'POST' | 'DELETE', string, string | undefined]> = [
+    ['GET', '/_internal/node_info', undefined],
+    ['POST', '/_internal/shard_search', '{"index":"alpha","shards":{"alpha":[1]},"body":{}}'],
+    ['POST', '/_internal/debug/cpu_hog', '{"threads":1,"duration_ms":10}'],
+    ['DELETE', '/_internal/debug/cpu_hog', undefined],
+    ['POST', '/_internal/debug/latency', '{"delay_ms":1,"ratio":0.5,"duration_ms":10}'],
+    ['DELETE', '/_internal/debug/latency', undefined],
+  ];
+  const refusals: Array<[string, Record<string, string>, number, RegExp]> = [
+    ['no token', {}, 401, /^Authorization is required: .* needs the cluster secret .*; received nothing$/],
+    ['a wrong token', { authorization: 'Bearer not-the-cluster-secret' }, 403, /^Authorization must carry the cluster secret: .*; received a wrong token \(22 characters\)$/],
+    ['the admin token', { authorization: `Bearer ${ADMIN_TOKEN}` }, 403, /received a client token/],
+    ['another scheme', { authorization: `Basic ${Buffer.from(`a:${SECRET}`).toString('base64')}` }, 401, /^Authorization must read Bearer <token>: .*; received a header of \d+ characters with scheme "Basic"$/],
+  ];
+  describe.each(routes)('%s %s', (method, url, payload) => {
+    it.each(refusals)('refuses a call with %s, before reading the body, and sends no node stats', async (_what, headers, status, reason) => {
+      const r = await app.inject({ method, url, headers, ...(payload === undefined ? {} : { payload }) });
+      expect(r.statusCode).toBe(status);
+      expect(r.json().error).toMatchObject({ type: 'security_exception' });
+      expect(r.json().error.reason).toMatch(reason);
+      expect(r.json().error.reason).toContain(`${method} ${url}`);
+      expect(r.headers['resource_usage_stats']).toBeUndefined();
+      if (status === 401) expect(r.headers['www-authenticate']).toBe('Bearer realm="query-sandbox"');
+    });
+
+    it('answers the cluster secret, with this node\'s stats entry', async () => {
+      const r = await internal(method, url, payload);
+      expect(r.statusCode).toBe(200);
+      expect(parseStatsHeader(r.headers['resource_usage_stats']).entries[0]).toMatchObject({ nodeId: 'data-7' });
+    });
   });
 
   it('reports its resource usage in /_nodes/stats', async () => {

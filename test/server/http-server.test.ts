@@ -85,12 +85,64 @@ describe('HTTP server', () => {
   });
 
   it('refuses URL parameters it does not support rather than ignoring them', async () => {
-    const r = await search('/alpha/_search?size=1', '{}');
+    const r = await search('/alpha/_search?scroll=1m', '{}');
     expect(r.statusCode).toBe(400);
-    expect(r.json().error.reason).toBe(
-      'url parameter [size] is not supported (timeout, pretty; put size, from and the query in the body); received "1"',
-    );
+    expect(r.json().error.reason).toMatch(/^url parameter \[scroll\] is not supported \(q, df, default_operator, size, from, .*pretty\); received "1m"$/);
     expect((await search('/alpha/_search?pretty', '{}')).statusCode).toBe(200);
+  });
+
+  it('folds the search URL parameters into the body the engine reads', async () => {
+    const r = await search(
+      '/alpha/_search?size=3&from=1&q=subject:x&sort=date:desc&_source=false&track_total_hits=false&timeout=1s&allow_partial_search_results=false',
+      '{"echo":1,"size":50,"sort":["_score"]}',
+    );
+    expect(r.statusCode).toBe(200);
+    expect(r.json().echo).toBe(1);
+    const bad = await search('/alpha/_search?size=ten', '{}');
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.reason).toBe('url parameter [size] must be an integer; received "ten"');
+  });
+
+  it('sends x-elastic-product on every answer, errors and unknown routes included', async () => {
+    for (const [method, url] of [['GET', '/'], ['GET', '/nothing/here'], ['POST', '/alpha/_search?bogus=1']] as const) {
+      const r = await app.inject({ method, url });
+      expect(r.headers['x-elastic-product']).toBe('Elasticsearch');
+    }
+  });
+
+  it('answers GET / in Elasticsearch\'s shape, and HEAD / with 200', async () => {
+    const r = await app.inject({ method: 'GET', url: '/' });
+    expect(r.json()).toMatchObject({
+      name: 'node-test',
+      cluster_name: 'query-sandbox',
+      version: { number: '9.3.0', build_flavor: 'default' },
+      tagline: expect.any(String),
+    });
+    expect(r.json().cluster_uuid).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    const head = await app.inject({ method: 'HEAD', url: '/' });
+    expect(head.statusCode).toBe(200);
+    expect(head.body).toBe('');
+  });
+
+  it('answers a route that does not exist with 404 no_handler_found_exception, whatever its parameters', async () => {
+    for (const url of ['/idx/_doc/1/extra?refresh=true', '/_nothing/a/b?v&format=json', '/_msearch']) {
+      const r = await app.inject({ method: url === '/_msearch' ? 'POST' : 'DELETE', url, payload: '{}\n{"query":{}}\n' });
+      expect(r.statusCode).toBe(404);
+      expect(r.json().error.type).toBe('no_handler_found_exception');
+      expect(r.json().error.root_cause).toEqual([{ type: 'no_handler_found_exception', reason: r.json().error.reason }]);
+    }
+  });
+
+  it('gives every error a root_cause, and index errors their index fields', async () => {
+    const r = await search('/nope/_search', '{}');
+    expect(r.statusCode).toBe(404);
+    expect(r.json().error).toMatchObject({
+      root_cause: [{ type: 'index_not_found_exception', reason: 'no such index [nope]', index: 'nope', index_uuid: '_na_' }],
+      type: 'index_not_found_exception',
+      'resource.type': 'index_or_alias',
+      'resource.id': 'nope',
+      code: 'QS_INDEX_NOT_FOUND',
+    });
   });
 
   it('indents the answer with ?pretty and refuses unknown URL parameters on every route', async () => {

@@ -16,6 +16,9 @@ type Json = any;
 let dir: string;
 let runtime: Runtime;
 let app: FastifyInstance;
+/** Every call of these tests sends the admin token: the routes' roles are tested in route-auth.test.ts. */
+const ADMIN_TOKEN = 'index-api-admin-token-0123456789';
+const AUTH = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
 const options = () => ({
   dataDir: path.join(dir, 'node'),
@@ -28,7 +31,7 @@ const options = () => ({
 beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'qs-index-api-'));
   runtime = await createRuntime(options());
-  app = buildHttpServer(runtime, { bulkBodyLimitBytes: 64 * 1024 });
+  app = buildHttpServer(runtime, { bulkBodyLimitBytes: 64 * 1024, adminToken: ADMIN_TOKEN });
 });
 
 afterAll(async () => {
@@ -42,7 +45,8 @@ async function call(method: 'GET' | 'PUT' | 'POST' | 'DELETE', url: string, body
   const r = await app.inject({
     method,
     url,
-    ...(payload === undefined ? {} : { payload, headers: { 'content-type': 'application/json' } }),
+    headers: { ...AUTH, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(payload === undefined ? {} : { payload }),
   });
   let json: Json;
   try {
@@ -56,7 +60,7 @@ async function call(method: 'GET' | 'PUT' | 'POST' | 'DELETE', url: string, body
 const ndjson = (...lines: unknown[]) => `${lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n')}\n`;
 const bulk = (url: string, ...lines: unknown[]) =>
   app
-    .inject({ method: 'POST', url, payload: ndjson(...lines), headers: { 'content-type': 'application/x-ndjson' } })
+    .inject({ method: 'POST', url, payload: ndjson(...lines), headers: { ...AUTH, 'content-type': 'application/x-ndjson' } })
     .then((r) => ({ status: r.statusCode, json: r.json() as Json }));
 const search = async (index: string, query: unknown = { match_all: {} }, size = 100) =>
   (await call('POST', `/${index}/_search`, { query, size })).json;
@@ -83,7 +87,7 @@ describe('index API validation', () => {
     ['deleting with a wildcard', 'DELETE', '/sp*', undefined, 400, /^index must name indices to delete.*received "sp\*"$/],
     ['deleting a corpus index', 'DELETE', '/spam-1', undefined, 403, /^index \[spam-1\] blocked by: \[FORBIDDEN\/8\/index write \(api\)\]/],
     ['settings of a corpus index', 'PUT', '/spam-2/_settings', { refresh_interval: '1s' }, 403, /cluster_block|blocked by/],
-    ['an unknown URL parameter', 'GET', '/spam-1/_doc/1?realtime=false', undefined, 400, /^url parameter \[realtime\] is not supported \(routing, pretty\); received "false"$/],
+    ['an unknown URL parameter', 'GET', '/spam-1/_doc/1?stored_fields=a', undefined, 400, /^url parameter \[stored_fields\] is not supported \(routing, _source, _source_includes, _source_excludes, realtime, pretty\); received "a"$/],
     ['a bad refresh value', 'POST', '/_bulk?refresh=maybe', ndjson({ index: { _index: 'x1' } }, {}), 400, /^refresh must be true, false or wait_for; received "maybe"$/],
   ];
   it.each(refused)('refuses %s with a 4xx naming the field and the value', async (_what, method, url, body, status, reason) => {
@@ -124,7 +128,7 @@ describe('bulk NDJSON errors through HTTP', () => {
     ['an update body with an unknown field', '{"update":{"_index":"e1","_id":"1"}}\n{"doc":{},"x":1}\n', 400, 'x_content_parse_exception', /\[UpdateRequest\] unknown field \[x\]/],
   ];
   it.each(wholeRequest)('refuses %s as a whole', async (_what, payload, status, type, reason) => {
-    const r = await app.inject({ method: 'POST', url: '/_bulk', payload, headers: { 'content-type': 'application/x-ndjson' } });
+    const r = await app.inject({ method: 'POST', url: '/_bulk', payload, headers: { ...AUTH, 'content-type': 'application/x-ndjson' } });
     expect(r.statusCode).toBe(status);
     expect(r.json().error).toMatchObject({ type, code: 'QS_INVALID_BULK' });
     expect(r.json().error.reason).toMatch(reason);
@@ -132,7 +136,7 @@ describe('bulk NDJSON errors through HTTP', () => {
 
   it('refuses a body over the bulk size limit with 413', async () => {
     const big = ndjson({ index: { _index: 'e1' } }, { body: 'x'.repeat(70 * 1024) });
-    const r = await app.inject({ method: 'POST', url: '/_bulk', payload: big, headers: { 'content-type': 'application/x-ndjson' } });
+    const r = await app.inject({ method: 'POST', url: '/_bulk', payload: big, headers: { ...AUTH, 'content-type': 'application/x-ndjson' } });
     expect(r.statusCode).toBe(413);
   });
 
@@ -327,7 +331,7 @@ describe('durability', () => {
     await runtime.close();
 
     runtime = await createRuntime(options());
-    app = buildHttpServer(runtime, { bulkBodyLimitBytes: 64 * 1024 });
+    app = buildHttpServer(runtime, { bulkBodyLimitBytes: 64 * 1024, adminToken: ADMIN_TOKEN });
     // Everything recovered is searchable at once, whatever the refresh interval.
     expect((await search('durable', { match: { body: 'kept' } })).hits.total.value).toBe(49);
     expect((await call('GET', '/durable/_doc/d1')).json).toMatchObject({ found: true, _version: 2, _source: { body: 'kept 1', extra: 1 } });

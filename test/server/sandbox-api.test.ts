@@ -139,6 +139,39 @@ describe('sandbox REST API', () => {
     await call('DELETE', `/_sandbox/${id}`);
   });
 
+  it('takes If-Match as RFC 9110 says: quoted strong tags only, weak tags never match', async () => {
+    const created = await call('PUT', '/_sandbox', {
+      name: 'etag',
+      priority: 7,
+      selectionAttributes: [{ name: 'userPattern', value: 'etag_*' }],
+    });
+    const id = created.json()._id as string;
+    const put = (ifMatch: string, priority: number) =>
+      call('PUT', `/_sandbox/${id}`, { priority }, { 'if-match': ifMatch });
+    const unquoted = await put('1', 8);
+    expect(unquoted.statusCode).toBe(400);
+    expect(unquoted.json().error.reason).toBe(
+      'If-Match must be * or quoted entity tags such as "3" (the sandbox version from its ETag, in double quotes); received "1"',
+    );
+    const weak = await put('W/"1"', 8);
+    expect(weak.statusCode).toBe(409);
+    expect(weak.json().error.reason).toMatch(/^If-Match "W\/\\"1\\"" can never match: a weak entity tag/);
+    const notVersion = await put('"abc"', 8);
+    expect(notVersion.statusCode).toBe(409);
+    expect(notVersion.json().error.reason).toContain('a sandbox version is a quoted integer');
+    expect(runtime.sandboxRegistry.get(id)!.version).toBe(1);
+    const list = await put('"9", "1"', 8);
+    expect(list.statusCode).toBe(200);
+    expect(list.json()).toMatchObject({ priority: 8, version: 2 });
+    const listStale = await put('"1", "9"', 9);
+    expect(listStale.statusCode).toBe(409);
+    const any = await put('*', 9);
+    expect(any.json()).toMatchObject({ priority: 9, version: 3 });
+    const deleteWeak = await call('DELETE', `/_sandbox/${id}`, undefined, { 'if-match': 'W/"3"' });
+    expect(deleteWeak.statusCode).toBe(409);
+    expect((await call('DELETE', `/_sandbox/${id}`, undefined, { 'if-match': '"3"' })).statusCode).toBe(200);
+  });
+
   it('answers 429 once the node holds maxSandboxes', async () => {
     const before = runtime.sandboxes().length - 1;
     const results = await Promise.all(

@@ -17,6 +17,9 @@ describe('NodeUsageSampler', () => {
     nowNs += 100e6;
     cpuUs += 20_000;
     expect(sampler.sample(0, 1e9).cpu).toBeCloseTo(0.1, 9); // per interval, not since start
+    nowNs += 100e6;
+    cpuUs += 204_000; // a tick's worth over 2 cores x 100 ms: capped, usage is a ratio of capacity
+    expect(sampler.sample(0, 1e9).cpu).toBe(1);
   });
 
   it("adds the workers' heap to the main thread's over all limits", () => {

@@ -45,6 +45,29 @@ describe('UsageTracker', () => {
     expect(second.tasks[0]!.cpuTimeNs).toBe(125 * MS);
   });
 
+  it('caps a task at one thread for the interval and a sandbox at the whole node (tick granularity)', () => {
+    const { slots, tracker, cpu, advance } = setup();
+    for (const [slot, tid] of [
+      [0, 11],
+      [1, 12],
+      [2, 13],
+    ] as const) {
+      slots.assign(slot, slot + 1);
+      slots.begin(slot, slot + 1, tid, 0, 0);
+      cpu.set(tid, 0);
+      tracker.add(newTrackedTask(slot + 1, 'child', slot, 0));
+    }
+    advance(100);
+    cpu.set(11, 104 * MS); // read a tick late: 104 ms of CPU in a 100 ms interval
+    cpu.set(12, 100 * MS);
+    cpu.set(13, 100 * MS); // three threads at once on 2 cores cannot all have run the whole interval
+    const s = tracker.sample();
+    expect(s.tasks[0]!.cpuUsage).toBeCloseTo(0.5, 9);
+    expect(s.tasks[0]!.cpuTimeNs).toBe(104 * MS); // the task's own total keeps the clock's figure
+    expect(s.sandboxes.get('child')!.cpu).toBe(1);
+    expect(s.sandboxes.get('_root')!.cpu).toBe(1);
+  });
+
   it("adds a task's usage to its sandbox and every ancestor", () => {
     const { slots, tracker, cpu, advance } = setup();
     slots.assign(0, 1);
