@@ -23,8 +23,10 @@ export interface CancellationDecision {
   readonly taskId: number;
   /** The task's own (leaf) sandbox, when the task was still in the usage sample. */
   readonly sandboxId: string | undefined;
-  /** The sandbox whose high limit was breached: the task's own or an ancestor. */
+  /** The sandbox whose high limit was breached (the task's own or an ancestor), or the one shed in duress. */
   readonly breachedSandboxId: string;
+  /** `limit` (a high limit; the default) or `duress` (the node in duress shed the sandbox: docs/overload.md). */
+  readonly reason?: 'limit' | 'duress';
   readonly resource: Resource;
   readonly kind: 'soft' | 'hard';
   /** The breached sandbox's usage of `resource`, ratio 0..1. */

@@ -393,6 +393,7 @@ function reportCancellation(
     taskId: c.taskId,
     sandboxId: task?.sandboxId,
     breachedSandboxId: c.sandboxId,
+    reason: c.reason ?? 'limit',
     resource: c.resource,
     kind,
     usage: sample.sandboxes.get(c.sandboxId)?.[c.resource],
