@@ -8,7 +8,7 @@
 
 const kBrand = Symbol.for('query-sandbox.error');
 
-/** Codes a caller can act on. Each one appears in the README's error table (a test keeps them in step). */
+/** Codes a caller can act on. Each one appears in the error table of docs/errors.md (a test keeps them in step). */
 export const ErrorCode = {
   /**
    * Refused before it ran (`RejectedError.reason` says why): the sandbox is above its low limit, the

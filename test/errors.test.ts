@@ -10,9 +10,9 @@ import {
   RejectedError,
 } from '../src/errors.js';
 
-const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+const readme = readFileSync(new URL('../docs/errors.md', import.meta.url), 'utf8');
 
-/** Rows of the README's error table: `| CODE | status | type | meaning |`. */
+/** Rows of the error table in docs/errors.md: `| CODE | status | type | meaning |`. */
 function readmeErrorRows(): Map<string, { status: number; type: string }> {
   const rows = new Map<string, { status: number; type: string }>();
   for (const line of readme.split('\n')) {
@@ -23,7 +23,7 @@ function readmeErrorRows(): Map<string, { status: number; type: string }> {
 }
 
 describe('errors', () => {
-  it('lists every error code in the README error table, and no other', () => {
+  it('lists every error code in the error table of docs/errors.md, and no other', () => {
     expect([...readmeErrorRows().keys()].sort()).toEqual(Object.values(ErrorCode).sort());
   });
 

@@ -238,9 +238,11 @@ describe('runtime with a second, trivial engine', () => {
     const reg = runtime.sandboxRegistry;
     const org = await reg.create({ name: 'org', priority: 50 });
     const dept = await reg.create({ name: 'dept', priority: 1, parent_id: org.id });
+    // Priority 20: the foreground lane, whose nice-0 worker gets its core on a busy machine (at
+    // nice 19 in the background lane, other processes' load can starve it below the bound).
     const unit = await reg.create({
       name: 'unit',
-      priority: 1,
+      priority: 20,
       parent_id: dept.id,
       selectionAttributes: [{ name: 'userPattern', value: 'unit_*' }],
     });

@@ -233,7 +233,7 @@ export class SandboxRegistry {
   }
 
   /**
-   * Deletes a sandbox. Its running tasks finish under the root's rules (see the README).
+   * Deletes a sandbox. Its running tasks finish under the root's rules (see docs/sandboxes.md).
    * @throws SandboxNotFoundError (404); InvalidSandboxError (400) for the root; SandboxConflictError
    *   (409) while it has children.
    */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decide, type DecisionInput, type TaskUsageView } from '../../src/governor/decide.js';
+import type { CancellationDecision } from '../../src/governor/governor-decisions.js';
 import { DuressDetector } from '../../src/governor/duress-detector.js';
 import { Governor } from '../../src/governor/governor.js';
 import { SandboxCounterTable } from '../../src/governor/sandbox-counters.js';
@@ -42,6 +43,7 @@ function harness(options: { burst?: number } = {}) {
   let standing = true;
   const soft: number[] = [];
   const hard: number[] = [];
+  const decisions: CancellationDecision[] = [];
   const counters = new SandboxCounterTable();
   const governor = new Governor(
     {
@@ -78,6 +80,7 @@ function harness(options: { burst?: number } = {}) {
       hardCancel: (id) => hard.push(id),
       nowMs: () => now,
       standingQueue: () => standing,
+      decisions: { stateChanged: () => {}, cancelled: (d) => decisions.push(d) },
     },
   );
   const task = (id: number, sandboxId: string, cpu: number) => {
@@ -93,6 +96,7 @@ function harness(options: { burst?: number } = {}) {
     governor,
     soft,
     hard,
+    decisions,
     task,
     tick,
     setTasks: (t: TrackedTask[]) => {
@@ -137,6 +141,11 @@ describe('shedding in duress when no sandbox breaches a limit', () => {
     expect(h.governor.lastCancellations).toEqual([
       { taskId: 1, sandboxId: '_root', resource: 'cpu', reason: 'duress' },
       { taskId: 2, sandboxId: '_root', resource: 'cpu', reason: 'duress' },
+    ]);
+    // The decision log says why: the root was shed in duress, not over a limit (it has none).
+    expect(h.decisions.map((d) => [d.taskId, d.breachedSandboxId, d.reason, d.kind])).toEqual([
+      [1, '_root', 'duress', 'soft'],
+      [2, '_root', 'duress', 'soft'],
     ]);
     h.tick(); // the two being cancelled cover the excess: nothing more
     expect(h.soft).toEqual([1, 2]);
