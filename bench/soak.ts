@@ -25,8 +25,11 @@
  * The server is `bench/soak-server.ts` in a child process: the default runtime and HTTP server, with
  * an `onTaskEnd` hook for the queue-wait figures.
  *
- * Usage: `npm run bench:soak` (20 minutes), `npm run bench:soak -- --minutes 2`. Run it through
- * `/work/tools/bench` on a shared machine. Writes `bench/results/soak.json`.
+ * Prints a line per minute, then the table, `check 1 PASS|FAIL`, `check 2 PASS|FAIL` and
+ * `soak N min: PASS|FAIL` (exit code 1 on FAIL), the machine's load average before and after.
+ *
+ * Usage: `npm run bench:soak` (20 minutes), `npm run bench:soak -- --minutes 4` (`--warmup-seconds N`).
+ * Run it through `/work/tools/bench` on a shared machine. Writes `bench/results/soak.json`.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
@@ -196,6 +199,8 @@ async function main(): Promise<void> {
   const minutes = arg('--minutes', 20);
   const warmupMs = arg('--warmup-seconds', 30) * 1000;
   const cores = os.availableParallelism();
+  // The machine's load before and after: figures taken on a busy machine must say so.
+  const loadBefore = os.loadavg().map((l) => Number(l.toFixed(2)));
   const { child, url } = await startServer(benchDataDir('bench-soak'));
   const auth = { authorization: `Bearer ${BENCH_ADMIN_TOKEN}` };
   const created = await fetch(`${url}/${INDEX}`, {
@@ -206,7 +211,7 @@ async function main(): Promise<void> {
   if (created.status !== 200) throw new Error(`PUT /${INDEX} answered ${created.status}: ${await created.text()}`);
   console.log(
     `\nsoak: ${minutes} min after ${warmupMs / 1000} s of warm-up; ${USERS.map((u) => `${u.user} (${u.sandbox}) ${u.perSecond}/s`).join(', ')}; ` +
-      `${BULKS_PER_SECOND} bulks/s of ${DOCS_PER_BULK} docs into ${INDEX}; stats every 2 s; server pid ${child.pid}, ${cores} cores`,
+      `${BULKS_PER_SECOND} bulks/s of ${DOCS_PER_BULK} docs into ${INDEX}; stats every 2 s; server pid ${child.pid}, ${cores} cores; load before ${loadBefore.join(' ')}`,
   );
 
   let current = new Minute();
@@ -375,7 +380,7 @@ async function main(): Promise<void> {
     });
   });
   rows.sort((a, b) => (a['minute'] as number) - (b['minute'] as number));
-  report(rows, minutes);
+  report(rows, minutes, { before: loadBefore, after: os.loadavg().map((l) => Number(l.toFixed(2))) });
 }
 
 function summarise(minute: number, m: Minute, server: ServerMinute, docs: number): Record<string, unknown> {
@@ -439,7 +444,7 @@ function printMinute(r: Record<string, unknown>): void {
   );
 }
 
-function report(rows: Array<Record<string, unknown>>, minutes: number): void {
+function report(rows: Array<Record<string, unknown>>, minutes: number, load: { before: number[]; after: number[] }): void {
   type S = Record<string, { p50Ms: number | null; p99Ms: number | null; ok: number; refused: number; queueWaitP99Ms: number }>;
   console.log(`\nper minute (latency of answered searches from the intended send time, ms; queue wait from the server, ms):`);
   printTable(
@@ -497,8 +502,10 @@ function report(rows: Array<Record<string, unknown>>, minutes: number): void {
     `rss: minute 1 ${f(rows[0]?.['rssMb'])} MB (${rows[0]?.['docs']} docs), last minute ${f(rows.at(-1)?.['rssMb'])} MB (${rows.at(-1)?.['docs']} docs); ` +
       `main thread heap ${f(rows.at(-1)?.['mainHeapMb'])} MB`,
   );
+  console.log(`load average (1, 5, 15 min): before ${load.before.join(' ')}, after ${load.after.join(' ')} on ${os.availableParallelism()} cores`);
   void writeResult('soak', {
     minutes,
+    load,
     users: USERS.map((u) => ({ user: u.user, sandbox: u.sandbox, perSecond: u.perSecond, index: u.index })),
     bulksPerSecond: BULKS_PER_SECOND,
     docsPerBulk: DOCS_PER_BULK,
