@@ -3,11 +3,12 @@
  * channel): the default runtime (`createRuntime` defaults, the bundled `config/sandboxes.json`, the
  * built-in engine with writable indices) behind the default HTTP server, as `query-sandbox serve`
  * builds them, plus an `onTaskEnd` hook that keeps per-sandbox histograms of queue wait and run time,
- * which the parent collects once a minute (`{type: 'minute'}` -> `{type: 'minute', ...}`, then reset).
+ * and the main thread's event-loop delay (p99, max), which the parent collects once a minute (`{type: 'minute'}` -> `{type: 'minute', ...}`, then reset).
  * Differences from `serve`: sandbox and query-priority stores in memory (nothing persists between
  * runs), no start-up log. Argument: the data directory; `--cache-dir DIR`.
  */
 import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import * as hdr from 'hdr-histogram-js';
 import { createRuntime, type TaskEndEvent } from '../src/runtime.js';
@@ -48,6 +49,10 @@ class Window {
 }
 
 let windows = new Map<string, Window>();
+// The main thread's event-loop delay: the HTTP edge, bulk parsing and refreshes share it with every
+// task's dispatch and end, so a stall there lengthens every sandbox's latency, whatever its lane.
+const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+loopDelay.enable();
 const onTaskEnd = (e: TaskEndEvent) => {
   let w = windows.get(e.sandboxId);
   if (w === undefined) {
@@ -75,6 +80,8 @@ process.on('message', async (message: { type?: string }) => {
     const done = windows;
     windows = new Map();
     const mem = process.memoryUsage();
+    const loop = { p99Ms: loopDelay.percentile(99) / 1e6, maxMs: loopDelay.max / 1e6 };
+    loopDelay.reset();
     const counters = Object.fromEntries(
       [...runtime.sandboxStats()].map(([id, s]) => [id, { ...s.counters, queued: s.queued, running: s.running }]),
     );
@@ -82,6 +89,7 @@ process.on('message', async (message: { type?: string }) => {
       type: 'minute',
       sandboxes: Object.fromEntries([...done].map(([id, w]) => [id, w.summary()])),
       counters,
+      loop,
       memory: { rss: mem.rss, heapUsed: mem.heapUsed, external: mem.external, arrayBuffers: mem.arrayBuffers },
       workers: {
         live: runtime.nodeStats().liveWorkers,

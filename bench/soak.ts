@@ -16,8 +16,8 @@
  *
  * Per minute: p50/p99 of answered searches per sandbox, queue wait p50/p99/max per sandbox (the
  * server's own figures, from `onTaskEnd`), 429s by reason, client time-outs, bulk latency and
- * refusals, node CPU usage (the server process's CPU / cores, pidusage), RSS and the main thread's
- * heap. Checks at the end: the dashboards p99 of every minute within 2x of its first minute's, and no
+ * refusals, node CPU usage (the server process's CPU / cores, pidusage), the main thread's event-loop
+ * delay (p99, max), RSS and the main thread's heap. Checks at the end: the dashboards p99 of every minute within 2x of its first minute's, and no
  * answer later than the queue-wait bound plus one task (per minute: the longest answered latency
  * against the bound plus the longest task run that minute; and the longest server-side queue wait
  * against the bound).
@@ -157,6 +157,7 @@ interface ServerMinute {
   sandboxes: Record<string, { tasks: number; waitP50Ms: number; waitP99Ms: number; waitMaxMs: number; runP50Ms: number; runP99Ms: number; runMaxMs: number }>;
   counters: Record<string, Record<string, unknown>>;
   memory: { rss: number; heapUsed: number; external: number; arrayBuffers: number };
+  loop: { p99Ms: number; maxMs: number };
   workers: unknown;
 }
 
@@ -426,6 +427,8 @@ function summarise(minute: number, m: Minute, server: ServerMinute, docs: number
     duressShare: m.polls === 0 ? 0 : m.duressPolls / m.polls,
     maxQueued: m.maxQueued,
     rssMb: Math.max(m.rssMax, server.memory.rss) / 1048576,
+    loopDelayP99Ms: server.loop.p99Ms,
+    loopDelayMaxMs: server.loop.maxMs,
     mainHeapMb: server.memory.heapUsed / 1048576,
     mainExternalMb: (server.memory.external + server.memory.arrayBuffers) / 1048576,
     server: { counters: server.counters, workers: server.workers },
@@ -440,7 +443,7 @@ function printMinute(r: Record<string, unknown>): void {
     `  minute ${r['minute']}: ${r['docs']} docs; ` +
       SANDBOXES.map((id) => `${id} p50 ${f(s[id]!.p50Ms)} p99 ${f(s[id]!.p99Ms)} ms (${s[id]!.ok} ok, ${s[id]!.refused} x 429)`).join('; ') +
       `; 429 ${JSON.stringify(r['refusedByReason'])}; queue wait p99 ${f(r['queueWaitP99Ms'])} max ${f(r['queueWaitMaxMs'])} ms; ` +
-      `cpu ${f(r['nodeCpu'])}; rss ${f(r['rssMb'])} MB; timeouts ${r['clientTimeouts']}`,
+      `cpu ${f(r['nodeCpu'])}; event-loop delay p99 ${f(r['loopDelayP99Ms'])} max ${f(r['loopDelayMaxMs'])} ms; rss ${f(r['rssMb'])} MB; timeouts ${r['clientTimeouts']}`,
   );
 }
 
@@ -448,7 +451,7 @@ function report(rows: Array<Record<string, unknown>>, minutes: number, load: { b
   type S = Record<string, { p50Ms: number | null; p99Ms: number | null; ok: number; refused: number; queueWaitP99Ms: number }>;
   console.log(`\nper minute (latency of answered searches from the intended send time, ms; queue wait from the server, ms):`);
   printTable(
-    ['min', 'docs', 'dash p50', 'dash p99', 'anl p50', 'anl p99', 'root p50', 'root p99', 'qwait p99', 'qwait max', '429 by reason', 't/o', 'cpu', 'gov cpu', 'duress', 'rss MB'],
+    ['min', 'docs', 'dash p50', 'dash p99', 'anl p50', 'anl p99', 'root p50', 'root p99', 'qwait p99', 'qwait max', '429 by reason', 't/o', 'cpu', 'gov cpu', 'duress', 'loop p99', 'loop max', 'rss MB'],
     rows.map((r) => {
       const s = r['sandboxes'] as S;
       return [
@@ -467,6 +470,8 @@ function report(rows: Array<Record<string, unknown>>, minutes: number, load: { b
         (r['nodeCpu'] as number).toFixed(2),
         (r['governorCpu'] as number).toFixed(2),
         (r['duressShare'] as number).toFixed(2),
+        f(r['loopDelayP99Ms']),
+        f(r['loopDelayMaxMs']),
         f(r['rssMb']),
       ];
     }),
