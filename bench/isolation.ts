@@ -31,7 +31,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as hdr from 'hdr-histogram-js';
 import { Piscina } from 'piscina';
-import { createRuntime, type Runtime } from '../src/index.js';
+import { createRuntime, type QueryPriorityInput, type Runtime } from '../src/index.js';
 import { CHARTS } from './charts.js';
 import { median, printTable, writeResult } from './harness.js';
 import { benchPhase } from './progress.js';
@@ -256,7 +256,7 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     // Let the governor's usage window pass so one phase does not start in the last one's state.
     await new Promise((r) => setTimeout(r, 1000));
   };
-  const configure = (runtime: Runtime, enforcement: 'enabled' | 'disabled', rules: unknown) => async () => {
+  const configure = (runtime: Runtime, enforcement: 'enabled' | 'disabled', rules: QueryPriorityInput) => async () => {
     runtime.setEnforcement(enforcement);
     await runtime.setQueryPriority(rules);
   };

@@ -13,7 +13,21 @@ import { RuntimeMetrics, TASK_SECONDS_BUCKETS } from '../src/observability/runti
 import type { TaskEndEvent } from '../src/runtime-options.js';
 import { median, printTable, writeResult } from './harness.js';
 
-const EVENT: TaskEndEvent = { taskId: 1, sandboxId: 'a', priority: 1, outcome: 'completed', cpuTimeNs: 12_345, waitMs: 0.2, runMs: 1.3 };
+const EVENT: TaskEndEvent = {
+  runtimeId: 1,
+  nodeId: 'node-1',
+  taskId: 1,
+  sandboxId: 'a',
+  priority: 1,
+  lane: 'default',
+  ran: true,
+  outcome: 'completed',
+  cancellation: undefined,
+  errorCode: undefined,
+  cpuTimeNs: 12_345,
+  waitMs: 0.2,
+  runMs: 1.3,
+};
 const N = 500_000;
 
 function timeUs(fn: () => void): number {

@@ -3,31 +3,22 @@
  * re-validates. Messages name the option and the received value
  * (`options.threads must be an integer in 1..1024; received 0`).
  */
+import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { availableCores } from '../native-shim/index.js';
 import { resolveNodeUsageTrackerOptions } from './admission/node-usage-tracker.js';
 import { InvalidArgumentError } from './errors.js';
 import { EnforcementMode, SelectionStrategy } from './governor/decide.js';
-import type pino from 'pino';
+import type { RuntimeLogger } from './runtime-logger.js';
+import type { TaskEndedEvent } from './diagnostics.js';
 import type { SandboxStore } from './sandbox/sandbox-store.js';
 
-/** What `onTaskEnd` receives about one task that ran. */
-export interface TaskEndEvent {
-  readonly taskId: number;
-  /** The leaf sandbox it ran in. */
-  readonly sandboxId: string;
-  /** The priority the scheduler gave it. */
-  readonly priority: number;
-  /** `completed`, `cancelled` (soft, hard, memory or shutdown) or `failed` (engine error, worker lost). */
-  readonly outcome: 'completed' | 'cancelled' | 'failed';
-  /** CPU time of its worker thread while it ran (from the end of the worker's previous task), ns. */
-  readonly cpuTimeNs: number;
-  /** Time it waited in the queue, ms. */
-  readonly waitMs: number;
-  /** Time from dispatch to its end, ms. */
-  readonly runMs: number;
-}
+/**
+ * What `onTaskEnd` receives about one task that ran: the `query-sandbox:task:ended` event (see
+ * `diagnostics.ts`), with the outcome, soft or hard, the cancellation's reason, CPU, wait and run.
+ */
+export type TaskEndEvent = TaskEndedEvent;
 import type { IndexMetadataStore } from './indices/index-metadata-store.js';
 import type { QueryPriorityStore } from './scheduler/query-priority-store.js';
 import {
@@ -45,7 +36,7 @@ export interface RuntimeOptions {
    * `EngineModule` (see `src/pool/engine-module.ts`). Default: the built-in MiniSearch engine over
    * the SpamAssassin corpus.
    */
-  engine?: string;
+  engine?: string | URL;
   /** Passed unchanged to the engine's `prepare` and `init`. Default `{}`. */
   engineOptions?: Record<string, unknown>;
   /**
@@ -70,8 +61,9 @@ export interface RuntimeOptions {
   indexMetadataStore?: IndexMetadataStore;
   /**
    * Called on the main thread once for every task that ran (not for ones refused before running),
-   * when it ends: its figures, for logs, billing or checks. It must be cheap; what it throws is logged
-   * and ignored.
+   * when it ends: its figures, for logs, billing or checks. A thin subscriber of the
+   * `query-sandbox:task:ended` channel (`diagnostics.ts`), filtered to this runtime's tasks that ran.
+   * It must be cheap; what it throws is logged and ignored.
    */
   onTaskEnd?: (event: TaskEndEvent) => void;
   /** Most sandboxes besides the root (creates beyond it answer 429), integer 0..10000. Default 100. */
@@ -189,7 +181,11 @@ export interface RuntimeOptions {
   duressShedding?: { cancelAfterIntervals?: number; minUsage?: number } | false;
   /** Governor interval, ms, 10..60000. Default 100. */
   intervalMs?: number;
-  /** Intervals between soft and hard cancellation, integer 1..1000. Default 2. */
+  /**
+   * Intervals between soft and hard cancellation, integer 1..1000, for tasks of sandboxes that set no
+   * `cancellationGraceMs` (nor any ancestor does). Default 2 (200 ms at the default interval). A hard
+   * cancellation terminates the task's worker: its replacement runs the engine's `init` again.
+   */
   graceIntervals?: number;
   /** `enabled` (act), `monitor_only` (count what would be done), `disabled`. Default `enabled`. */
   enforcement?: EnforcementMode;
@@ -211,11 +207,19 @@ export interface RuntimeOptions {
   boost?: { priority?: number; halfLifeMs?: number };
   /** Which tasks of a breaching sandbox go first: `largest_usage` (default) or `oldest_first`. */
   selection?: SelectionStrategy;
-  /** Directory for caches and state. Default `./.query-sandbox` (resolved against the cwd). */
+  /**
+   * Directory for state: the shard logs of writable indices (`<dataDir>/indices`), and the default
+   * `cacheDir` (`<dataDir>/cache`). Resolved against the cwd. Default: none, and the runtime creates
+   * nothing in the working directory: writable indices then live in a temporary directory removed at
+   * `close()` (like the default in-memory sandbox store, they do not outlive the runtime). The CLI
+   * passes `./.query-sandbox` (`--data-dir`).
+   */
   dataDir?: string;
   /**
-   * Directory for the engine's caches (the built index). Default `<dataDir>/cache`. Nodes on one
-   * machine may share one (writes are atomic), so a loopback cluster builds the index once.
+   * Directory for the engine's caches (the built index), created if missing. Default
+   * `<dataDir>/cache`, or without `dataDir` the user's cache directory: `$XDG_CACHE_HOME/query-sandbox`,
+   * else `~/.cache/query-sandbox` (`<tmpdir>/query-sandbox-cache` when there is no home). Nodes on
+   * one machine may share one (writes are atomic), so a loopback cluster builds the index once.
    */
   cacheDir?: string;
   /** This node's id in stats. Default `node-<pid>`. */
@@ -265,8 +269,8 @@ export interface RuntimeOptions {
    * pool bound (`thread_pool.write.queue_size`), see `indices/write-queue.ts`. Integer >= 1. Default 10000.
    */
   writeQueueSize?: number;
-  /** A pino logger. Default: silent. */
-  logger?: pino.Logger;
+  /** A logger: a pino logger, or anything with pino's `info` / `warn` / `error` (`RuntimeLogger`). Default: silent. */
+  logger?: RuntimeLogger;
 }
 
 export interface ResolvedRuntimeOptions {
@@ -310,8 +314,9 @@ export interface ResolvedRuntimeOptions {
   readonly cancellation: { readonly ratePerSecond: number; readonly ratio: number; readonly burst: number };
   readonly boost: { readonly priority: number; readonly halfLifeMs: number };
   readonly selection: SelectionStrategy;
-  readonly dataDir: string;
-  /** `options.cacheDir`, resolved; default `<dataDir>/cache`. */
+  /** `options.dataDir`, resolved; `undefined` when not given (see `RuntimeOptions.dataDir`). */
+  readonly dataDir: string | undefined;
+  /** `options.cacheDir`, resolved; default `<dataDir>/cache` or the user's cache directory. */
   readonly cacheDir: string;
   readonly nodeId: string;
   readonly startTimeoutMs: number;
@@ -363,6 +368,23 @@ function ratio(name: string, value: unknown, fallback: number): number {
   return value;
 }
 
+/**
+ * The user's cache directory for this package: `$XDG_CACHE_HOME/query-sandbox` (an absolute path,
+ * as the XDG base directory specification requires), else `~/.cache/query-sandbox`, else
+ * `<tmpdir>/query-sandbox-cache`.
+ */
+export function userCacheDir(env: NodeJS.ProcessEnv): string {
+  const xdg = env['XDG_CACHE_HOME'];
+  if (xdg !== undefined && path.isAbsolute(xdg)) return path.join(xdg, 'query-sandbox');
+  let home = '';
+  try {
+    home = os.homedir();
+  } catch {
+    // No home directory (a system user): fall back to the temporary directory.
+  }
+  return home !== '' ? path.join(home, '.cache', 'query-sandbox') : path.join(os.tmpdir(), 'query-sandbox-cache');
+}
+
 /** Validates and fills defaults. @throws InvalidArgumentError naming the option and value. */
 export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRuntimeOptions {
   if (typeof options !== 'object' || options === null) {
@@ -374,12 +396,11 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
   }
   let engineUrl: string | undefined;
   if (options.engine !== undefined) {
-    if (typeof options.engine !== 'string' || options.engine.length === 0) {
-      throw new InvalidArgumentError('options.engine', 'must be a module path or file: URL', options.engine);
+    const engine = options.engine instanceof URL ? options.engine.href : options.engine;
+    if (typeof engine !== 'string' || engine.length === 0 || (options.engine instanceof URL && !engine.startsWith('file:'))) {
+      throw new InvalidArgumentError('options.engine', 'must be a module path or file: URL', engine);
     }
-    engineUrl = options.engine.startsWith('file:')
-      ? options.engine
-      : pathToFileURL(path.resolve(options.engine)).href;
+    engineUrl = engine.startsWith('file:') ? engine : pathToFileURL(path.resolve(engine)).href;
   }
   const engineOptions = options.engineOptions ?? {};
   if (typeof engineOptions !== 'object' || engineOptions === null || Array.isArray(engineOptions)) {
@@ -485,7 +506,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
   if (options.onTaskEnd !== undefined && typeof options.onTaskEnd !== 'function') {
     throw new InvalidArgumentError('options.onTaskEnd', 'must be a function', options.onTaskEnd);
   }
-  const dataDir = path.resolve(options.dataDir ?? '.query-sandbox');
+  const dataDir = options.dataDir === undefined ? undefined : path.resolve(options.dataDir);
   const nodeRole = options.nodeRole ?? 'single';
   if (nodeRole !== 'single' && nodeRole !== 'data') {
     throw new InvalidArgumentError('options.nodeRole', 'must be one of single, data', nodeRole);
@@ -557,7 +578,12 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     }),
     selection,
     dataDir,
-    cacheDir: options.cacheDir === undefined ? path.join(dataDir, 'cache') : path.resolve(options.cacheDir),
+    cacheDir:
+      options.cacheDir !== undefined
+        ? path.resolve(options.cacheDir)
+        : dataDir !== undefined
+          ? path.join(dataDir, 'cache')
+          : userCacheDir(process.env),
     nodeId,
     startTimeoutMs: integer('startTimeoutMs', options.startTimeoutMs, 1000, 3_600_000, 300_000),
     cores,

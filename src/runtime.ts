@@ -9,9 +9,10 @@
  * `CancelledError`, or an engine error.
  */
 import fs from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import v8 from 'node:v8';
-import pino from 'pino';
+import diagnostics_channel from 'node:diagnostics_channel';
 import { NodeUsageTracker, type HeapUsage, type NodeUsageSnapshot } from './admission/node-usage-tracker.js';
 import { resolveIndexExpression } from './classify/index-expression.js';
 import { SandboxClassifier } from './classify/sandbox-classifier.js';
@@ -24,6 +25,7 @@ import {
   InvalidArgumentError,
   isQuerySandboxError,
   NotRunningError,
+  type QuerySandboxError,
   RejectedError,
   TimedOutError,
 } from './errors.js';
@@ -32,11 +34,27 @@ import type { Cancellation, EnforcementMode } from './governor/decide.js';
 import { DuressDetector } from './governor/duress-detector.js';
 import { Governor, type GovernorSnapshot, type GovernorStats } from './governor/governor.js';
 import { SandboxCounterTable, type SandboxCounters } from './governor/sandbox-counters.js';
+import {
+  ChannelName,
+  type EventSource,
+  nextRuntimeId,
+  publishSandboxStates,
+  publishTaskCancelling,
+  publishTaskEnded,
+  publishTaskQueued,
+  publishTaskRejected,
+  publishTaskStarted,
+  publishWorkerReplaced,
+  type TaskEndedEvent,
+} from './diagnostics.js';
 import { compiledModuleUrl } from './pool/compiled-module-url.js';
 import {
+  type EngineBody,
   type EngineDescription,
   type EngineModule,
   type EngineRequest,
+  type EngineResult,
+  type EngineShape,
   WRITABLE_INDICES_OPTION,
 } from './pool/engine-module.js';
 import { WritableIndices } from './indices/writable-indices.js';
@@ -48,6 +66,7 @@ import {
   parseQueryPriority,
   priorityOf,
   type QueryPriorityDocument,
+  type QueryPriorityInput,
 } from './scheduler/query-priority.js';
 import {
   type Dispatch,
@@ -70,8 +89,9 @@ import {
   type ResolvedRuntimeOptions,
   type RuntimeOptions,
   resolveRuntimeOptions,
-  type TaskEndEvent,
 } from './runtime-options.js';
+import { type RuntimeLogger, SILENT_LOGGER } from './runtime-logger.js';
+import { effectiveCancellationGrace } from './sandbox/cancellation-grace.js';
 import { createRootSandbox, ROOT_SANDBOX_ID, type Resource, type Sandbox } from './sandbox/sandbox.js';
 import { loadSandboxFile, parseSandboxDefinitions } from './sandbox/sandbox-file.js';
 import { SandboxRegistry } from './sandbox/sandbox-registry.js';
@@ -84,12 +104,12 @@ import { sampleHeap, WorkerHeapProbe } from '../native-shim/index.js';
 export type { RuntimeOptions, TaskEndEvent } from './runtime-options.js';
 export type { SearchCallOptions } from './execution/search-call.js';
 
-/** One search request as the runtime takes it. */
-export interface SearchRequest {
+/** One search request as the runtime takes it; `Body` is the engine's body type (`EngineBody`). */
+export interface SearchRequest<Body = unknown> {
   /** Index expression: a name, a comma list, wildcards (`spam-*`), `_all`. */
   readonly index: string;
   /** The request body (parsed JSON), handed to the engine. */
-  readonly body: unknown;
+  readonly body: Body;
   /** The authenticated user, from the deployment's authentication layer. */
   readonly user?: string | undefined;
   /** An explicit sandbox choice, honoured only when the request's attributes match it. */
@@ -128,9 +148,12 @@ export interface NodeStats {
   readonly threads: number;
   /** Workers beyond `threads`, loaded and idle, that keep the capacity while one is replaced (every lane's). */
   readonly spareWorkers: number;
-  /** Workers alive, loaded or not. */
+  /** Workers loaded and taking tasks, every lane's (spares included). */
   readonly liveWorkers: number;
-  /** Workers alive but still loading the engine (replacements, mostly). */
+  /**
+   * Workers alive but still loading the engine (replacements of terminated ones, mostly): not counted
+   * in `liveWorkers`; the two add up to the workers alive.
+   */
   readonly loadingWorkers: number;
   /**
    * What the lanes give: `weighted` (two or more lanes, each running at the OS weight it asked for:
@@ -155,13 +178,18 @@ export interface NodeStats {
   readonly governorTicks: number;
 }
 
-export interface Runtime {
+/**
+ * A running runtime. `Result` and `Body` are its engine's (`createRuntime<typeof import('./engine.js')>`):
+ * `search` resolves with what the engine's `handle` returns (after the structured clone that
+ * brings it from the worker: class instances arrive as plain objects, functions are refused).
+ */
+export interface Runtime<Result = unknown, Body = unknown> {
   /**
    * Runs one search. Rejects with the errors listed in `errors.ts`; with `options.signal` aborted, or
    * past `options.timeoutMs`, at once with `AbortedError` / `TimedOutError` (a queued task is removed
-   * without running, a running one is cancelled: soft, then hard after the grace period).
+   * without running, a running one is cancelled: soft, then hard after its sandbox's grace).
    */
-  search(request: SearchRequest, options?: SearchCallOptions): Promise<unknown>;
+  search(request: SearchRequest<Body>, options?: SearchCallOptions): Promise<Result>;
   /** The sandboxes, the root first, parents before children. */
   sandboxes(): readonly Sandbox[];
   /**
@@ -209,13 +237,35 @@ export interface Runtime {
    * @throws InvalidArgumentError naming the field and the received value, or the store's error
    *   (nothing changes then).
    */
-  setQueryPriority(document: unknown): Promise<QueryPriorityDocument>;
+  setQueryPriority(document: QueryPriorityInput): Promise<QueryPriorityDocument>;
   /** Queue, lanes and per-priority figures of the scheduler. */
   schedulerStats(): SchedulerStats;
   readonly options: ResolvedRuntimeOptions;
-  /** Stops accepting work, cancels queued and running tasks, stops the workers. Idempotent. */
-  close(): Promise<void>;
+  /** This runtime's id in the process, carried by every event it publishes (`diagnostics.ts`). */
+  readonly runtimeId: number;
+  /**
+   * Stops the runtime. New searches are refused at once (`NotRunningError`, 503). Without `drain`
+   * (the default), queued tasks are cancelled (`CancelledError`, resource `shutdown`) and running
+   * ones with them as their workers stop. With `drain: true`, queued and running tasks first go on
+   * to their end (the governor still acts) for up to `timeoutMs`; what is left then is cancelled as
+   * above. A second call returns the first one's promise; a call without `drain` cuts a drain short.
+   * The runtime holds nothing that keeps the process alive once its tasks are done, so a process that
+   * never calls `close` still exits.
+   * @throws InvalidArgumentError (the promise rejects) naming `options.drain` or `options.timeoutMs`.
+   */
+  close(options?: CloseOptions): Promise<void>;
 }
+
+/** Options of `Runtime.close`. */
+export interface CloseOptions {
+  /** Let queued and running tasks finish before stopping. Default false. */
+  readonly drain?: boolean;
+  /** With `drain`: the longest wait, ms, >= 0 (`Infinity`: no bound). Default 30000. */
+  readonly timeoutMs?: number;
+}
+
+/** `CloseOptions.timeoutMs` by default, ms. */
+const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 
 /**
  * Tasks handed to piscina per worker. With 2, piscina holds the next task ready and the 1 ms task
@@ -229,6 +279,8 @@ interface QueuedTask {
   readonly taskId: number;
   readonly sandbox: Sandbox;
   readonly priority: number;
+  /** When it was offered to the scheduler, ms (`performance.now()`). */
+  readonly queuedAtMs: number;
   readonly request: EngineRequest;
   readonly resolve: (value: unknown) => void;
   readonly reject: (reason: unknown) => void;
@@ -238,8 +290,11 @@ interface QueuedTask {
   readonly callTimeoutMs: number | undefined;
   /** Its place in the queue while it waits. */
   ticket: QueueTicket<QueuedTask> | undefined;
-  /** Set when its caller gave up while it ran: its call has settled; the task is being cancelled. */
-  abandoned: 'aborted' | 'timed_out' | undefined;
+  /**
+   * Set when its caller gave up while it ran: its call has settled with `error`; the task is being
+   * cancelled (`terminated` once its worker was, after the grace).
+   */
+  abandoned: { readonly error: AbortedError | TimedOutError; terminated: boolean } | undefined;
 }
 
 interface RunningTask {
@@ -294,12 +349,24 @@ async function loadSandboxes(source: ResolvedRuntimeOptions['sandboxes']): Promi
 /**
  * Creates and starts a runtime: loads the sandboxes, prepares the engine in the main thread, starts
  * the workers and waits until each has loaded the engine, then starts the governor.
+ *
+ * The type parameter is the engine module's type, so that `search` is typed by it (the module is
+ * loaded by URL, which TypeScript cannot follow):
+ * ```ts
+ * const runtime = await createRuntime<typeof import('./engine.js')>({
+ *   engine: new URL('./engine.js', import.meta.url).href,
+ * });
+ * const result = await runtime.search({ index: 'products', body: { q: 'lamp' } }); // the handle()'s result
+ * ```
+ * Nothing checks at run time that the module given is of that type.
  * @throws InvalidArgumentError / InvalidSandboxError for bad options or a bad sandbox file;
  *   Error when the engine cannot be loaded or a worker fails to start.
  */
-export async function createRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
+export async function createRuntime<Engine extends EngineShape = EngineModule>(
+  options: RuntimeOptions = {},
+): Promise<Runtime<EngineResult<Engine>, EngineBody<Engine>>> {
   const resolved = resolveRuntimeOptions(options);
-  const log = options.logger ?? pino({ level: 'silent' });
+  const log = options.logger ?? SILENT_LOGGER;
   const store: SandboxStore = options.sandboxStore ?? new MemorySandboxStore();
   const registry = await SandboxRegistry.open({
     store,
@@ -366,10 +433,15 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   log.info({ prepareMs: Math.round(prepareMs), indices: description.indices }, 'engine prepared');
   // Writable indices: recovered from their shard logs before any worker starts, so every worker's
   // first look at the refresh board finds everything that was acknowledged.
+  // Without a dataDir they live in a temporary directory, removed at close: nothing in the cwd.
+  const ephemeralDir =
+    engine.writableIndices === true && resolved.dataDir === undefined
+      ? await fs.mkdtemp(path.join(os.tmpdir(), 'query-sandbox-'))
+      : undefined;
   const writable =
     engine.writableIndices === true
       ? await WritableIndices.open({
-          dir: path.join(resolved.dataDir, 'indices'),
+          dir: path.join(resolved.dataDir ?? ephemeralDir!, 'indices'),
           nodeId: resolved.nodeId,
           role: resolved.nodeRole,
           readOnlyIndices: description.indices ?? [],
@@ -391,6 +463,8 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   }
   // Follows workers from their start, so a task that stops checkpointing can still be measured.
   const heapProbe = resolved.heapProbe ? new WorkerHeapProbe() : undefined;
+  const runtimeId = nextRuntimeId();
+  const source: EventSource = Object.freeze({ runtimeId, nodeId: resolved.nodeId });
   const pool = await LanePool.start({
     engineUrl,
     engineOptions:
@@ -404,29 +478,33 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
     // One slot per task handed to piscina; at most DISPATCH_DEPTH_PER_WORKER per worker.
     depthPerWorker: DISPATCH_DEPTH_PER_WORKER,
     startTimeoutMs: resolved.startTimeoutMs,
+    onReplacement: (lane, report) =>
+      publishWorkerReplaced(source, resolved.lanes[lane]!.name, report.threadId, report.startupMs),
   }).catch(async (error: unknown) => {
     heapProbe?.close();
     await writable?.close();
+    await removeDir(ephemeralDir);
     throw error;
   });
   log.info({ startupMs: pool.startups.map((s) => Math.round(s.startupMs)) }, 'workers ready');
   logLanes(log, pool);
   if (resolved.helperThreadWeight !== undefined) {
     const helpers = weighHelperThreads(resolved.helperThreadWeight);
-    (helpers.weighted === helpers.threads ? log.info : log.warn).call(
-      log,
-      { nice: resolved.helperThreadWeight, ...helpers },
-      `helper threads (V8 platform, libuv): ${helpers.weighted} of ${helpers.threads} at nice ${resolved.helperThreadWeight}`,
-    );
+    const fields = { nice: resolved.helperThreadWeight, ...helpers };
+    const message = `helper threads (V8 platform, libuv): ${helpers.weighted} of ${helpers.threads} at nice ${resolved.helperThreadWeight}`;
+    if (helpers.weighted === helpers.threads) log.info(fields, message);
+    else log.warn(fields, message);
   }
   try {
     await checkWorkerHeapLimit(pool, resolved.workerHeapMb);
   } catch (error) {
     heapProbe?.close();
     await writable?.close();
+    await removeDir(ephemeralDir);
     throw error;
   }
-  return new GovernedRuntime(
+  return new GovernedRuntime<EngineResult<Engine>, EngineBody<Engine>>(
+    runtimeId,
     { ...resolved, queryPriority },
     engine,
     description,
@@ -436,14 +514,20 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
     heapProbe,
     priorityStore,
     writable,
+    ephemeralDir,
   );
+}
+
+/** Removes a directory the runtime made for itself, if any. */
+async function removeDir(dir: string | undefined): Promise<void> {
+  if (dir !== undefined) await fs.rm(dir, { recursive: true, force: true });
 }
 
 /**
  * Says at start what the lanes give, so that nothing claims isolation it does not have: a warning for
  * every lane whose weight could not be set.
  */
-function logLanes(log: pino.Logger, pool: LanePool): void {
+function logLanes(log: RuntimeLogger, pool: LanePool): void {
   const lanes = pool.laneStats();
   for (const lane of lanes) {
     if (!lane.weighted) {
@@ -502,7 +586,7 @@ async function checkWorkerHeapLimit(pool: LanePool, workerHeapMb: number): Promi
   }
 }
 
-class GovernedRuntime implements Runtime {
+class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
   readonly options: ResolvedRuntimeOptions;
   readonly #engine: EngineModule;
   readonly #indices: readonly string[] | undefined;
@@ -512,9 +596,11 @@ class GovernedRuntime implements Runtime {
   // Swapped whole on every accepted sandbox change (see #applySandboxes); never mutated in place.
   #sandboxes: readonly Sandbox[];
   #byId: ReadonlyMap<string, Sandbox>;
+  /** Each sandbox's effective `cancellationGraceMs` (Infinity: never), swapped with the set. */
+  #graceMs: ReadonlyMap<string, number>;
   #classifier: SandboxClassifier;
   readonly #pool: LanePool;
-  readonly #log: pino.Logger;
+  readonly #log: RuntimeLogger;
   readonly #allocator: SlotAllocator;
   readonly #tracker: UsageTracker;
   readonly #nodeSampler: NodeUsageSampler;
@@ -536,19 +622,39 @@ class GovernedRuntime implements Runtime {
   #expiryTimer: NodeJS.Timeout | undefined;
   #expiryAtMs = Number.POSITIVE_INFINITY;
   #nextTaskId = 1;
+  /** False once `close` was called: new searches are refused. */
+  #accepting = true;
+  /** True once the workers are being stopped (after a drain, if any). */
   #closed = false;
+  #closing: Promise<void> | undefined;
+  /** Ends a drain under way (set while one is). */
+  #endDrain: (() => void) | undefined;
+  readonly runtimeId: number;
+  /** This runtime as its events name it. */
+  readonly #source: EventSource;
+  /** Lane names by lane index, for events. */
+  readonly #laneNames: readonly string[];
+  #unsubscribeTaskEnd: (() => void) | undefined;
+  /** The temporary directory of writable indices without a dataDir, removed at close. */
+  readonly #ephemeralDir: string | undefined;
 
   constructor(
+    runtimeId: number,
     options: ResolvedRuntimeOptions,
     engine: EngineModule,
     description: EngineDescription,
     registry: SandboxRegistry,
     pool: LanePool,
-    log: pino.Logger,
+    log: RuntimeLogger,
     heapProbe: WorkerHeapProbe | undefined,
     priorityStore: QueryPriorityStore,
     writable: WritableIndices | undefined,
+    ephemeralDir: string | undefined,
   ) {
+    this.#ephemeralDir = ephemeralDir;
+    this.runtimeId = runtimeId;
+    this.#source = Object.freeze({ runtimeId, nodeId: options.nodeId });
+    this.#laneNames = options.lanes.map((l) => l.name);
     this.indices = writable;
     this.#heapProbe = heapProbe;
     this.#priorityStore = priorityStore;
@@ -570,6 +676,7 @@ class GovernedRuntime implements Runtime {
     this.#sandboxes = sandboxes;
     this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
     this.#queueWaitBounds = queueWaitBoundsOf(sandboxes, options.maxQueueWaitMs);
+    this.#graceMs = effectiveCancellationGrace(sandboxes, options.graceIntervals * options.intervalMs);
     this.#classifier = new SandboxClassifier(sandboxes);
     registry.onChange((list) => this.#applySandboxes(list));
     // A shared store (etcd) hands over the rules other nodes saved: applied here, not saved again.
@@ -613,6 +720,8 @@ class GovernedRuntime implements Runtime {
         counters: this.#counters,
         softCancel: (taskId, resource) => this.#softCancel(taskId, resource),
         hardCancel: (taskId, resource) => this.#hardCancel(taskId, resource),
+        graceMsOf: (taskId) => this.#graceMsOf(taskId),
+        publishStateChanges: (before, after) => this.#publishStateChanges(before, after),
         nowMs: () => performance.now(),
         standingQueue: () => {
           const now = performance.now();
@@ -623,6 +732,26 @@ class GovernedRuntime implements Runtime {
       },
     );
     this.#governor.start();
+    const onTaskEnd = options.onTaskEnd;
+    if (onTaskEnd !== undefined) {
+      // A thin subscriber of `task:ended`: this runtime's tasks that ran.
+      const listener = (message: unknown): void => {
+        const event = message as TaskEndedEvent;
+        if (event.runtimeId !== runtimeId || !event.ran) return;
+        try {
+          onTaskEnd(event);
+        } catch (error) {
+          this.#log.warn({ error: String(error) }, 'onTaskEnd threw');
+        }
+      };
+      diagnostics_channel.subscribe(ChannelName.TASK_ENDED, listener);
+      this.#unsubscribeTaskEnd = () => diagnostics_channel.unsubscribe(ChannelName.TASK_ENDED, listener);
+    }
+  }
+
+  /** `sandbox:state` for every sandbox whose published state changed at this tick, when anyone listens. */
+  #publishStateChanges(before: GovernorSnapshot, after: GovernorSnapshot): void {
+    publishSandboxStates(this.#source, before.verdicts, after.verdicts, after.usage);
   }
 
   /** Takes a new sandbox list: classification uses it from the next request on. */
@@ -631,6 +760,7 @@ class GovernedRuntime implements Runtime {
     this.#sandboxes = sandboxes;
     this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
     this.#queueWaitBounds = queueWaitBoundsOf(sandboxes, this.options.maxQueueWaitMs);
+    this.#graceMs = effectiveCancellationGrace(sandboxes, this.options.graceIntervals * this.options.intervalMs);
     this.#classifier = classifier;
     this.#log.info(
       { sandboxes: sandboxes.map((s) => s.id), version: this.sandboxRegistry.version },
@@ -673,16 +803,16 @@ class GovernedRuntime implements Runtime {
     return this.#usageTracker.snapshot();
   }
 
-  search(request: SearchRequest, options?: SearchCallOptions): Promise<unknown> {
+  search(request: SearchRequest<Body>, options?: SearchCallOptions): Promise<Result> {
     try {
-      return this.#admit(request, checkSearchCallOptions(options));
+      return this.#admit(request, checkSearchCallOptions(options)) as Promise<Result>;
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
   #admit(request: SearchRequest, control: SearchCallOptions | undefined): Promise<unknown> {
-    if (this.#closed) throw new NotRunningError();
+    if (!this.#accepting) throw new NotRunningError();
     if (control?.signal?.aborted === true) {
       throw new AbortedError(undefined, true, 'search aborted by its caller before it was queued', {
         cause: control.signal.reason,
@@ -704,15 +834,17 @@ class GovernedRuntime implements Runtime {
       request.sandboxId !== undefined
         ? this.#classifier.resolveExplicit(request.sandboxId, attributes)
         : this.#classifier.classify(attributes);
-    this.#checkVerdict(sandbox, true);
+    this.#checkVerdict(sandbox, undefined);
     const priority = this.#priorityOf(engineRequest, request.user, sandbox);
     const bound = this.#queueWaitBound(sandbox.id, timeoutMs);
     let task!: QueuedTask;
+    const queuedAtMs = performance.now();
     const settled = new Promise((resolve, reject) => {
       task = {
         taskId: this.#nextTaskId++,
         sandbox,
         priority,
+        queuedAtMs,
         request: engineRequest,
         resolve,
         reject,
@@ -724,12 +856,15 @@ class GovernedRuntime implements Runtime {
     });
     // Full bounds shed the lowest priority first: the newest of the lowest-priority waiting tasks
     // makes room for a more important one; if the incoming task is itself the lowest, it is refused.
-    const offered = this.#scheduler.offer(task, sandbox.id, priority, performance.now(), bound.ms);
+    const offered = this.#scheduler.offer(task, sandbox.id, priority, queuedAtMs, bound.ms);
     if (!offered.accepted) {
       this.#counters.countRejection(sandbox.id, 'queue');
-      throw new RejectedError(sandbox.id, 'queue', offered.message, offered.reason);
+      const error = new RejectedError(sandbox.id, 'queue', offered.message, offered.reason);
+      publishTaskRejected(this.#source, task.taskId, priority, error, sandbox.id, offered.reason, false);
+      throw error;
     }
     task.ticket = offered.ticket;
+    publishTaskQueued(this.#source, task.taskId, sandbox.id, priority, this.#laneNames[this.#scheduler.laneOf(priority)]!);
     if (control !== undefined) this.#watchCall(task, settled, control);
     this.#rejectEvicted(offered.evicted);
     this.#pump();
@@ -790,22 +925,32 @@ class GovernedRuntime implements Runtime {
     if (task.ticket !== undefined && this.#scheduler.remove(task.ticket)) {
       if (why === 'aborted') counters.aborted++;
       else counters.timedOut++;
-      task.reject(error(true));
+      const failure = error(true);
+      this.#publishQueuedEnd(task, failure);
+      task.reject(failure);
+      // A drain under way may have been waiting for this one.
+      this.#pump();
       return;
     }
     const running = this.#running.get(task.taskId);
     if (running === undefined || task.abandoned !== undefined) return;
-    task.abandoned = why;
+    const failure = error(false);
+    const abandoned = { error: failure, terminated: false };
+    task.abandoned = abandoned;
     if (why === 'aborted') counters.aborted++;
     else counters.timedOut++;
-    task.reject(error(false));
+    task.reject(failure);
     this.#pool.slots.requestCancel(running.tracked.slot, CancelReason.ABORTED);
+    // Its sandbox's grace (cancellationGraceMs), as for the governor's cancellations; "never": none.
+    const graceMs = this.#graceMsOf(task.taskId);
+    if (!Number.isFinite(graceMs)) return;
     running.hardTimer = setTimeout(() => {
       running.hardTimer = undefined;
       if (this.#running.get(task.taskId) === running) {
+        abandoned.terminated = true;
         this.#pool.terminateWorkerOf(running.dispatch.lane, running.tracked.slot, task.taskId);
       }
-    }, this.options.intervalMs * this.options.graceIntervals);
+    }, graceMs);
     running.hardTimer.unref();
   }
 
@@ -820,7 +965,9 @@ class GovernedRuntime implements Runtime {
           ? `rejected: the task waited ${waited} ms in the queue, past its bound of ${e.boundMs} ms (${e.item.boundFrom})`
           : `rejected: lane [${e.lane}] has had a standing queue for ${this.options.standingQueueMs} ms, ` +
             `so a task may wait at most ${e.boundMs} ms there (controlled delay); this one waited ${waited} ms`;
-      e.item.reject(new RejectedError(e.sandboxId, 'queue', message, e.reason));
+      const error = new RejectedError(e.sandboxId, 'queue', message, e.reason);
+      publishTaskRejected(this.#source, e.item.taskId, e.priority, error, e.sandboxId, e.reason, true);
+      e.item.reject(error);
     }
   }
 
@@ -894,7 +1041,9 @@ class GovernedRuntime implements Runtime {
   #rejectEvicted(evicted: readonly Eviction<QueuedTask>[]): void {
     for (const e of evicted) {
       this.#counters.countRejection(e.sandboxId, 'queue');
-      e.item.reject(new RejectedError(e.sandboxId, 'queue', e.message, e.reason));
+      const error = new RejectedError(e.sandboxId, 'queue', e.message, e.reason);
+      publishTaskRejected(this.#source, e.item.taskId, e.priority, error, e.sandboxId, e.reason, true);
+      e.item.reject(error);
     }
   }
 
@@ -921,11 +1070,12 @@ class GovernedRuntime implements Runtime {
 
   /**
    * Throws RejectedError when the governor's published verdict refuses new tasks of `sandbox`.
-   * `atAdmission`: count a monitor sandbox's `would_reject` (once per request, not again at dispatch).
+   * `queued`: the waiting task being dispatched; undefined at admission, where a monitor sandbox's
+   * `would_reject` is counted (once per request, not again at dispatch).
    */
-  #checkVerdict(sandbox: Sandbox, atAdmission: boolean): void {
+  #checkVerdict(sandbox: Sandbox, queued: QueuedTask | undefined): void {
     const verdict = this.#governor.verdict(sandbox.id);
-    if (atAdmission && verdict.wouldReject && verdict.resource !== undefined) {
+    if (queued === undefined && verdict.wouldReject && verdict.resource !== undefined) {
       this.#counters.of(sandbox.id)[verdict.resource].wouldReject++;
     }
     if (!verdict.rejectNew) return;
@@ -934,19 +1084,21 @@ class GovernedRuntime implements Runtime {
       const node = this.#governor.snapshot.node;
       this.#counters.countRejection(sandbox.id, resource);
       this.#counters.of(sandbox.id).duressRejections++;
-      throw new RejectedError(
+      const shed = new RejectedError(
         sandbox.id,
         resource,
         `rejected: the node is in ${resource} duress (usage ${node[resource].toFixed(3)} > ${this.options.duress.rejectThreshold}) ` +
           `and sandbox [${sandbox.id}] is the lowest-priority sandbox using it; it takes new work again when the duress ends`,
         'duress',
       );
+      publishTaskRejected(this.#source, queued?.taskId, queued?.priority, shed, sandbox.id, undefined, queued !== undefined);
+      throw shed;
     }
     const by = verdict.rejectedBy ?? sandbox.id;
     const usage = this.#governor.snapshot.usage.get(by);
     const limit = this.#byId.get(by)?.limits[resource];
     this.#counters.countRejection(sandbox.id, resource);
-    throw new RejectedError(
+    const error = new RejectedError(
       sandbox.id,
       resource,
       `rejected: sandbox [${by}] is above its low ${resource} limit` +
@@ -955,6 +1107,16 @@ class GovernedRuntime implements Runtime {
           : '') +
         (by !== sandbox.id ? `; request bound to its child [${sandbox.id}]` : ''),
     );
+    publishTaskRejected(
+      this.#source,
+      queued?.taskId,
+      queued?.priority,
+      error,
+      by,
+      undefined,
+      queued !== undefined,
+    );
+    throw error;
   }
 
   /**
@@ -962,6 +1124,12 @@ class GovernedRuntime implements Runtime {
    * counts each lane's `workers` (not its spares): the spares only stand in for workers being replaced.
    */
   #pump(): void {
+    this.#dispatchQueued();
+    // A drain under way ends once nothing is queued or running.
+    if (this.#endDrain !== undefined && this.#running.size === 0 && this.#scheduler.length === 0) this.#endDrain();
+  }
+
+  #dispatchQueued(): void {
     // Nothing past its queue-wait bound is dispatched, even when its timer has not fired yet.
     if (!this.#closed) {
       const expired = this.#scheduler.expire(performance.now());
@@ -973,7 +1141,7 @@ class GovernedRuntime implements Runtime {
       const queued = dispatch.item;
       // A task that waited is still new work: the verdict published since it was queued applies.
       try {
-        this.#checkVerdict(queued.sandbox, false);
+        this.#checkVerdict(queued.sandbox, queued);
       } catch (error) {
         this.#scheduler.release(dispatch);
         queued.reject(error);
@@ -991,6 +1159,15 @@ class GovernedRuntime implements Runtime {
       const running: RunningTask = { queued, dispatch, tracked, hardTimer: undefined };
       this.#running.set(queued.taskId, running);
       this.#tracker.add(tracked);
+      publishTaskStarted(
+        this.#source,
+        queued.taskId,
+        queued.sandbox.id,
+        queued.priority,
+        this.#laneNames[dispatch.lane]!,
+        dispatch.waitMs,
+        dispatch.lent,
+      );
       this.#pool.run(dispatch.lane, { taskId: queued.taskId, slot, request: queued.request }).then(
         (outcome) => this.#settle(running, outcome, undefined),
         (error: unknown) => this.#settle(running, undefined, error),
@@ -1010,93 +1187,110 @@ class GovernedRuntime implements Runtime {
     this.#governor.forget(queued.taskId);
     const sandboxId = queued.sandbox.id;
     const counters = this.#counters.of(sandboxId);
-    if (this.options.onTaskEnd !== undefined) {
-      const cancelled =
-        (outcome !== undefined && !outcome.ok && outcome.cancelCode !== 0) ||
-        (outcome === undefined &&
-          (picked?.hard === true ||
-            queued.abandoned !== undefined ||
-            this.#closed ||
-            (thrown as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY'));
-      this.#emitTaskEnd({
-        taskId: queued.taskId,
-        sandboxId,
-        priority: queued.priority,
-        outcome: outcome?.ok === true ? 'completed' : cancelled ? 'cancelled' : 'failed',
-        cpuTimeNs: tracked.cpuTimeNs,
-        waitMs: running.dispatch.waitMs,
-        runMs: performance.now() - tracked.dispatchedAtMs,
-      });
-    }
     if (queued.abandoned !== undefined) {
       // Its caller gave up and its call has settled: only the worker's work is accounted for.
       if (running.hardTimer !== undefined) clearTimeout(running.hardTimer);
       if (outcome?.ok === true) this.#governor.onTaskCompleted();
+      this.#publishTaskEnd(running, queued.abandoned.error, undefined, queued.abandoned.terminated);
       this.#pump();
       return;
     }
     try {
+      let failure: QuerySandboxError;
       if (outcome?.ok === true) {
         counters.completions++;
         this.#governor.onTaskCompleted();
+        this.#publishTaskEnd(running, undefined, undefined);
         queued.resolve(outcome.result);
-      } else if (outcome !== undefined && outcome.cancelCode !== 0) {
+        return;
+      }
+      if (outcome !== undefined && outcome.cancelCode !== 0) {
         const resource = cancelResourceOf(outcome.cancelCode);
         this.#counters.countCancellation(sandboxId, resource, false);
-        queued.reject(this.#cancelledError(queued.sandbox, picked?.cancellation, resource, false));
+        failure = this.#cancelledError(queued.sandbox, picked?.cancellation, resource, false);
       } else if (outcome !== undefined) {
         const e = outcome.error;
+        counters.failures++;
         if (e.statusCode !== undefined) {
-          counters.failures++;
-          queued.reject(
-            new EngineRequestError(e.type ?? 'illegal_argument_exception', e.message, e.statusCode),
-          );
+          failure = new EngineRequestError(e.type ?? 'illegal_argument_exception', e.message, e.statusCode);
         } else {
-          counters.failures++;
           this.#log.warn({ taskId: queued.taskId, error: e.message, stack: e.stack }, 'engine failure');
-          queued.reject(new EngineFailureError(`engine failure: ${e.message}`));
+          failure = new EngineFailureError(`engine failure: ${e.message}`);
         }
+      } else if (picked?.hard === true || this.#closed) {
+        // The worker is gone: terminated by a hard cancellation or at shutdown.
+        const resource: Resource | 'shutdown' = picked?.hard ? picked.cancellation.resource : 'shutdown';
+        this.#counters.countCancellation(sandboxId, resource, true);
+        failure = this.#cancelledError(queued.sandbox, picked?.cancellation, resource, true);
+      } else if ((thrown as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
+        // The worker's own heap cap (resourceLimits) stopped the task: a memory cancellation.
+        this.#counters.countCancellation(sandboxId, 'memory', true);
+        this.#log.warn({ taskId: queued.taskId, sandboxId }, 'task exhausted its worker heap');
+        failure = new CancelledError(
+          sandboxId,
+          'memory',
+          true,
+          `task cancelled: it exhausted its worker's heap limit (${this.options.workerHeapMb} MiB, ` +
+            'options.workerHeapMb); the worker was replaced',
+        );
       } else {
-        // The worker is gone: terminated by a hard cancellation or at shutdown, or it died.
-        if (picked?.hard === true || this.#closed) {
-          const resource: Resource | 'shutdown' = picked?.hard ? picked.cancellation.resource : 'shutdown';
-          this.#counters.countCancellation(sandboxId, resource, true);
-          queued.reject(this.#cancelledError(queued.sandbox, picked?.cancellation, resource, true));
-        } else if ((thrown as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
-          // The worker's own heap cap (resourceLimits) stopped the task: a memory cancellation.
-          this.#counters.countCancellation(sandboxId, 'memory', true);
-          this.#log.warn({ taskId: queued.taskId, sandboxId }, 'task exhausted its worker heap');
-          queued.reject(
-            new CancelledError(
-              sandboxId,
-              'memory',
-              true,
-              `task cancelled: it exhausted its worker's heap limit (${this.options.workerHeapMb} MiB, ` +
-                'options.workerHeapMb); the worker was replaced',
-            ),
-          );
-        } else {
-          counters.failures++;
-          this.#log.warn({ taskId: queued.taskId, sandboxId, error: String(thrown) }, 'worker lost');
-          queued.reject(
-            new EngineFailureError(
-              `engine failure: the worker running the task exited (${thrown instanceof Error ? thrown.message : String(thrown)}); it was replaced`,
-              { cause: thrown },
-            ),
-          );
-        }
+        counters.failures++;
+        this.#log.warn({ taskId: queued.taskId, sandboxId, error: String(thrown) }, 'worker lost');
+        failure = new EngineFailureError(
+          `engine failure: the worker running the task exited (${thrown instanceof Error ? thrown.message : String(thrown)}); it was replaced`,
+          { cause: thrown },
+        );
       }
+      this.#publishTaskEnd(running, failure, picked?.cancellation.sandboxId);
+      queued.reject(failure);
     } finally {
       this.#pump();
     }
   }
 
-  #emitTaskEnd(event: TaskEndEvent): void {
-    try {
-      this.options.onTaskEnd?.(event);
-    } catch (error) {
-      this.#log.warn({ error: String(error) }, 'onTaskEnd threw');
-    }
+  /**
+   * Publishes `task:ended` for a task that ran (`failure` undefined: it completed), when anyone
+   * listens. Per-call control (a caller's signal or timeoutMs) ends its running tasks through here.
+   */
+  #publishTaskEnd(
+    running: RunningTask,
+    failure: QuerySandboxError | undefined,
+    breachedBy: string | undefined,
+    terminated?: boolean,
+  ): void {
+    const { queued, tracked, dispatch } = running;
+    publishTaskEnded(
+      this.#source,
+      queued.taskId,
+      queued.sandbox.id,
+      queued.priority,
+      this.#laneNames[dispatch.lane]!,
+      failure,
+      breachedBy,
+      tracked.cpuTimeNs,
+      dispatch.waitMs,
+      tracked.dispatchedAtMs,
+      terminated,
+    );
+  }
+
+  /**
+   * Publishes `task:ended` for a task that ends while still queued (the runtime closes). Per-call
+   * control ends its queued tasks through here.
+   */
+  #publishQueuedEnd(task: QueuedTask, failure: CancelledError | AbortedError | TimedOutError): void {
+    publishTaskEnded(
+      this.#source,
+      task.taskId,
+      task.sandbox.id,
+      task.priority,
+      this.#laneNames[this.#scheduler.laneOf(task.priority)]!,
+      failure,
+      undefined,
+      0,
+      performance.now() - task.queuedAtMs,
+      undefined,
+    );
   }
 
   #cancelledError(
@@ -1140,11 +1334,35 @@ class GovernedRuntime implements Runtime {
       r.tracked.slot,
       resource === 'cpu' ? CancelReason.CPU : CancelReason.MEMORY,
     );
+    this.#publishCancelling(r, resource, false);
   }
 
-  #hardCancel(taskId: number, _resource: Resource): void {
+  #publishCancelling(r: RunningTask, resource: Resource, hard: boolean): void {
+    publishTaskCancelling(
+      this.#source,
+      r.queued.taskId,
+      r.queued.sandbox.id,
+      r.queued.priority,
+      this.#laneNames[r.dispatch.lane]!,
+      hard,
+      resource,
+      this.#governor.cancellationOf(r.queued.taskId)?.cancellation.sandboxId ?? r.queued.sandbox.id,
+      hard ? 0 : this.#graceMsOf(r.queued.taskId),
+      r.tracked.dispatchedAtMs,
+    );
+  }
+
+  /** The grace of a running task: its sandbox's (a deleted sandbox's task: the root's). */
+  #graceMsOf(taskId: number): number {
+    const sandboxId = this.#running.get(taskId)?.queued.sandbox.id ?? ROOT_SANDBOX_ID;
+    return this.#graceMs.get(sandboxId) ?? this.#graceMs.get(ROOT_SANDBOX_ID)!;
+  }
+
+  #hardCancel(taskId: number, resource: Resource): void {
     const r = this.#running.get(taskId);
-    if (r !== undefined) this.#pool.terminateWorkerOf(r.dispatch.lane, r.tracked.slot, taskId);
+    if (r === undefined) return;
+    this.#publishCancelling(r, resource, true);
+    this.#pool.terminateWorkerOf(r.dispatch.lane, r.tracked.slot, taskId);
   }
 
   sandboxes(): readonly Sandbox[] {
@@ -1224,7 +1442,7 @@ class GovernedRuntime implements Runtime {
     return this.#scheduler.config.document;
   }
 
-  setQueryPriority(document: unknown): Promise<QueryPriorityDocument> {
+  setQueryPriority(document: QueryPriorityInput): Promise<QueryPriorityDocument> {
     const change = this.#priorityChanges.then(() => this.#changeQueryPriority(document));
     this.#priorityChanges = change.catch(() => undefined);
     return change;
@@ -1271,22 +1489,66 @@ class GovernedRuntime implements Runtime {
     return this.#scheduler.stats();
   }
 
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  close(options: CloseOptions = {}): Promise<void> {
+    if (typeof options !== 'object' || options === null) {
+      return Promise.reject(new InvalidArgumentError('options', 'must be an object', options));
+    }
+    const drain = options.drain ?? false;
+    const timeoutMs = options.timeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
+    if (typeof drain !== 'boolean') {
+      return Promise.reject(new InvalidArgumentError('options.drain', 'must be a boolean', drain));
+    }
+    if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0)) {
+      return Promise.reject(
+        new InvalidArgumentError('options.timeoutMs', 'must be a number of ms >= 0 (Infinity: no bound)', timeoutMs),
+      );
+    }
+    if (this.#closing !== undefined) {
+      // A close at once cuts short a drain under way.
+      if (!drain) this.#endDrain?.();
+      return this.#closing;
+    }
+    this.#accepting = false;
+    this.#closing = (async () => {
+      if (drain) await this.#drained(timeoutMs);
+      await this.#shutdown();
+    })();
+    return this.#closing;
+  }
+
+  /** Resolves once nothing is queued or running, or after `timeoutMs`, or when a close at once comes. */
+  #drained(timeoutMs: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer =
+        timeoutMs === Number.POSITIVE_INFINITY ? undefined : setTimeout(() => this.#endDrain?.(), timeoutMs);
+      timer?.unref();
+      this.#endDrain = () => {
+        if (timer !== undefined) clearTimeout(timer);
+        this.#endDrain = undefined;
+        resolve();
+      };
+      this.#pump();
+    });
+  }
+
+  async #shutdown(): Promise<void> {
     this.#closed = true;
+    this.#endDrain = undefined;
     this.#governor.stop();
     this.#usageTracker.stop();
     if (this.#expiryTimer !== undefined) clearTimeout(this.#expiryTimer);
     for (const q of this.#scheduler.drain()) {
       this.#counters.countCancellation(q.sandbox.id, 'shutdown', false);
-      q.reject(
-        new CancelledError(q.sandbox.id, 'shutdown', false, 'task cancelled: the runtime is shutting down'),
-      );
+      const error = new CancelledError(q.sandbox.id, 'shutdown', false, 'task cancelled: the runtime is shutting down');
+      this.#publishQueuedEnd(q, error);
+      q.reject(error);
     }
     await this.#pool.close();
+    this.#unsubscribeTaskEnd?.();
     this.#tracker.close();
     this.#heapProbe?.close();
     await this.indices?.close();
+    await removeDir(this.#ephemeralDir);
   }
 }
 

@@ -1,6 +1,7 @@
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { resolveRuntimeOptions } from '../src/runtime-options.js';
+import { resolveRuntimeOptions, userCacheDir } from '../src/runtime-options.js';
 
 describe('runtime options for cluster nodes', () => {
   it('defaults the cache under the data dir, the tracker to OpenSearch values, and threads to the cores', () => {
@@ -15,6 +16,23 @@ describe('runtime options for cluster nodes', () => {
     expect(o.cores).toBe(3);
     expect(o.threads).toBe(3);
     expect(resolveRuntimeOptions({ cores: 0.5 }).threads).toBe(1);
+  });
+
+  it('asks for no directory in the working directory: no dataDir, the cache in the user cache dir', () => {
+    const o = resolveRuntimeOptions({});
+    expect(o.dataDir).toBeUndefined();
+    expect(o.cacheDir).toBe(userCacheDir(process.env));
+    expect(userCacheDir({ XDG_CACHE_HOME: '/var/cache/me' })).toBe('/var/cache/me/query-sandbox');
+    expect(userCacheDir({ XDG_CACHE_HOME: 'relative' })).toBe(path.join(os.homedir(), '.cache', 'query-sandbox'));
+  });
+
+  it('takes the engine as a path, a file: URL string or a URL', () => {
+    const url = new URL('file:///opt/engine.mjs');
+    expect(resolveRuntimeOptions({ engine: url }).engineUrl).toBe('file:///opt/engine.mjs');
+    expect(resolveRuntimeOptions({ engine: '/opt/engine.mjs' }).engineUrl).toBe('file:///opt/engine.mjs');
+    expect(() => resolveRuntimeOptions({ engine: new URL('https://example.org/e.mjs') })).toThrow(
+      'options.engine must be a module path or file: URL; received "https://example.org/e.mjs"',
+    );
   });
 
   it('takes a shared cache dir and tracker windows', () => {

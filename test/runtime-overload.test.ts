@@ -1,8 +1,10 @@
+import diagnostics_channel from 'node:diagnostics_channel';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ChannelName, type TaskEndedEvent, type TaskRejectedEvent } from '../src/diagnostics.js';
 import { AbortedError, ErrorCode, InvalidArgumentError, RejectedError, TimedOutError } from '../src/errors.js';
 import { createRuntime, type Runtime, type TaskEndEvent } from '../src/runtime.js';
 
@@ -165,7 +167,9 @@ describe('runtime under overload: queue-wait bounds and callers that give up', (
     expect(r.ms).toBeLessThan(50);
     // The worker sees its signal within its poll (25 ms) and stops: long before the 5 s sleep.
     for (let i = 0; i < 100 && ended.length === before; i++) await sleep(20);
-    expect(ended.slice(before)).toMatchObject([{ sandboxId: '_root', outcome: 'cancelled' }]);
+    expect(ended.slice(before)).toMatchObject([
+      { sandboxId: '_root', outcome: 'cancelled', ran: true, cancellation: { hard: false, reason: 'aborted' }, errorCode: 'QS_ABORTED' },
+    ]);
     expect(performance.now() - t0).toBeLessThan(1500);
   });
 
@@ -179,7 +183,7 @@ describe('runtime under overload: queue-wait bounds and callers that give up', (
     controller.abort();
     await expect(call).rejects.toBeInstanceOf(AbortedError);
     for (let i = 0; i < 150 && ended.length === before; i++) await sleep(20);
-    expect(ended.slice(before)).toMatchObject([{ outcome: 'cancelled' }]);
+    expect(ended.slice(before)).toMatchObject([{ outcome: 'cancelled', cancellation: { hard: true, reason: 'aborted' } }]);
     // Grace: 2 intervals of 100 ms; well before the 4 s spin ends.
     expect(performance.now() - t0).toBeLessThan(2500);
     for (let i = 0; i < 200 && runtime.nodeStats().workersStarted === started; i++) await sleep(20);
@@ -201,6 +205,38 @@ describe('runtime under overload: queue-wait bounds and callers that give up', (
     const running = await settle(runtime.search({ index: 'alpha', body: { sleepMs: 3000 }, user: 'x' }, { timeoutMs: 150 }), performance.now());
     expect(running.error).toMatchObject({ code: 'QS_TIMED_OUT', queued: false });
     expect(runtime.sandboxStats().get('_root')!.counters.timedOut).toBe(2);
+  });
+
+  it('tells the events of a caller that gave up while queued and of a task past its queue-wait bound', async () => {
+    const endedEvents: TaskEndedEvent[] = [];
+    const rejectedEvents: TaskRejectedEvent[] = [];
+    const onEnded = (m: unknown) => endedEvents.push(m as TaskEndedEvent);
+    const onRejected = (m: unknown) => rejectedEvents.push(m as TaskRejectedEvent);
+    diagnostics_channel.subscribe(ChannelName.TASK_ENDED, onEnded);
+    diagnostics_channel.subscribe(ChannelName.TASK_REJECTED, onRejected);
+    try {
+      const busy = occupy(700);
+      await sleep(20);
+      const controller = new AbortController();
+      const aborted = settle(runtime.search({ index: 'alpha', body: {}, user: 'x' }, { signal: controller.signal }), 0);
+      // The node's default bound (300 ms) passes while the occupier runs.
+      const late = settle(runtime.search({ index: 'alpha', body: {}, user: 'x' }), 0);
+      await sleep(50);
+      controller.abort();
+      expect((await aborted).error).toBeInstanceOf(AbortedError);
+      expect((await late).error).toMatchObject({ reason: 'queue_wait' });
+      await busy;
+      const gaveUp = endedEvents.filter((e) => e.errorCode === 'QS_ABORTED');
+      expect(gaveUp).toMatchObject([
+        { sandboxId: '_root', ran: false, outcome: 'cancelled', cancellation: { hard: false, reason: 'aborted', breachedSandboxId: '_root' }, runMs: 0 },
+      ]);
+      expect(rejectedEvents).toMatchObject([
+        { sandboxId: '_root', reason: 'queue', queueReason: 'queue_wait', rejectionReason: 'queue_wait', queued: true },
+      ]);
+    } finally {
+      diagnostics_channel.unsubscribe(ChannelName.TASK_ENDED, onEnded);
+      diagnostics_channel.unsubscribe(ChannelName.TASK_REJECTED, onRejected);
+    }
   });
 
   it('refuses an already aborted signal and bad call options before queueing anything', async () => {

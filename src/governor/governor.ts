@@ -2,7 +2,8 @@
  * The periodic governor. Every interval it samples usage (tracker, node sampler), feeds duress, calls
  * the pure `decide`, publishes the verdicts that the request path reads, and cancels tasks: soft
  * first (the task's cancel flag, seen by its AbortSignal), then hard (its worker is terminated) when
- * it is still running `graceIntervals` intervals later.
+ * it is still running its grace later (its sandbox's `cancellationGraceMs`, by default
+ * `graceIntervals` intervals; never, for a sandbox that says so).
  */
 import { createHistogram } from 'node:perf_hooks';
 import type { NodeUsage } from '../tracking/node-usage-sampler.js';
@@ -34,6 +35,13 @@ export interface GovernorDeps {
   softCancel(taskId: number, resource: Resource): void;
   /** Hard cancellation: terminate the task's worker. */
   hardCancel(taskId: number, resource: Resource): void;
+  /**
+   * The grace of a task picked now, ms from its soft to its hard cancellation (`Infinity`: never
+   * hard-cancel); its sandbox's `cancellationGraceMs`. Default: `graceIntervals × intervalMs` for all.
+   */
+  graceMsOf?(taskId: number): number;
+  /** Called at every tick with the previous and the new snapshot (for state-change events); must be cheap. */
+  publishStateChanges?(before: GovernorSnapshot, after: GovernorSnapshot): void;
   /** Clock, ms. */
   nowMs(): number;
   /** Whether some lane has a standing queue now (for shedding in CPU duress). Default: always true. */
@@ -90,6 +98,8 @@ export interface GovernorStats {
 interface PendingCancellation {
   readonly cancellation: Cancellation;
   readonly softAtMs: number;
+  /** ms after `softAtMs` at which it is cancelled hard; `Infinity`: never. */
+  readonly graceMs: number;
   hard: boolean;
 }
 
@@ -297,6 +307,7 @@ export class Governor {
       tasks,
     });
     this.#lastDecision = decision;
+    const before = this.#snapshot;
     const previous = this.#snapshot.verdicts;
     this.#snapshot = {
       atMs: nowMs,
@@ -309,6 +320,7 @@ export class Governor {
       verdicts: decision.verdicts,
       shed: decision.shed,
     };
+    deps.publishStateChanges?.(before, this.#snapshot);
 
     const listener = deps.decisions;
     if (listener !== undefined) reportStateChanges(listener, previous, decision.verdicts, sandboxes, sample);
@@ -323,7 +335,7 @@ export class Governor {
 
     // Hard cancellation of tasks still running after the grace period.
     for (const [taskId, p] of this.#pending) {
-      if (!p.hard && nowMs - p.softAtMs >= this.#graceMs) {
+      if (!p.hard && nowMs - p.softAtMs >= p.graceMs) {
         p.hard = true;
         this.#hardCancellations++;
         deps.hardCancel(taskId, p.cancellation.resource);
@@ -347,7 +359,8 @@ export class Governor {
         }
         break;
       }
-      this.#pending.set(c.taskId, { cancellation: c, softAtMs: nowMs, hard: false });
+      const graceMs = deps.graceMsOf?.(c.taskId) ?? this.#graceMs;
+      this.#pending.set(c.taskId, { cancellation: c, softAtMs: nowMs, graceMs, hard: false });
       this.#softCancellations++;
       this.#cutAtMs.set(c.sandboxId, nowMs);
       deps.softCancel(c.taskId, c.resource);

@@ -13,7 +13,7 @@
  */
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import type pino from 'pino';
+import type { RuntimeLogger } from '../runtime-logger.js';
 import { InvalidArgumentError } from '../errors.js';
 import { type BoardCatalogEntry, IndexBoard, MAX_BOARD_SLOTS } from './index-board.js';
 import type { IndexMetadata } from './index-metadata-store.js';
@@ -35,7 +35,7 @@ export interface LocalShardsOptions {
   readonly durability: ShardLogDurability;
   /** fsync period of `async` durability, ms. */
   readonly syncIntervalMs: number;
-  readonly log: pino.Logger;
+  readonly log: RuntimeLogger;
 }
 
 /** A copy this node holds. */

@@ -23,7 +23,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type pino from 'pino';
+import type { RuntimeLogger } from '../runtime-logger.js';
 import {
   EngineRequestError,
   IndexNotFoundError,
@@ -128,7 +128,7 @@ export interface WritableIndicesOptions {
    * that are not in sync are emptied to recover anew. @default the local file
    */
   readonly metadataStore?: IndexMetadataStore | undefined;
-  readonly log: pino.Logger;
+  readonly log: RuntimeLogger;
 }
 
 /** `GET /_cat/shards?format=json` row, as Elasticsearch prints it (every value a string or null). */

@@ -18,7 +18,7 @@
  * `burst` (default 100). At the default, a flood writes at most about 100 + 20/s lines of a few
  * hundred bytes: under 1 MiB an hour of continuous flood.
  */
-import type pino from 'pino';
+import type { RuntimeLogger } from '../runtime-logger.js';
 import type {
   CancellationDecision,
   GovernorDecisionListener,
@@ -52,7 +52,7 @@ const round = (value: number | undefined): number | undefined =>
 
 /** Writes decision lines through `logger` at info, within the rate limit. */
 export class DecisionLog implements GovernorDecisionListener {
-  readonly #log: pino.Logger;
+  readonly #log: RuntimeLogger;
   readonly #bucket: TokenBucket;
   readonly #nowMs: () => number;
   #lastMs: number;
@@ -62,7 +62,7 @@ export class DecisionLog implements GovernorDecisionListener {
   #written = 0;
 
   /** @throws RangeError for a rate or burst out of range. */
-  constructor(logger: pino.Logger, options: DecisionLogOptions = {}) {
+  constructor(logger: RuntimeLogger, options: DecisionLogOptions = {}) {
     const perSecond = options.linesPerSecond ?? 20;
     if (!(perSecond > 0) || !Number.isFinite(perSecond)) {
       throw new RangeError(`linesPerSecond must be a finite number > 0; received ${perSecond}`);

@@ -32,6 +32,8 @@ export interface LanePoolOptions {
   readonly lanes: readonly PoolLane[];
   /** Tasks handed to piscina per worker at most (slots are sized for it). */
   readonly depthPerWorker: number;
+  /** Called when a replacement worker of lane `lane` (its index) has loaded the engine. */
+  readonly onReplacement?: (lane: number, report: WorkerStartupReport) => void;
 }
 
 /** One lane's workers, a plain snapshot. */
@@ -50,7 +52,9 @@ export interface PoolLaneStats {
   readonly weightReason: string | undefined;
   readonly workers: number;
   readonly spareWorkers: number;
+  /** Workers loaded and taking tasks. */
   readonly liveWorkers: number;
+  /** Workers alive but still loading the engine (replacements): not in `liveWorkers`. */
   readonly loadingWorkers: number;
   /** Workers started since start-up beyond the lane's initial ones (replacements). */
   readonly replacedWorkers: number;
@@ -76,8 +80,11 @@ export class LanePool {
     const slotCount = options.lanes.reduce((sum, l) => sum + (l.workers + l.spareWorkers) * options.depthPerWorker, 0);
     const slots = allocateTaskSlotBuffers(slotCount);
     const started = await Promise.allSettled(
-      options.lanes.map((lane) =>
+      options.lanes.map((lane, index) =>
         WorkerPool.start({
+          ...(options.onReplacement !== undefined
+            ? { onReplacement: (report: WorkerStartupReport) => options.onReplacement?.(index, report) }
+            : {}),
           engineUrl: options.engineUrl,
           engineOptions: options.engineOptions,
           cacheDir: options.cacheDir,

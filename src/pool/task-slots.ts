@@ -84,9 +84,14 @@ export class TaskSlots {
     Atomics.store(this.#control, c + C_STATE, SlotState.FREE);
   }
 
-  /** Asks the task in `slot` to stop (soft cancellation); `code` > 0 says why. */
+  /**
+   * Asks the task in `slot` to stop (soft cancellation); `code` > 0 says why. Wakes the worker's
+   * `waitForCancel` at once, so an async handler's signal fires without waiting for a poll.
+   */
   requestCancel(slot: number, code: number): void {
-    Atomics.store(this.#control, slot * CONTROL_WORDS + C_CANCEL, code);
+    const at = slot * CONTROL_WORDS + C_CANCEL;
+    Atomics.store(this.#control, at, code);
+    Atomics.notify(this.#control, at);
   }
 
   state(slot: number): SlotState {
@@ -176,6 +181,25 @@ export class TaskSlots {
     return Atomics.load(this.#control, c + C_CANCEL);
   }
 
+  /**
+   * Worker: resolves when the main thread asks `taskId` to stop (`'cancelled'`), after `timeoutMs`
+   * (`'timed-out'`), or at once when a cancellation is already there or the slot is no longer the
+   * task's. Never rejects. The promise settles on the worker's event loop, so only while the handler
+   * awaits; `wakeCancelWaiter` ends a wait early (at the task's end).
+   */
+  waitForCancel(slot: number, taskId: number, timeoutMs: number): Promise<'cancelled' | 'timed-out'> {
+    const at = slot * CONTROL_WORDS + C_CANCEL;
+    if (Atomics.load(this.#control, slot * CONTROL_WORDS + C_TASK_ID) !== taskId) return CANCELLED;
+    const wait = Atomics.waitAsync(this.#control, at, 0, timeoutMs);
+    if (!wait.async) return CANCELLED;
+    return wait.value.then((v) => (v === 'timed-out' ? 'timed-out' : 'cancelled'));
+  }
+
+  /** Worker: wakes a pending `waitForCancel` on `slot` (its answer is then ignored by its task). */
+  wakeCancelWaiter(slot: number): void {
+    Atomics.notify(this.#control, slot * CONTROL_WORDS + C_CANCEL);
+  }
+
   /** Worker: records the end of `taskId`. */
   end(slot: number, taskId: number, cpuNs: number, heapBytes: number): void {
     const c = slot * CONTROL_WORDS;
@@ -186,6 +210,8 @@ export class TaskSlots {
     Atomics.store(this.#control, c + C_STATE, SlotState.DONE);
   }
 }
+
+const CANCELLED: Promise<'cancelled'> = Promise.resolve('cancelled');
 
 /** Free-list of slot indices, main thread only. */
 export class SlotAllocator {

@@ -1,9 +1,9 @@
 /**
  * Runs inside every pool worker. Loads the engine once (module import + `init`), reports its kernel
  * tid and start-up time on a BroadcastChannel, then runs tasks: for each, it records the start CPU
- * and heap in the task's shared slot, hands the engine an AbortSignal and a `checkpoint()` that
- * records memory and observes soft cancellation, and records the end CPU. It never throws: every
- * outcome is a `TaskOutcome`.
+ * and heap in the task's shared slot, hands the engine the cancellation contract of `TaskContext`
+ * (`cancelled`, `throwIfCancelled()`, a `signal` that reads the slot, a `checkpoint()` that records
+ * memory), and records the end CPU. It never throws: every outcome is a `TaskOutcome`.
  */
 import { performance } from 'node:perf_hooks';
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
@@ -41,9 +41,9 @@ function heapNow(): number {
 }
 
 /**
- * How often an async handler's cancel flag and memory are polled while its event loop is free, ms.
- * 25 ms keeps the checkpoint fresh (the main thread probes after two governor intervals, 200 ms) and
- * adds at most 25 ms to a soft cancellation. At 5 ms, 256 waiting workers on 2 cores woke 51,000
+ * How often an async handler's memory checkpoint is refreshed while its event loop is free, ms (a
+ * cancellation wakes the wait at once: `TaskSlots.waitForCancel`). 25 ms keeps the checkpoint fresh
+ * (the main thread probes after two governor intervals, 200 ms). At 5 ms, 256 waiting workers on 2 cores woke 51,000
  * times a second and starved the main thread: governor ticks took 220 ms instead of 1.4 ms
  * (`npm run bench`, governor tick).
  */
@@ -137,6 +137,40 @@ try {
 /** Thread CPU at the end of the previous task, ns (0 before the first). */
 let lastEndCpuNs = 0;
 
+const abortedOf = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted')!.get!;
+const reasonOf = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'reason')!.get!;
+const throwIfAbortedOf = AbortSignal.prototype.throwIfAborted;
+/** Per signal handed to an engine: looks at the task's slot and fires the signal when asked to stop. */
+const observers = new WeakMap<AbortSignal, () => void>();
+
+/**
+ * The prototype of the signals handed to engines: `aborted`, `reason` and `throwIfAborted()` first
+ * look at the task's shared slot (an atomic load) and fire the signal when the main thread has asked
+ * the task to stop. So a signal an engine holds (`const { signal } = ctx`) is seen as aborted by a
+ * synchronous loop that tests it, which no event could tell it: the worker's event loop does not run
+ * until the handler yields.
+ */
+const ObservingSignal: AbortSignal = Object.create(AbortSignal.prototype, {
+  aborted: {
+    get(this: AbortSignal): boolean {
+      observers.get(this)?.();
+      return abortedOf.call(this) as boolean;
+    },
+  },
+  reason: {
+    get(this: AbortSignal): unknown {
+      observers.get(this)?.();
+      return reasonOf.call(this);
+    },
+  },
+  throwIfAborted: {
+    value(this: AbortSignal): void {
+      observers.get(this)?.();
+      throwIfAbortedOf.call(this);
+    },
+  },
+});
+
 /** The piscina task handler. */
 export default async function runTask(envelope: TaskEnvelope): Promise<TaskOutcome> {
   const { taskId, slot } = envelope;
@@ -149,53 +183,73 @@ export default async function runTask(envelope: TaskEnvelope): Promise<TaskOutco
   // The AbortController is made only when the engine reads `signal` or a cancellation arrives:
   // most tasks need neither, and making one costs about as much as a trivial task.
   let controller: AbortController | undefined;
-  const signalOf = (): AbortController => {
-    controller ??= new AbortController();
-    return controller;
-  };
+  let ended = false;
   const abortIfRequested = (): void => {
-    if (controller?.signal.aborted === true) return;
+    if (ended || (controller !== undefined && abortedOf.call(controller.signal) === true)) return;
     const code = slots.cancelCode(slot, taskId);
-    if (code !== 0)
-      signalOf().abort(Object.assign(new Error(cancelMessage(code)), { name: 'AbortError', code }));
+    if (code === 0) return;
+    controller ??= new AbortController();
+    controller.abort(Object.assign(new Error(cancelMessage(code)), { name: 'AbortError', code }));
+  };
+  const throwIfCancelled = (): void => {
+    abortIfRequested();
+    if (controller !== undefined) throwIfAbortedOf.call(controller.signal);
   };
   const context: TaskContext = {
     get signal() {
-      abortIfRequested();
-      return signalOf().signal;
+      if (controller === undefined) {
+        controller = new AbortController();
+        Object.setPrototypeOf(controller.signal, ObservingSignal);
+        observers.set(controller.signal, abortIfRequested);
+        abortIfRequested();
+      }
+      return controller.signal;
     },
+    get cancelled() {
+      return slots.cancelCode(slot, taskId) !== 0;
+    },
+    throwIfCancelled,
     taskId,
     checkpoint() {
-      const code = slots.checkpoint(slot, taskId, heapNow());
-      if (code !== 0) {
-        abortIfRequested();
-        controller?.signal.throwIfAborted();
-      }
+      if (slots.checkpoint(slot, taskId, heapNow()) !== 0) throwIfCancelled();
     },
   };
-  let poll: NodeJS.Timeout | undefined;
+  let waiting = false;
   try {
-    abortIfRequested();
-    controller?.signal.throwIfAborted();
+    throwIfCancelled();
     const pending = engine.handle(envelope.request, context);
     let result: unknown;
     if (pending !== null && typeof (pending as Promise<unknown>)?.then === 'function') {
-      // While an async handler waits, its event loop is free: keep its memory checkpoint fresh (so the
-      // main thread need not probe it) and watch for a soft cancellation.
-      poll = setInterval(() => {
-        slots.checkpoint(slot, taskId, heapNow());
-        abortIfRequested();
-      }, ASYNC_POLL_MS);
+      // While an async handler waits, its event loop is free: the main thread's cancellation wakes
+      // this wait at once (the signal fires at the handler's next await), and every ASYNC_POLL_MS
+      // the memory checkpoint is refreshed, so the main thread need not probe it.
+      waiting = true;
+      const watch = (): void => {
+        void slots.waitForCancel(slot, taskId, ASYNC_POLL_MS).then((woke) => {
+          if (ended) return;
+          if (woke === 'timed-out') {
+            slots.checkpoint(slot, taskId, heapNow());
+            watch();
+          } else {
+            abortIfRequested();
+          }
+        });
+      };
+      watch();
       result = await pending;
     } else {
       result = pending;
     }
     return { ok: true, result };
   } catch (error) {
-    const code = controller?.signal.aborted === true ? slots.cancelCode(slot, taskId) || CancelReason.SHUTDOWN : 0;
+    // A task asked to stop that then throws (its signal's reason, or its own error) was cancelled.
+    const requested = slots.cancelCode(slot, taskId);
+    const aborted = controller !== undefined && abortedOf.call(controller.signal) === true;
+    const code = requested !== 0 ? requested : aborted ? CancelReason.SHUTDOWN : 0;
     return { ok: false, error: serializeError(error), cancelCode: code };
   } finally {
-    if (poll !== undefined) clearInterval(poll);
+    ended = true;
+    if (waiting) slots.wakeCancelWaiter(slot);
     lastEndCpuNs = currentThreadCpuTimeNs();
     slots.end(slot, taskId, lastEndCpuNs, heapNow());
   }

@@ -35,6 +35,8 @@ export interface WorkerPoolOptions {
   readonly name?: string;
   /** The OS scheduling weight of the lane's threads: nice 0..19 or `idle`. Default 0. */
   readonly weight?: ThreadWeight;
+  /** Called when a worker that replaced a gone one has loaded the engine (not for the initial ones). */
+  readonly onReplacement?: (report: WorkerStartupReport) => void;
 }
 
 let poolCounter = 0;
@@ -55,6 +57,7 @@ export class WorkerPool {
   #readyCount = 0;
   #failure: string | undefined;
   #onChange: (() => void) | undefined;
+  readonly #onReplacement: ((report: WorkerStartupReport) => void) | undefined;
   #closed = false;
 
   private constructor(options: WorkerPoolOptions) {
@@ -63,8 +66,12 @@ export class WorkerPool {
     this.threads = options.threads;
     this.name = options.name ?? 'default';
     this.weight = options.weight ?? 0;
+    this.#onReplacement = options.onReplacement;
     const channelName = `query-sandbox:pool:${process.pid}:${++poolCounter}`;
     this.#channel = new BroadcastChannel(channelName);
+    // Kept open for the start-up reports of replacements, but it must not keep the process alive:
+    // an embedding that forgets close() exits once its last task is done, as with bare piscina.
+    this.#channel.unref();
     this.#channel.onmessage = (event: unknown) =>
       this.#onReport((event as { data: WorkerStartupReport }).data);
     const workerData: HarnessWorkerData = {
@@ -130,6 +137,7 @@ export class WorkerPool {
       this.#ready.add(report.threadId);
       this.#startups.push(report);
       if (this.#startups.length > KEPT_STARTUPS) this.#startups.shift();
+      if (this.#readyCount > this.threads) this.#onReplacement?.(report);
     } else {
       this.#failure ??= report.error ?? 'unknown error';
     }
@@ -173,9 +181,9 @@ export class WorkerPool {
     return this.#readyCount;
   }
 
-  /** Workers alive now, loaded or not. */
+  /** Workers alive and loaded (taking tasks); `loadingWorkers` are the others alive. */
   get liveWorkers(): number {
-    return this.#piscina.threads.length;
+    return this.readyWorkers;
   }
 
   /** Workers alive and loaded (ready for tasks). Forgets workers that have gone. */
@@ -192,7 +200,7 @@ export class WorkerPool {
 
   /** Workers alive but still loading their engine (replacements, mostly). */
   get loadingWorkers(): number {
-    return Math.max(0, this.liveWorkers - this.readyWorkers);
+    return Math.max(0, this.#piscina.threads.length - this.readyWorkers);
   }
 
   /** Stops every worker; running tasks are rejected. Idempotent. */

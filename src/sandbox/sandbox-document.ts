@@ -13,6 +13,7 @@ export function toSandboxDocument(s: Sandbox): Record<string, unknown> {
       _id: s.id,
       priority: s.priority,
       ...(s.maxQueueWaitMs !== undefined ? { max_queue_wait: formatMaxQueueWait(s.maxQueueWaitMs) } : {}),
+      ...(s.cancellationGraceMs !== undefined ? { cancellationGraceMs: s.cancellationGraceMs } : {}),
       updated_at: s.updatedAt,
       version: s.version,
     };
@@ -39,6 +40,7 @@ export function toSandboxDocument(s: Sandbox): Record<string, unknown> {
     selectionAttributes,
     tags: [...s.tags],
     ...(s.maxQueueWaitMs !== undefined ? { max_queue_wait: formatMaxQueueWait(s.maxQueueWaitMs) } : {}),
+    ...(s.cancellationGraceMs !== undefined ? { cancellationGraceMs: s.cancellationGraceMs } : {}),
     updated_at: s.updatedAt,
     version: s.version,
   };

@@ -2,6 +2,7 @@ import { InvalidSandboxError } from '../errors.js';
 import { parseTimeValueMs } from '../indices/time-value.js';
 import { isPlainObject } from './is-plain-object.js';
 import { type ParsedResourceLimits, parseResourceLimits } from './resource-limits.js';
+import { type CancellationGrace, parseCancellationGrace } from './cancellation-grace.js';
 import { ROOT_SANDBOX_ID, SandboxMode, type SelectionAttributes } from './sandbox.js';
 import { parseSelectionAttributes } from './selection-attributes.js';
 
@@ -16,11 +17,12 @@ const ENTRY_KEYS = [
   'selectionAttributes',
   'tags',
   'max_queue_wait',
+  'cancellationGraceMs',
   'updated_at',
   'version',
 ] as const;
 /** Fields the root's entry (`"_id": "_root"`) may have. */
-const ROOT_ENTRY_KEYS = ['_id', 'priority', 'max_queue_wait', 'updated_at', 'version'] as const;
+const ROOT_ENTRY_KEYS = ['_id', 'priority', 'max_queue_wait', 'cancellationGraceMs', 'updated_at', 'version'] as const;
 
 /** Names and ids: 1..50 (names) or 1..100 (ids) characters of `[A-Za-z0-9_-]`. */
 const NAME_PATTERN = /^[A-Za-z0-9_-]+$/;
@@ -48,18 +50,21 @@ export interface SandboxEntry {
   readonly tags: readonly string[];
   /** `max_queue_wait` in ms (Infinity: no bound); undefined when absent (inherited). */
   readonly maxQueueWaitMs: number | undefined;
+  /** `cancellationGraceMs`; `undefined` when absent (inherited). */
+  readonly cancellationGraceMs: CancellationGrace | undefined;
   /** `updated_at`, ms since the epoch (0 when absent). */
   readonly updatedAt: number;
   /** `version`, >= 1 (1 when absent). */
   readonly version: number;
 }
 
-/** The root's entry: only its priority and maximum queue wait can be set. */
+/** The root's entry: only its priority, maximum queue wait and cancellation grace can be set. */
 export interface RootEntry {
   readonly index: number;
   readonly path: string;
   readonly priority: number;
   readonly maxQueueWaitMs: number | undefined;
+  readonly cancellationGraceMs: CancellationGrace | undefined;
   readonly updatedAt: number;
   readonly version: number;
 }
@@ -80,13 +85,14 @@ export function parseSandboxEntry(value: unknown, index: number): SandboxEntry |
       value,
       path,
       ROOT_ENTRY_KEYS,
-      'on the root sandbox entry (only _id, priority and max_queue_wait may be set)',
+      'on the root sandbox entry (only _id, priority, max_queue_wait and cancellationGraceMs may be set)',
     );
     return Object.freeze({
       index,
       path,
       priority: parsePriority(value['priority'], `${path}.priority`),
       maxQueueWaitMs: parseMaxQueueWait(value['max_queue_wait'], `${path}.max_queue_wait`),
+      cancellationGraceMs: parseCancellationGrace(value['cancellationGraceMs'], `${path}.cancellationGraceMs`),
       updatedAt: parseCount(value['updated_at'], `${path}.updated_at`, 0, 0),
       version: parseCount(value['version'], `${path}.version`, 1, 1),
     });
@@ -145,6 +151,7 @@ export function parseSandboxEntry(value: unknown, index: number): SandboxEntry |
     ),
     tags: parseTags(value['tags'], `${path}.tags`),
     maxQueueWaitMs: parseMaxQueueWait(value['max_queue_wait'], `${path}.max_queue_wait`),
+    cancellationGraceMs: parseCancellationGrace(value['cancellationGraceMs'], `${path}.cancellationGraceMs`),
     updatedAt: parseCount(value['updated_at'], `${path}.updated_at`, 0, 0),
     version: parseCount(value['version'], `${path}.version`, 1, 1),
   });

@@ -69,9 +69,10 @@ export async function loadSandboxFile(path: string): Promise<Sandbox[]> {
  * `selectionAttributes` (`[{ name: userPattern | indicesPattern, value: pattern | pattern[] }]`, at
  * most 10 patterns of 1..100 chars per attribute; two sandboxes may not name identical ones), `tags`
  * (strings), `max_queue_wait` (a time value such as `"5s"`, or -1 for no bound; absent: the parent's),
- * and the store's `updated_at` (ms since the epoch, default 0) and `version` (>= 1,
+ * `cancellationGraceMs` (ms from a task's soft to its hard cancellation, an integer in
+ * 0..3600000 or `"never"`; absent: inherited from the parent, see `cancellation-grace.ts`), and the store's `updated_at` (ms since the epoch, default 0) and `version` (>= 1,
  * default 1). Unknown keys are refused. An entry `{ "_id": "_root", "priority": n }` sets the root's
- * priority (default 0) and may set its `max_queue_wait`; nothing else about the root can be set. `version` is the store's
+ * priority (default 0) and may set its `max_queue_wait` and `cancellationGraceMs`; nothing else about the root can be set. `version` is the store's
  * compare-and-swap counter: checked here, not returned.
  *
  * Errors: the first one found is thrown (entries are checked in file order, then the checks across
@@ -148,6 +149,7 @@ export function parseSandboxDefinitions(json: unknown, options: ParseOptions = {
             updatedAt: rootEntry.updatedAt,
             version: rootEntry.version,
             maxQueueWaitMs: rootEntry.maxQueueWaitMs,
+            cancellationGraceMs: rootEntry.cancellationGraceMs,
           },
     ),
     ...ordered,
@@ -319,6 +321,7 @@ function toSandbox(entry: SandboxEntry): Sandbox {
     selectionAttributes: entry.selectionAttributes,
     tags: entry.tags,
     ...(entry.maxQueueWaitMs !== undefined ? { maxQueueWaitMs: entry.maxQueueWaitMs } : {}),
+    ...(entry.cancellationGraceMs !== undefined ? { cancellationGraceMs: entry.cancellationGraceMs } : {}),
     updatedAt: entry.updatedAt,
     version: entry.version,
   });

@@ -25,6 +25,7 @@ import {
 } from '../errors.js';
 import { isPlainObject } from './is-plain-object.js';
 import { ROOT_SANDBOX_ID, type Sandbox } from './sandbox.js';
+import type { SandboxInput, SandboxPatch } from './sandbox-input.js';
 import { toSandboxDocument } from './sandbox-document.js';
 import { MAX_SANDBOXES, parseSandboxDefinitions } from './sandbox-file.js';
 import type { SandboxStore, StoredSandboxes } from './sandbox-store.js';
@@ -66,6 +67,7 @@ const BODY_KEYS: readonly string[] = [
   'selectionAttributes',
   'tags',
   'max_queue_wait',
+  'cancellationGraceMs',
 ];
 
 /** How often a change is re-checked after losing a compare-and-swap before giving up. */
@@ -181,12 +183,14 @@ export class SandboxRegistry {
 
   /**
    * Creates a sandbox from a request body in the seed's shape (`name`, `priority`, `parent_id`,
-   * `mode`, `resourceConsumptionLimits`, `selectionAttributes`, `tags`). `_id` is made by the server.
+   * `mode`, `resourceConsumptionLimits`, `selectionAttributes`, `tags`, `max_queue_wait`, `cancellationGraceMs`). `_id`
+   * is made by the server. The body is checked at run time whatever its static type (HTTP bodies are
+   * `unknown`: pass them as `SandboxInput` and let this refuse what does not fit).
    * @returns the new sandbox (version 1).
    * @throws InvalidSandboxError (400) naming the field; SandboxConflictError (409) for a taken name or
    *   identical selection attributes; SandboxLimitError (429) when `maxSandboxes` are active.
    */
-  async create(body: unknown): Promise<Sandbox> {
+  async create(body: SandboxInput): Promise<Sandbox> {
     const payload = checkBody(body);
     const id = this.#newId();
     return this.#change((state) => {
@@ -200,13 +204,13 @@ export class SandboxRegistry {
   /**
    * Changes the fields a body names (partial update). `resourceConsumptionLimits` is merged per
    * resource (`null` removes one); `parent_id: null` moves the sandbox under the root;
-   * `max_queue_wait: null` makes it inherit its parent's again. The root takes `priority` and
-   * `max_queue_wait` only.
+   * `max_queue_wait: null` and `cancellationGraceMs: null` make it inherit its parent's again. The root
+   * takes `priority`, `max_queue_wait` and `cancellationGraceMs` only.
    * @param expectedVersion the sandbox version the caller read (`If-Match`); omit to skip the check.
    * @throws SandboxNotFoundError (404); SandboxConflictError (409) for a stale version, a taken name or
    *   identical attributes; InvalidSandboxError (400) naming the field.
    */
-  async update(id: string, body: unknown, expectedVersion?: number): Promise<Sandbox> {
+  async update(id: string, body: SandboxPatch, expectedVersion?: number): Promise<Sandbox> {
     const patch = checkBody(body);
     return this.#change((state) => {
       const index = state.documents.findIndex((d) => d['_id'] === id);
@@ -371,7 +375,7 @@ function merge(current: Record<string, unknown>, patch: Record<string, unknown>)
         else limits[resource] = limit;
       }
       document[key] = limits;
-    } else if ((key === 'parent_id' || key === 'max_queue_wait') && value === null) {
+    } else if ((key === 'parent_id' || key === 'max_queue_wait' || key === 'cancellationGraceMs') && value === null) {
       delete document[key];
     } else {
       document[key] = value;

@@ -68,6 +68,11 @@ export interface Sandbox {
    * Elasticsearch time value (`"5s"`, `"500ms"`, `-1` for no bound). See docs/overload.md.
    */
   readonly maxQueueWaitMs?: number;
+  /**
+   * ms between a task's soft and hard cancellation, or `never` (see `cancellation-grace.ts`); absent:
+   * inherited from the parent, up to the runtime's `graceIntervals × intervalMs`.
+   */
+  readonly cancellationGraceMs?: number | 'never';
   /** When the definition last changed, ms since the epoch (0 when never changed through the API). */
   readonly updatedAt: number;
   /** Version of this sandbox's definition: 1 when created, +1 per update (`If-Match`). */
@@ -89,9 +94,11 @@ export function createRootSandbox(overrides?: {
   updatedAt?: number;
   version?: number;
   maxQueueWaitMs?: number | undefined;
+  cancellationGraceMs?: number | 'never' | undefined;
 }): Sandbox {
   return Object.freeze({
     ...(overrides?.maxQueueWaitMs !== undefined ? { maxQueueWaitMs: overrides.maxQueueWaitMs } : {}),
+    ...(overrides?.cancellationGraceMs !== undefined ? { cancellationGraceMs: overrides.cancellationGraceMs } : {}),
     id: ROOT_SANDBOX_ID,
     name: ROOT_SANDBOX_ID,
     parentId: null,

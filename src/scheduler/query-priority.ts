@@ -103,6 +103,42 @@ interface CompiledAttribute {
   readonly sandbox: readonly WildcardPattern[] | undefined;
 }
 
+/** One attribute of a rule's `query_attributes` (every field it sets must match). */
+export interface QueryAttributeInput {
+  /** RE2 syntax, unanchored, over the first 8,192 characters of the query text. */
+  readonly regex?: string;
+  /** Durations before now (`"2h"`, `"1h30m"`, `"7d"`; units ms s m h d w). */
+  readonly time_window?: { readonly start?: string; readonly end?: string };
+  /** Wildcard patterns (`*` only), one or a list. */
+  readonly user?: string | readonly string[];
+  readonly index?: string | readonly string[];
+  readonly sandbox?: string | readonly string[];
+}
+
+/** One entry of `priorities`. */
+export interface QueryPriorityRuleInput {
+  /** Integer, distinct across entries; higher = more important. */
+  readonly priority: number;
+  /** A count (integer >= 1) or a fraction of the pool (0 < f < 1). */
+  readonly reserved_workers?: number;
+  readonly query_attributes?: readonly QueryAttributeInput[];
+}
+
+/**
+ * The configuration as a caller writes it (`Runtime.setQueryPriority`, `options.queryPriority`,
+ * `PUT /_query_priority`); every field optional (see the module comment for defaults). Types only:
+ * the document is checked at run time all the same.
+ */
+export interface QueryPriorityInput {
+  readonly enabled?: boolean;
+  readonly default_priority?: number;
+  readonly aging_ms_per_priority?: number | 'Infinity';
+  readonly lending?: boolean;
+  readonly max_queued_per_sandbox?: number;
+  readonly sandbox_queue_limits?: Readonly<Record<string, number>>;
+  readonly priorities?: readonly QueryPriorityRuleInput[];
+}
+
 /** The JSON shape of the configuration (see the module comment). */
 export interface QueryPriorityDocument {
   readonly enabled: boolean;
@@ -111,7 +147,7 @@ export interface QueryPriorityDocument {
   readonly lending: boolean;
   readonly max_queued_per_sandbox?: number;
   readonly sandbox_queue_limits: Readonly<Record<string, number>>;
-  readonly priorities: readonly unknown[];
+  readonly priorities: readonly QueryPriorityRuleInput[];
 }
 
 /** What a request offers the rules. */

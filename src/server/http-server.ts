@@ -17,6 +17,8 @@ import Fastify, {
 import { InvalidArgumentError, SandboxConflictError, SandboxNotFoundError } from '../errors.js';
 import { toSandboxDocument } from '../sandbox/sandbox-document.js';
 import type { Runtime } from '../runtime.js';
+import type { SandboxInput, SandboxPatch } from '../sandbox/sandbox-input.js';
+import type { QueryPriorityInput } from '../scheduler/query-priority.js';
 import {
   applyConnectionLimits,
   type ConnectionLimits,
@@ -232,7 +234,8 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
   const admin = { config: { auth: 'admin' as const } };
   app.put('/_sandbox', admin, async (request, reply) => {
     try {
-      const sandbox = await runtime.sandboxRegistry.create(request.body);
+      // Checked by the registry, whatever the body holds.
+      const sandbox = await runtime.sandboxRegistry.create(request.body as SandboxInput);
       return reply.code(201).header('etag', `"${sandbox.version}"`).send(toSandboxDocument(sandbox));
     } catch (error) {
       return sendError(reply, error);
@@ -244,7 +247,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
       const current = runtime.sandboxRegistry.get(request.params.id)?.version;
       const sandbox = await runtime.sandboxRegistry.update(
         request.params.id,
-        request.body,
+        request.body as SandboxPatch,
         expectedVersion(versions, current),
       );
       return reply.header('etag', `"${sandbox.version}"`).send(toSandboxDocument(sandbox));
@@ -265,7 +268,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
   app.get('/_query_priority', async () => runtime.queryPriority());
   app.put('/_query_priority', admin, async (request, reply) => {
     try {
-      return reply.send(await runtime.setQueryPriority(request.body));
+      return reply.send(await runtime.setQueryPriority(request.body as QueryPriorityInput));
     } catch (error) {
       return sendError(reply, error);
     }

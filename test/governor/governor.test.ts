@@ -47,7 +47,11 @@ const DEFAULTS = {
   boostHalfLifeMs: 5000,
 } as const;
 
-function harness(graceIntervals = 2, overrides: Partial<GovernorOptions> = {}) {
+function harness(
+  graceIntervals = 2,
+  overrides: Partial<GovernorOptions> = {},
+  graceMsOf?: (taskId: number) => number,
+) {
   let now = 0;
   let node = { cpu: 0.5, memory: 0.1 };
   let tasks: TrackedTask[] = [];
@@ -73,6 +77,7 @@ function harness(graceIntervals = 2, overrides: Partial<GovernorOptions> = {}) {
       counters,
       softCancel: (id) => soft.push(id),
       hardCancel: (id) => hard.push(id),
+      ...(graceMsOf !== undefined ? { graceMsOf } : {}),
       nowMs: () => now,
     },
   );
@@ -126,6 +131,30 @@ describe('Governor', () => {
     h.governor.tick();
     expect(h.hard).toEqual([1]); // once
     expect(h.governor.cancellationOf(1)?.hard).toBe(true);
+  });
+
+  it("hard-cancels each task after its own sandbox's grace, and never one whose grace is Infinity", () => {
+    const graces = new Map([
+      [1, 500],
+      [2, Number.POSITIVE_INFINITY],
+    ]);
+    const h = harness(2, {}, (id) => graces.get(id) ?? 200);
+    h.setTasks([h.running(1, 'analysts', 0.5), h.running(2, 'analysts', 0.5)]);
+    h.governor.tick(); // t=0: both soft (usage 1.0, excess 0.6 over high 0.4)
+    expect(h.soft).toEqual([1, 2]);
+    for (let t = 100; t <= 400; t += 100) {
+      h.advance(100);
+      h.governor.tick();
+    }
+    expect(h.hard).toEqual([]); // t=400: the default 200 ms grace would have struck already
+    h.advance(100);
+    h.governor.tick(); // t=500
+    expect(h.hard).toEqual([1]);
+    h.advance(60_000);
+    h.governor.tick();
+    expect(h.hard).toEqual([1]);
+    expect(h.governor.cancellationOf(2)?.hard).toBe(false);
+    expect(h.soft).toEqual([1, 2]); // still picked, not asked again
   });
 
   it('does not hard-cancel a task that settled within the grace period', () => {

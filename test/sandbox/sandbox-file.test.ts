@@ -101,7 +101,7 @@ describe('parseSandboxDefinitions', () => {
     expectInvalid(
       [{ _id: '_root', priority: 10, mode: 'soft' }],
       'sandboxes[0].mode',
-      'sandboxes[0].mode is not allowed on the root sandbox entry (only _id, priority and max_queue_wait may be set); received "soft"',
+      'sandboxes[0].mode is not allowed on the root sandbox entry (only _id, priority, max_queue_wait and cancellationGraceMs may be set); received "soft"',
     );
   });
 
@@ -177,7 +177,7 @@ describe('parseSandboxDefinitions', () => {
         [entry('a', { limits: {} })],
         'sandboxes[0].limits',
         'sandboxes[0].limits is not allowed (expected one of _id, name, parent_id, priority, mode, ' +
-          'resourceConsumptionLimits, selectionAttributes, tags, max_queue_wait, updated_at, version); received {}',
+          'resourceConsumptionLimits, selectionAttributes, tags, max_queue_wait, cancellationGraceMs, updated_at, version); received {}',
       );
     });
   });

@@ -7,6 +7,7 @@ import {
 } from '../../src/errors.js';
 import { parseSandboxDefinitions } from '../../src/sandbox/sandbox-file.js';
 import { SandboxRegistry } from '../../src/sandbox/sandbox-registry.js';
+import type { SandboxInput } from '../../src/sandbox/sandbox-input.js';
 import { MemorySandboxStore, type SandboxStore } from '../../src/sandbox/sandbox-store.js';
 
 let idCounter = 0;
@@ -25,13 +26,15 @@ async function open(options: { store?: SandboxStore; maxSandboxes?: number; seed
   return { registry, store };
 }
 
-const team = (name: string, priority: number, extra: Record<string, unknown> = {}) => ({
-  name,
-  priority,
-  resourceConsumptionLimits: { cpu: { low: 0.4, high: 0.5 } },
-  selectionAttributes: [{ name: 'userPattern', value: `${name}_*` }],
-  ...extra,
-});
+// Typed as the registry's input; tests of refusals spread fields the type does not allow on purpose.
+const team = (name: string, priority: number, extra: Record<string, unknown> = {}): SandboxInput =>
+  ({
+    name,
+    priority,
+    resourceConsumptionLimits: { cpu: { low: 0.4, high: 0.5 } },
+    selectionAttributes: [{ name: 'userPattern', value: `${name}_*` }],
+    ...extra,
+  }) as SandboxInput;
 
 describe('SandboxRegistry', () => {
   it('seeds an empty store with version 1 and reads it back on the next open', async () => {
@@ -70,9 +73,12 @@ describe('SandboxRegistry', () => {
 
   it('refuses a body that sets server fields or is invalid, naming the field and value', async () => {
     const { registry } = await open();
+    // The input types refuse these at compile time too; the registry refuses them at run time.
+    // @ts-expect-error: _id is the server's
     await expect(registry.create({ ...team('x', 1), _id: 'mine' })).rejects.toThrow(
       '_id is set by the server and may not be given; received "mine"',
     );
+    // @ts-expect-error: not an object
     await expect(registry.create([1])).rejects.toThrow('body must be a JSON object; received [1]');
     const bad = await registry
       .create(team('x', 1, { resourceConsumptionLimits: { cpu: { low: 0.5, high: 1.5 } } }))
@@ -81,8 +87,9 @@ describe('SandboxRegistry', () => {
     expect((bad as Error).message).toBe(
       'resourceConsumptionLimits.cpu.high must be a ratio in (0, 1]; received 1.5',
     );
+    // @ts-expect-error: not a sandbox field
     await expect(registry.create({ ...team('y', 1), color: 'red' })).rejects.toThrow(
-      'color is not allowed (expected one of name, parent_id, priority, mode, resourceConsumptionLimits, selectionAttributes, tags, max_queue_wait); received "red"',
+      'color is not allowed (expected one of name, parent_id, priority, mode, resourceConsumptionLimits, selectionAttributes, tags, max_queue_wait, cancellationGraceMs); received "red"',
     );
     expect(registry.version).toBe(1); // nothing half-applied
   });
