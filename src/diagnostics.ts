@@ -76,10 +76,11 @@ export interface TaskStartedEvent extends RuntimeEvent {
 /**
  * Why a task was cancelled: its sandbox (or an ancestor) above the high limit of a resource, or shed
  * in duress (`cpu` / `memory` too: `TaskCancellingEvent.breachedSandboxId` names the shed sandbox),
- * the runtime shutting down, or its caller giving up: `aborted` (`search`'s `signal`, an HTTP client
- * that disconnected) or `timed_out` (`search`'s `timeoutMs`); see docs/overload.md.
+ * `time` (it ran past its `cancel_after_time_interval`, the wall-clock watchdog), the runtime shutting
+ * down, or its caller giving up: `aborted` (`search`'s `signal`, an HTTP client that disconnected) or
+ * `timed_out` (`search`'s `timeoutMs`); see docs/overload.md.
  */
-export type CancellationReason = Resource | 'shutdown' | 'aborted' | 'timed_out';
+export type CancellationReason = Resource | 'time' | 'shutdown' | 'aborted' | 'timed_out';
 
 /** The governor asked a running task to stop (`query-sandbox:task:cancelling`). */
 export interface TaskCancellingEvent extends RuntimeEvent {
@@ -89,8 +90,9 @@ export interface TaskCancellingEvent extends RuntimeEvent {
   readonly lane: string;
   /** False: soft (the task's signal fires); true: hard (its worker is being terminated). */
   readonly hard: boolean;
-  readonly reason: Resource;
-  /** The sandbox whose high limit was breached: the task's own or an ancestor. */
+  /** The resource whose high limit was breached, or `time`: past its `cancel_after_time_interval`. */
+  readonly reason: Resource | 'time';
+  /** The sandbox whose high limit was breached: the task's own or an ancestor (`time`: its own). */
   readonly breachedSandboxId: string;
   /** For a soft one: ms until the hard one, `Infinity` when its sandbox never hard-cancels. */
   readonly graceMs: number;
@@ -259,7 +261,7 @@ export function publishTaskCancelling(
   priority: number,
   lane: string,
   hard: boolean,
-  reason: Resource,
+  reason: Resource | 'time',
   breachedSandboxId: string,
   graceMs: number,
   startedAtMs: number,

@@ -151,16 +151,19 @@ export class RejectedError extends QuerySandboxError {
 /** Why a running task was stopped: its sandbox's high limit, node duress, or shutdown. */
 export type CancellationReason = 'limit' | 'duress' | 'shutdown';
 
-/** The task was stopped while running. `hard` is true when its worker was terminated. */
+/**
+ * The task was stopped while running. `hard` is true when its worker was terminated. `resource`:
+ * `cpu` / `memory` (a high limit), `time` (it ran past its `cancel_after_time_interval`), `shutdown`.
+ */
 export class CancelledError extends QuerySandboxError {
   readonly sandboxId: string;
-  readonly resource: 'cpu' | 'memory' | 'shutdown';
+  readonly resource: 'cpu' | 'memory' | 'time' | 'shutdown';
   readonly hard: boolean;
   /** Default: `shutdown` for that resource, else `limit`. */
   readonly reason: CancellationReason;
   constructor(
     sandboxId: string,
-    resource: 'cpu' | 'memory' | 'shutdown',
+    resource: 'cpu' | 'memory' | 'time' | 'shutdown',
     hard: boolean,
     message: string,
     reason?: CancellationReason,
@@ -282,11 +285,11 @@ export class EngineFailureError extends QuerySandboxError {
   }
 }
 
-/** No sandbox has the id. */
+/** No sandbox has the id (or, through `_wlm`, the name: `message` says so). */
 export class SandboxNotFoundError extends QuerySandboxError {
   readonly sandboxId: string;
-  constructor(sandboxId: string) {
-    super(ErrorCode.SANDBOX_NOT_FOUND, 'resource_not_found_exception', `no sandbox with _id [${sandboxId}]`);
+  constructor(sandboxId: string, message = `no sandbox with _id [${sandboxId}]`) {
+    super(ErrorCode.SANDBOX_NOT_FOUND, 'resource_not_found_exception', message);
     this.sandboxId = sandboxId;
   }
 }

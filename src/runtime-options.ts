@@ -12,6 +12,7 @@ import { InvalidArgumentError } from './errors.js';
 import { EnforcementMode, SelectionStrategy } from './governor/decide.js';
 import type { RuntimeLogger } from './runtime-logger.js';
 import type { TaskEndedEvent } from './diagnostics.js';
+import { enforcementModeOf, type NodeModeWord } from './governor/node-mode.js';
 import type { SandboxStore } from './sandbox/sandbox-store.js';
 
 /**
@@ -187,8 +188,11 @@ export interface RuntimeOptions {
    * cancellation terminates the task's worker: its replacement runs the engine's `init` again.
    */
   graceIntervals?: number;
-  /** `enabled` (act), `monitor_only` (count what would be done), `disabled`. Default `enabled`. */
-  enforcement?: EnforcementMode;
+  /**
+   * `enforced` (act; OpenSearch's `enabled` is the same), `monitor_only` (count what would be done),
+   * `disabled`. Default: act (reported as `enabled`).
+   */
+  enforcement?: EnforcementMode | NodeModeWord;
   /**
    * Node duress: node CPU or memory usage above `rejectThreshold` (default 0.8) for
    * `consecutiveIntervals` (default 3) turns `soft` sandboxes' low limits on; above `cancelThreshold`
@@ -433,14 +437,10 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     Number.MAX_SAFE_INTEGER,
     lanes.reduce((sum, lane) => sum + lane.workers, 0) * workerHeapMb * 1024 * 1024,
   );
-  const enforcement = options.enforcement ?? EnforcementMode.ENABLED;
-  if (!Object.values(EnforcementMode).includes(enforcement)) {
-    throw new InvalidArgumentError(
-      'options.enforcement',
-      `must be one of ${Object.values(EnforcementMode).join(', ')}`,
-      enforcement,
-    );
-  }
+  const enforcement =
+    options.enforcement === undefined
+      ? EnforcementMode.ENABLED
+      : enforcementModeOf(options.enforcement, 'options.enforcement');
   const duress = options.duress ?? {};
   if (typeof duress !== 'object' || duress === null) {
     throw new InvalidArgumentError('options.duress', 'must be an object', duress);

@@ -29,9 +29,10 @@ import {
   RejectedError,
   TimedOutError,
 } from './errors.js';
-import { checkSearchCallOptions, requestTimeoutMs, type SearchCallOptions } from './execution/search-call.js';
-import type { Cancellation, EnforcementMode } from './governor/decide.js';
+import { checkSearchCallOptions, type SearchCallOptions } from './execution/search-call.js';
+import type { EnforcementMode } from './governor/decide.js';
 import { DuressDetector } from './governor/duress-detector.js';
+import { enforcementModeOf, type NodeModeWord } from './governor/node-mode.js';
 import { Governor, type GovernorSnapshot, type GovernorStats } from './governor/governor.js';
 import { SandboxCounterTable, type SandboxCounters } from './governor/sandbox-counters.js';
 import {
@@ -76,6 +77,16 @@ import {
   type SchedulerStats,
   TaskScheduler,
 } from './scheduler/task-scheduler.js';
+import { ConcurrencyCaps, type Hold } from './scheduler/concurrency-caps.js';
+import {
+  cancelAfterOf,
+  describeLimit,
+  requestedParameters,
+  type TimeLimit,
+  timeoutOf,
+} from './execution/search-parameters.js';
+import { type EffectiveSearchSettings, effectiveSearchSettings } from './sandbox/search-settings.js';
+import type { AnyCancellation } from './governor/governor.js';
 import { checkReservations } from './scheduler/worker-reservations.js';
 import {
   MemoryQueryPriorityStore,
@@ -121,12 +132,30 @@ export interface SearchRequest<Body = unknown> {
    * coordinator sets it to the copies it picked on this node.
    */
   readonly shards?: Readonly<Record<string, readonly number[]>> | undefined;
+  /**
+   * The search `timeout` (an Elasticsearch time value such as `"500ms"`, or `"-1"` for none): past it
+   * the engine returns the hits it has, with `timed_out: true`. Absent: the `timeout` key of an object
+   * body, if any (taken out of the body the engine gets). The sandbox's `search_settings.timeout`
+   * applies when neither is given, or always with `override_request_values`.
+   */
+  readonly timeout?: string | number | undefined;
+  /**
+   * `cancel_after_time_interval` (a time value, `"-1"` for none): a task that runs longer is cancelled
+   * (429 `task_cancelled_exception`, resource `time`). Same precedence as `timeout`.
+   */
+  readonly cancelAfterTimeInterval?: string | number | undefined;
 }
 
 /** Per-sandbox stats, a plain snapshot. */
 export interface SandboxStats {
   readonly running: number;
   readonly queued: number;
+  /**
+   * Concurrency of the sandbox's subtree: tasks running now, the most seen at once since the start,
+   * and the sandbox's own queued tasks that wait because a concurrency cap (its own or an ancestor's,
+   * or a per-user cap) is reached.
+   */
+  readonly concurrency: { readonly running: number; readonly peak: number; readonly waitingForCap: number };
   readonly counters: Readonly<SandboxCounters>;
   readonly usage: { readonly cpu: number; readonly memory: number };
   readonly state: 'ok' | 'rejecting' | 'cancelling';
@@ -224,8 +253,11 @@ export interface Runtime<Result = unknown, Body = unknown> {
    * after this reading.
    */
   governorStats(options?: { readonly resetTickCost?: boolean }): GovernorStats;
-  /** Changes the enforcement mode at runtime (takes effect at the next interval). */
-  setEnforcement(mode: EnforcementMode): void;
+  /**
+   * Changes the enforcement mode at runtime (takes effect at the next interval): `enforced` (or
+   * OpenSearch's `enabled`), `monitor_only`, `disabled`. @throws InvalidArgumentError for another word.
+   */
+  setEnforcement(mode: EnforcementMode | NodeModeWord): void;
   /** The query-priority configuration in force (see `scheduler/query-priority.ts`). */
   queryPriority(): QueryPriorityDocument;
   /**
@@ -278,10 +310,13 @@ const DISPATCH_DEPTH_PER_WORKER = 1;
 interface QueuedTask {
   readonly taskId: number;
   readonly sandbox: Sandbox;
+  readonly user: string | undefined;
   readonly priority: number;
   /** When it was offered to the scheduler, ms (`performance.now()`). */
   readonly queuedAtMs: number;
   readonly request: EngineRequest;
+  /** The request's own `cancel_after_time_interval`, ms (-1: none), undefined when not given. */
+  readonly requestedCancelAfterMs: number | undefined;
   readonly resolve: (value: unknown) => void;
   readonly reject: (reason: unknown) => void;
   /** Where its queue-wait bound comes from, for the 429's message. */
@@ -301,6 +336,8 @@ interface RunningTask {
   readonly queued: QueuedTask;
   readonly dispatch: Dispatch<QueuedTask>;
   readonly tracked: TrackedTask;
+  /** What it counts on for the concurrency caps. */
+  readonly hold: Hold;
   /** The hard cancellation of a task whose caller gave up, after the grace period. */
   hardTimer: NodeJS.Timeout | undefined;
 }
@@ -336,8 +373,14 @@ function checkShards(
   return Object.freeze(out);
 }
 
-function cancelResourceOf(code: number): Resource | 'shutdown' {
-  return code === CancelReason.CPU ? 'cpu' : code === CancelReason.MEMORY ? 'memory' : 'shutdown';
+function cancelResourceOf(code: number): Resource | 'time' | 'shutdown' {
+  return code === CancelReason.CPU
+    ? 'cpu'
+    : code === CancelReason.MEMORY
+      ? 'memory'
+      : code === CancelReason.TIME
+        ? 'time'
+        : 'shutdown';
 }
 
 async function loadSandboxes(source: ResolvedRuntimeOptions['sandboxes']): Promise<Sandbox[]> {
@@ -598,7 +641,9 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
   #byId: ReadonlyMap<string, Sandbox>;
   /** Each sandbox's effective `cancellationGraceMs` (Infinity: never), swapped with the set. */
   #graceMs: ReadonlyMap<string, number>;
+  #settings: ReadonlyMap<string, EffectiveSearchSettings>;
   #classifier: SandboxClassifier;
+  readonly #caps: ConcurrencyCaps;
   readonly #pool: LanePool;
   readonly #log: RuntimeLogger;
   readonly #allocator: SlotAllocator;
@@ -663,6 +708,8 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     this.#indices = description.indices;
     this.engineDescription = description;
     this.sandboxRegistry = registry;
+    const sandboxes = registry.list();
+    this.#caps = new ConcurrencyCaps(sandboxes);
     this.#scheduler = new TaskScheduler<QueuedTask>({
       lanes: options.lanes,
       maxQueuedTasks: options.maxQueuedTasks,
@@ -671,12 +718,14 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
       config: options.queryPriority,
       agingOvertakeEvery: options.agingOvertakeEvery,
       overload: { intervalMs: options.standingQueueMs, targetMs: options.controlledDelayMs, lifo: options.adaptiveLifo },
+      // A task held back by its sandbox's concurrency cap waits; the tasks behind it go ahead.
+      mayStart: (q) => !this.#caps.active || this.#caps.mayStart(q.sandbox.id, q.user),
     });
-    const sandboxes = registry.list();
     this.#sandboxes = sandboxes;
     this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
     this.#queueWaitBounds = queueWaitBoundsOf(sandboxes, options.maxQueueWaitMs);
     this.#graceMs = effectiveCancellationGrace(sandboxes, options.graceIntervals * options.intervalMs);
+    this.#settings = effectiveSearchSettings(sandboxes);
     this.#classifier = new SandboxClassifier(sandboxes);
     registry.onChange((list) => this.#applySandboxes(list));
     // A shared store (etcd) hands over the rules other nodes saved: applied here, not saved again.
@@ -722,6 +771,12 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
         hardCancel: (taskId, resource) => this.#hardCancel(taskId, resource),
         graceMsOf: (taskId) => this.#graceMsOf(taskId),
         publishStateChanges: (before, after) => this.#publishStateChanges(before, after),
+        cancelAfterMs: (taskId) => this.#cancelAfterOf(taskId)?.ms,
+        schedule: (callback, delayMs) => {
+          const timer = setTimeout(callback, delayMs);
+          timer.unref();
+          return () => clearTimeout(timer);
+        },
         nowMs: () => performance.now(),
         standingQueue: () => {
           const now = performance.now();
@@ -761,11 +816,27 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
     this.#queueWaitBounds = queueWaitBoundsOf(sandboxes, this.options.maxQueueWaitMs);
     this.#graceMs = effectiveCancellationGrace(sandboxes, this.options.graceIntervals * this.options.intervalMs);
+    this.#settings = effectiveSearchSettings(sandboxes);
     this.#classifier = classifier;
+    this.#caps.setSandboxes(sandboxes);
     this.#log.info(
       { sandboxes: sandboxes.map((s) => s.id), version: this.sandboxRegistry.version },
       'sandboxes changed',
     );
+    // A raised or removed concurrency cap may let waiting tasks start.
+    this.#pump();
+  }
+
+  /** The effective search settings of a sandbox; a deleted one's tasks run under the root's. */
+  #settingsOf(sandboxId: string): EffectiveSearchSettings {
+    return this.#settings.get(sandboxId) ?? this.#settings.get(ROOT_SANDBOX_ID)!;
+  }
+
+  /** The `cancel_after_time_interval` in force for a running task now (its sandbox's may have changed). */
+  #cancelAfterOf(taskId: number) {
+    const r = this.#running.get(taskId);
+    if (r === undefined) return undefined;
+    return cancelAfterOf(r.queued.requestedCancelAfterMs, this.#settingsOf(r.queued.sandbox.id));
   }
 
   #sampleNode() {
@@ -821,31 +892,35 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     if (typeof request.index !== 'string')
       throw new InvalidArgumentError('index', 'must be a string', request.index);
     const indices = resolveIndexExpression(request.index, this.#searchableIndices());
-    const body = request.body;
-    const engineRequest: EngineRequest =
+    const requested = requestedParameters(request);
+    const body = requested.body;
+    let engineRequest: EngineRequest =
       request.shards === undefined
         ? { indices, body }
         : { indices, body, shards: checkShards(request.shards, indices) };
     this.#validate(this.#engineOwned(engineRequest));
-    // After the engine's own check of it (the built-in engine takes `timeout` too, for the run).
-    const timeoutMs = requestTimeoutMs(body);
     const attributes = { user: request.user, indices };
     const sandbox =
       request.sandboxId !== undefined
         ? this.#classifier.resolveExplicit(request.sandboxId, attributes)
         : this.#classifier.classify(attributes);
     this.#checkVerdict(sandbox, undefined);
+    const timeout = timeoutOf(requested.timeoutMs, this.#settingsOf(sandbox.id));
+    if (timeout !== undefined) engineRequest = { ...engineRequest, timeoutMs: timeout.ms };
     const priority = this.#priorityOf(engineRequest, request.user, sandbox);
-    const bound = this.#queueWaitBound(sandbox.id, timeoutMs);
+    // The search's `timeout` in force (the request's, or its sandbox's search_settings) bounds its wait too.
+    const bound = this.#queueWaitBound(sandbox.id, timeout);
     let task!: QueuedTask;
     const queuedAtMs = performance.now();
     const settled = new Promise((resolve, reject) => {
       task = {
         taskId: this.#nextTaskId++,
         sandbox,
+        user: request.user,
         priority,
         queuedAtMs,
         request: engineRequest,
+        requestedCancelAfterMs: requested.cancelAfterMs,
         resolve,
         reject,
         boundFrom: bound.from,
@@ -872,13 +947,16 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
   }
 
   /** The queue-wait bound of a task of `sandboxId`: its sandbox's (own or inherited), or the request's timeout when smaller. */
-  #queueWaitBound(sandboxId: string, requestTimeoutMs: number | undefined): { readonly ms: number; readonly from: string } {
+  #queueWaitBound(sandboxId: string, timeout: TimeLimit | undefined): { readonly ms: number; readonly from: string } {
     const own = this.#queueWaitBounds.get(sandboxId) ?? {
       ms: this.options.maxQueueWaitMs,
       from: "the node's default (maxQueueWaitMs)",
     };
-    if (requestTimeoutMs !== undefined && requestTimeoutMs < own.ms) {
-      return { ms: requestTimeoutMs, from: "the request's timeout" };
+    if (timeout !== undefined && timeout.ms > 0 && timeout.ms < own.ms) {
+      return {
+        ms: timeout.ms,
+        from: timeout.source === 'sandbox' ? `sandbox [${timeout.sandboxId}]'s search_settings.timeout` : "the request's timeout",
+      };
     }
     return own;
   }
@@ -924,7 +1002,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
           );
     if (task.ticket !== undefined && this.#scheduler.remove(task.ticket)) {
       if (why === 'aborted') counters.aborted++;
-      else counters.timedOut++;
+      else counters.callTimeouts++;
       const failure = error(true);
       this.#publishQueuedEnd(task, failure);
       task.reject(failure);
@@ -938,7 +1016,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     const abandoned = { error: failure, terminated: false };
     task.abandoned = abandoned;
     if (why === 'aborted') counters.aborted++;
-    else counters.timedOut++;
+    else counters.callTimeouts++;
     task.reject(failure);
     this.#pool.slots.requestCancel(running.tracked.slot, CancelReason.ABORTED);
     // Its sandbox's grace (cancellationGraceMs), as for the governor's cancellations; "never": none.
@@ -1156,7 +1234,8 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
       }
       this.#pool.slots.assign(slot, queued.taskId);
       const tracked = newTrackedTask(queued.taskId, queued.sandbox.id, slot, performance.now());
-      const running: RunningTask = { queued, dispatch, tracked, hardTimer: undefined };
+      const hold = this.#caps.started(queued.sandbox.id, queued.user);
+      const running: RunningTask = { queued, dispatch, tracked, hold, hardTimer: undefined };
       this.#running.set(queued.taskId, running);
       this.#tracker.add(tracked);
       publishTaskStarted(
@@ -1178,6 +1257,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
 
   #settle(running: RunningTask, outcome: TaskOutcome | undefined, thrown: unknown): void {
     const { queued, tracked } = running;
+    this.#caps.ended(running.hold);
     this.#tracker.complete(tracked);
     this.#pool.slots.release(tracked.slot);
     this.#allocator.release(tracked.slot);
@@ -1199,6 +1279,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
       let failure: QuerySandboxError;
       if (outcome?.ok === true) {
         counters.completions++;
+        if ((outcome.result as { timed_out?: unknown } | null)?.timed_out === true) counters.timedOut++;
         this.#governor.onTaskCompleted();
         this.#publishTaskEnd(running, undefined, undefined);
         queued.resolve(outcome.result);
@@ -1207,7 +1288,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
       if (outcome !== undefined && outcome.cancelCode !== 0) {
         const resource = cancelResourceOf(outcome.cancelCode);
         this.#counters.countCancellation(sandboxId, resource, false);
-        failure = this.#cancelledError(queued.sandbox, picked?.cancellation, resource, false);
+        failure = this.#cancelledError(running, picked?.cancellation, resource, false);
       } else if (outcome !== undefined) {
         const e = outcome.error;
         counters.failures++;
@@ -1217,11 +1298,13 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
           this.#log.warn({ taskId: queued.taskId, error: e.message, stack: e.stack }, 'engine failure');
           failure = new EngineFailureError(`engine failure: ${e.message}`);
         }
-      } else if (picked?.hard === true || this.#closed) {
-        // The worker is gone: terminated by a hard cancellation or at shutdown.
-        const resource: Resource | 'shutdown' = picked?.hard ? picked.cancellation.resource : 'shutdown';
+      } else if (picked?.hard === true || this.#closed || picked?.cancellation.resource === 'time') {
+        // The worker is gone: terminated by a hard cancellation or at shutdown. A worker whose task
+        // the watchdog picked exits by itself when its handler stalls (worker-harness.ts).
+        const resource: Resource | 'time' | 'shutdown' =
+          picked?.hard === true || picked?.cancellation.resource === 'time' ? picked.cancellation.resource : 'shutdown';
         this.#counters.countCancellation(sandboxId, resource, true);
-        failure = this.#cancelledError(queued.sandbox, picked?.cancellation, resource, true);
+        failure = this.#cancelledError(running, picked?.cancellation, resource, true);
       } else if ((thrown as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
         // The worker's own heap cap (resourceLimits) stopped the task: a memory cancellation.
         this.#counters.countCancellation(sandboxId, 'memory', true);
@@ -1294,15 +1377,16 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
   }
 
   #cancelledError(
-    sandbox: Sandbox,
-    cancellation: Cancellation | undefined,
-    resource: Resource | 'shutdown',
+    running: RunningTask,
+    cancellation: AnyCancellation | undefined,
+    resource: Resource | 'time' | 'shutdown',
     hard: boolean,
   ): CancelledError {
+    const sandbox = running.queued.sandbox;
     if (resource === 'shutdown') {
       return new CancelledError(sandbox.id, resource, hard, `task cancelled: the runtime is shutting down`);
     }
-    if (cancellation?.reason === 'duress') {
+    if (cancellation?.resource !== 'time' && cancellation?.reason === 'duress' && resource !== 'time') {
       this.#counters.of(sandbox.id).duressCancellations++;
       return new CancelledError(
         sandbox.id,
@@ -1316,6 +1400,20 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
         'duress',
       );
     }
+    if (resource === 'time') {
+      const limit = cancelAfterOf(running.queued.requestedCancelAfterMs, this.#settingsOf(sandbox.id));
+      const ranMs = Math.round(performance.now() - running.tracked.dispatchedAtMs);
+      const after =
+        limit !== undefined
+          ? describeLimit(limit, 'cancel_after_time_interval')
+          : `its cancel_after_time_interval${cancellation?.resource === 'time' ? ` [${cancellation.cancelAfterMs}ms]` : ''}`;
+      return new CancelledError(
+        sandbox.id,
+        resource,
+        hard,
+        `task cancelled: it ran ${ranMs} ms, past ${after}` + (hard ? '; its worker was replaced' : ''),
+      );
+    }
     const by = cancellation?.sandboxId ?? sandbox.id;
     return new CancelledError(
       sandbox.id,
@@ -1327,17 +1425,17 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     );
   }
 
-  #softCancel(taskId: number, resource: Resource): void {
+  #softCancel(taskId: number, resource: Resource | 'time'): void {
     const r = this.#running.get(taskId);
     if (r === undefined) return;
     this.#pool.slots.requestCancel(
       r.tracked.slot,
-      resource === 'cpu' ? CancelReason.CPU : CancelReason.MEMORY,
+      resource === 'cpu' ? CancelReason.CPU : resource === 'memory' ? CancelReason.MEMORY : CancelReason.TIME,
     );
     this.#publishCancelling(r, resource, false);
   }
 
-  #publishCancelling(r: RunningTask, resource: Resource, hard: boolean): void {
+  #publishCancelling(r: RunningTask, resource: Resource | 'time', hard: boolean): void {
     publishTaskCancelling(
       this.#source,
       r.queued.taskId,
@@ -1358,7 +1456,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     return this.#graceMs.get(sandboxId) ?? this.#graceMs.get(ROOT_SANDBOX_ID)!;
   }
 
-  #hardCancel(taskId: number, resource: Resource): void {
+  #hardCancel(taskId: number, resource: Resource | 'time'): void {
     const r = this.#running.get(taskId);
     if (r === undefined) return;
     this.#publishCancelling(r, resource, true);
@@ -1376,6 +1474,14 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
       running.set(r.queued.sandbox.id, (running.get(r.queued.sandbox.id) ?? 0) + 1);
     }
     const queued = this.#scheduler.queuedBySandbox();
+    const waitingForCap = new Map<string, number>();
+    if (this.#caps.active) {
+      for (const q of this.#scheduler.queuedItems()) {
+        if (!this.#caps.mayStart(q.sandbox.id, q.user)) {
+          waitingForCap.set(q.sandbox.id, (waitingForCap.get(q.sandbox.id) ?? 0) + 1);
+        }
+      }
+    }
     const out = new Map<string, SandboxStats>();
     for (const s of this.#sandboxes) {
       const c = this.#counters.of(s.id);
@@ -1383,6 +1489,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
       out.set(s.id, {
         running: running.get(s.id) ?? 0,
         queued: queued.get(s.id) ?? 0,
+        concurrency: { ...this.#caps.counts(s.id), waitingForCap: waitingForCap.get(s.id) ?? 0 },
         counters: structuredClone(c),
         usage: { cpu: usage?.cpu ?? 0, memory: usage?.memory ?? 0 },
         state: snapshot.verdicts.get(s.id)?.state ?? 'ok',
@@ -1431,11 +1538,8 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     return this.#governor.stats(options);
   }
 
-  setEnforcement(mode: EnforcementMode): void {
-    if (!['enabled', 'monitor_only', 'disabled'].includes(mode)) {
-      throw new InvalidArgumentError('enforcement', 'must be one of enabled, monitor_only, disabled', mode);
-    }
-    this.#governor.enforcement = mode;
+  setEnforcement(mode: EnforcementMode | NodeModeWord): void {
+    this.#governor.enforcement = enforcementModeOf(mode, 'enforcement');
   }
 
   queryPriority(): QueryPriorityDocument {

@@ -204,7 +204,7 @@ describe('runtime under overload: queue-wait bounds and callers that give up', (
     await busy;
     const running = await settle(runtime.search({ index: 'alpha', body: { sleepMs: 3000 }, user: 'x' }, { timeoutMs: 150 }), performance.now());
     expect(running.error).toMatchObject({ code: 'QS_TIMED_OUT', queued: false });
-    expect(runtime.sandboxStats().get('_root')!.counters.timedOut).toBe(2);
+    expect(runtime.sandboxStats().get('_root')!.counters.callTimeouts).toBe(2);
   });
 
   it('tells the events of a caller that gave up while queued and of a task past its queue-wait bound', async () => {

@@ -466,7 +466,7 @@ describe('runtime queue and shutdown', () => {
       'options.threads must be an integer in 1..1024; received 0',
     );
     await expect(createRuntime({ engine: echoEngine, enforcement: 'loud' as never })).rejects.toThrow(
-      'options.enforcement must be one of enabled, monitor_only, disabled; received "loud"',
+      'options.enforcement must be one of enforced (or enabled), monitor_only, disabled; received "loud"',
     );
   });
 });

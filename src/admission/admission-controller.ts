@@ -27,6 +27,7 @@
 import { InvalidArgumentError } from '../errors.js';
 import type { ResourceStatsSource } from './stats-collector.js';
 import type { NodeResourceStats } from './stats-header.js';
+import { admissionModeOf } from '../governor/node-mode.js';
 
 export const AdmissionMode = {
   DISABLED: 'disabled',
@@ -98,12 +99,9 @@ export type AdmissionCounters = { readonly mode: AdmissionMode } & {
 const DEFAULT_LIMITS: AdmissionLimits = Object.freeze({ cpu: 0.95, heap: 0.9 });
 const ADMITTED: AdmissionDecision = Object.freeze({ admitted: true, wouldReject: undefined });
 
+/** `enforced` (or OpenSearch's `enabled`), `monitor_only`, `disabled` (see `governor/node-mode.ts`). */
 function checkMode(mode: unknown, path: string): AdmissionMode {
-  const modes = Object.values(AdmissionMode) as readonly unknown[];
-  if (!modes.includes(mode)) {
-    throw new InvalidArgumentError(path, `must be one of ${modes.join(', ')}`, mode);
-  }
-  return mode as AdmissionMode;
+  return admissionModeOf(mode, path);
 }
 
 function ratio(path: string, value: unknown, fallback: number): number {

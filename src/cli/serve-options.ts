@@ -8,7 +8,7 @@ import type { AdmissionMode } from '../admission/admission-controller.js';
 import { type DataNodeAddress, parseDataNodeList } from '../cluster/cluster-spec.js';
 import { parseEtcdEndpoints } from '../cluster/etcd-endpoints.js';
 import { InvalidArgumentError } from '../errors.js';
-import type { EnforcementMode } from '../governor/decide.js';
+import { admissionModeOf, enforcementModeOf } from '../governor/node-mode.js';
 import type { RuntimeOptions } from '../runtime-options.js';
 import { DEFAULT_BACKGROUND_WEIGHT, DEFAULT_FOREGROUND_MIN_PRIORITY } from '../scheduler/lanes.js';
 import type { ConnectionLimits } from '../server/connection-limits.js';
@@ -85,7 +85,7 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --spare-workers N      loaded spare workers of each lane, 0..64 (default 1)
   --helper-thread-weight N  nice 0..19 for V8's GC helper threads and libuv's pool (default: left alone)
   --engine MODULE        engine module path (default: built-in MiniSearch over SpamAssassin)
-  --enforcement MODE     enabled | monitor_only | disabled (default enabled)
+  --enforcement MODE     enforced (or enabled) | monitor_only | disabled (default enforced)
   --interval-ms N        governor interval (default 100)
   --max-sandboxes N      most sandboxes besides the root; creates beyond answer 429 (default 100)
   --max-docs N           index at most N mails per index (engine option maxDocumentsPerIndex)
@@ -124,7 +124,7 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --cluster FILE         cluster file: shards_per_index, replicas, data_nodes [{id, url}]
   --debug-routes         data node: serve POST|DELETE /_internal/debug/cpu_hog (benchmarks)
   --data-nodes LIST      coordinator: host:port,... of the data nodes (instead of --cluster)
-  --admission-mode MODE  coordinator: enforced | monitor_only | disabled (default enforced)
+  --admission-mode MODE  coordinator: enforced (or enabled) | monitor_only | disabled (default enforced)
   --admission-cpu R      coordinator: refuse when every copy of a shard is at CPU >= R (default 0.95)
   --admission-heap R     coordinator: ... or at heap >= R (default 0.9)
   --duress-cpu R         coordinator: rank a node last at CPU >= R (default 0.9)
@@ -166,9 +166,7 @@ function ratioFlag(name: string, text: string | undefined): number | undefined {
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-const ENFORCEMENT_MODES = ['enabled', 'monitor_only', 'disabled'];
 const ROLES: readonly ServeRole[] = ['single', 'data', 'coordinator'];
-const ADMISSION_MODES = ['enforced', 'monitor_only', 'disabled'];
 /** Flags that only a coordinator takes. */
 const COORDINATOR_FLAGS = [
   'data-nodes',
@@ -351,14 +349,9 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     ...(maxDocs !== undefined ? { maxDocumentsPerIndex: maxDocs } : {}),
     ...(shardsPerIndex !== undefined ? { shardsPerIndex } : {}),
   };
-  const enforcement = str('enforcement');
-  if (enforcement !== undefined && !ENFORCEMENT_MODES.includes(enforcement)) {
-    throw new InvalidArgumentError(
-      '--enforcement',
-      `must be one of ${ENFORCEMENT_MODES.join(', ')}`,
-      enforcement,
-    );
-  }
+  const enforcementWord = str('enforcement');
+  const enforcement =
+    enforcementWord === undefined ? undefined : enforcementModeOf(enforcementWord, '--enforcement');
   const queueOrder = str('queue-order');
   if (queueOrder !== undefined && queueOrder !== 'priority' && queueOrder !== 'fifo') {
     throw new InvalidArgumentError('--queue-order', 'must be one of priority, fifo', queueOrder);
@@ -404,7 +397,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     ...(intervalMs !== undefined ? { intervalMs } : {}),
     ...(maxSandboxes !== undefined ? { maxSandboxes } : {}),
     ...(str('engine') !== undefined ? { engine: str('engine')! } : {}),
-    ...(enforcement !== undefined ? { enforcement: enforcement as EnforcementMode } : {}),
+    ...(enforcement !== undefined ? { enforcement } : {}),
     ...(Object.keys(engineOptions).length > 0 ? { engineOptions } : {}),
     ...(queueOrder !== undefined ? { queueOrder } : {}),
     ...overload,
@@ -539,14 +532,7 @@ function coordinatorOptions(
       list,
     );
   }
-  const admissionMode = str('admission-mode') ?? 'enforced';
-  if (!ADMISSION_MODES.includes(admissionMode)) {
-    throw new InvalidArgumentError(
-      '--admission-mode',
-      `must be one of ${ADMISSION_MODES.join(', ')}`,
-      admissionMode,
-    );
-  }
+  const admissionMode = admissionModeOf(str('admission-mode') ?? 'enforced', '--admission-mode');
   return {
     nodeId: nodeId ?? 'coordinator',
     dataNodes: list === undefined ? undefined : parseDataNodeList(list),

@@ -33,6 +33,8 @@ import { type NodeSecrets, readNodeSecrets } from './node-secrets.js';
 import { probePort } from './port-probe.js';
 import type { ServeOptions } from './serve-options.js';
 import type { EtcdConnection } from '../cluster/etcd-connection.js';
+import type { Sandbox } from '../sandbox/sandbox.js';
+import type { StoredSandboxes } from '../sandbox/sandbox-store.js';
 
 /**
  * `--etcd`: the node's connection to the cluster state, checked with one read at start (loaded only
@@ -129,8 +131,12 @@ async function serveCoordinator(
     connection === undefined
       ? undefined
       : await (await import('../cluster/membership.js')).MembershipWatcher.open(connection);
+  // With etcd the coordinator reads the data nodes' sandboxes (never writes them): their search settings
+  // bound its fan-out (max_concurrent_shard_requests).
+  const sandboxes = connection === undefined ? undefined : await watchSandboxes(connection, log);
   const coordinator = await Coordinator.start({
     ...(connection !== undefined && membership !== undefined ? { clusterState: { connection, membership } } : {}),
+    ...(sandboxes !== undefined ? { sandboxes: sandboxes.list } : {}),
     nodeId: c.nodeId,
     dataNodes,
     admission: {
@@ -189,6 +195,7 @@ async function serveCoordinator(
     log.info({ signal }, 'stopping');
     await app.close();
     await membership?.close();
+    await sandboxes?.close();
     connection?.close();
     process.exit(0);
   });
@@ -324,6 +331,40 @@ export async function serve(options: ServeOptions): Promise<void> {
     connection?.close();
     process.exit(0);
   });
+}
+
+/**
+ * The sandbox set in etcd as a coordinator sees it: read and watched, never seeded or written (the
+ * data nodes own it); the root alone until a set is stored, and the last good set when a stored one
+ * does not pass the checks.
+ */
+async function watchSandboxes(connection: EtcdConnection, log: pino.Logger) {
+  const [{ EtcdSandboxStore }, { parseSandboxDefinitions }, { createRootSandbox }] = await Promise.all([
+    import('../sandbox/etcd-sandbox-store.js'),
+    import('../sandbox/sandbox-file.js'),
+    import('../sandbox/sandbox.js'),
+  ]);
+  const store = new EtcdSandboxStore(connection);
+  let list: readonly Sandbox[] = [createRootSandbox()];
+  let version = 0;
+  const take = (stored: StoredSandboxes | undefined) => {
+    if (stored === undefined || stored.version <= version) return;
+    try {
+      list = parseSandboxDefinitions({ version: stored.version, sandboxes: stored.sandboxes }, { maxSandboxes: 10_000 });
+      version = stored.version;
+    } catch (error) {
+      log.warn({ version: stored.version, error: (error as Error).message }, 'sandbox set in etcd refused; the last one stays');
+    }
+  };
+  take(await store.load().catch(() => undefined));
+  const unwatch = store.watch(take);
+  return {
+    list: () => list,
+    close: async () => {
+      unwatch();
+      await store.close();
+    },
+  };
 }
 
 /** The stores of a node whose cluster state is in etcd (loaded only with `--etcd`). */

@@ -33,6 +33,14 @@
  *    shards in `_shards.failures`, or, with `allow_partial_search_results=false`, `ShardsFailedError`
  *    (`Partial shards failure`).
  *
+ * Search settings (`sandbox/search-settings.ts`): the request's `timeout` and
+ * `cancel_after_time_interval` are passed on to the data nodes, which apply them with their sandbox's
+ * settings. `max_concurrent_shard_requests` (the request's, or, given `options.sandboxes`, that of the
+ * sandbox the request belongs to, with OpenSearch's precedence) bounds the fan-out: the shards sent to
+ * one data node at once; beyond it a node's shards go in several calls, one after the other (without
+ * it, one call per node carries all of that node's shards). `timed_out` is true when a node's answer
+ * says so.
+ *
  * Every answer from a data node feeds the stats collector with its `Resource_Usage_Stats` header
  * (only the called node's own entry counts) and the ranking with its response time, service time and
  * queue size. Headers from end clients are never read for stats.
@@ -50,8 +58,12 @@ import {
   type ShardFailure,
   ShardsFailedError,
 } from '../errors.js';
+import { SandboxClassifier } from '../classify/sandbox-classifier.js';
+import { requestedParameters } from '../execution/search-parameters.js';
 import { DecisionLog } from '../observability/decision-log.js';
 import { isPlainObject } from '../sandbox/is-plain-object.js';
+import type { Sandbox } from '../sandbox/sandbox.js';
+import { type EffectiveSearchSettings, effectiveSearchSettings, resolveSetting } from '../sandbox/search-settings.js';
 import type { DataNodeAddress } from './cluster-spec.js';
 import { ClusterWrites } from './cluster-writes.js';
 import type { CoordinatorStats, DataNodeStats } from './coordinator-stats.js';
@@ -121,6 +133,13 @@ export interface CoordinatorOptions {
   /** ...for this long after its last slow answer, ms. @default 5000 */
   readonly slowNodeRetryMs?: number;
   /**
+   * The sandbox tree the data nodes classify with (the shared store, in etcd), read at every search:
+   * the request's sandbox (classified the same way, by user and indices, or its explicit choice)
+   * gives the `max_concurrent_shard_requests` of its search settings. @default none (only the
+   * request's own value bounds the fan-out)
+   */
+  readonly sandboxes?: () => readonly Sandbox[];
+  /**
    * The cluster secret, sent on every call to a data node (`Authorization: Bearer <secret>`); the data
    * nodes' internal routes refuse calls without it (401) or with another one (403). @default none
    */
@@ -137,6 +156,12 @@ export interface CoordinatorSearchRequest {
   readonly user?: string | undefined;
   /** An explicit sandbox choice, passed on to the data nodes (`x-sandbox-id`). */
   readonly sandboxId?: string | undefined;
+  /** The search `timeout` (a time value), passed on to the data nodes. Absent: the body's `timeout`, if any. */
+  readonly timeout?: string | undefined;
+  /** `cancel_after_time_interval` (a time value), passed on to the data nodes. */
+  readonly cancelAfterTimeInterval?: string | undefined;
+  /** Shards sent to one data node at once, integer >= 1 (see the module doc). */
+  readonly maxConcurrentShardRequests?: number | undefined;
 }
 
 /** The merged answer, Elasticsearch-shaped. */
@@ -273,6 +298,11 @@ export class Coordinator {
   readonly #closing = new AbortController();
   #writes: ClusterWrites | undefined;
   #membership: MembershipWatcher | undefined;
+  #sandboxes: (() => readonly Sandbox[]) | undefined;
+  /** The classifier and settings of the last sandbox list seen (rebuilt when the list changes). */
+  #classified:
+    | { list: readonly Sandbox[]; classifier: SandboxClassifier; settings: ReadonlyMap<string, EffectiveSearchSettings> }
+    | undefined;
   #failovers = 0;
   #rotation = 0;
   #searches = 0;
@@ -396,6 +426,7 @@ export class Coordinator {
       clusterSecret: options.clusterSecret,
     });
     coordinator.#membership = state?.membership;
+    coordinator.#sandboxes = options.sandboxes;
     const isLive = state === undefined ? undefined : (id: string) => state.membership.isLive(id);
     coordinator.#writes = await ClusterWrites.open({
       nodes: urls,
@@ -487,8 +518,17 @@ export class Coordinator {
     if (typeof request.index !== 'string')
       throw new InvalidArgumentError('index', 'must be a string', request.index);
     const indices = resolveIndexExpression(request.index, this.#searchableIndices());
-    const body = request.body ?? {};
-    if (!isPlainObject(body)) throw new InvalidArgumentError('body', 'must be a JSON object', body);
+    const raw = request.body ?? {};
+    if (!isPlainObject(raw)) throw new InvalidArgumentError('body', 'must be a JSON object', raw);
+    // Checked here (400 before fan-out); passed on as given, for the data nodes to resolve with their sandbox.
+    const requested = requestedParameters({
+      body: raw,
+      timeout: request.timeout,
+      cancelAfterTimeInterval: request.cancelAfterTimeInterval,
+    });
+    const body = requested.body as Record<string, unknown>;
+    const timeoutText = request.timeout ?? (raw['timeout'] as string | number | undefined);
+    const shardLimit = this.#shardRequestLimit(request, indices);
     const { from, size } = pageOf(body);
     this.#searches++;
     const targets: Target[] = [];
@@ -541,8 +581,14 @@ export class Coordinator {
     }
     // Checked and serialised before anything is sent: a body that cannot be is the client's (400),
     // never a node's failure.
-    const shardBody = serializeShardBody({ ...body, from: 0, size: from + size });
+    const shardBody = serializeShardBody({
+      ...body,
+      from: 0,
+      size: from + size,
+      ...(timeoutText !== undefined ? { timeout: timeoutText } : {}),
+    });
     const forwarded = { user: request.user, sandboxId: request.sandboxId };
+    const cancelAfter = request.cancelAfterTimeInterval;
     const parts: NodeHits[] = [];
     let clientError: RemoteClientError | undefined;
 
@@ -563,9 +609,8 @@ export class Coordinator {
     for (let round = 0; round < 2 && pending.length > 0 && clientError === undefined; round++) {
       const byNode = this.#assign(pending);
       const retry: Target[] = [];
-      await Promise.all(
-        [...byNode].map(async ([nodeId, shards]) => {
-          const outcome = await this.#call(nodeId, shards, shardBody, forwarded);
+      const callNode = async (nodeId: string, shards: Target[]) => {
+          const outcome = await this.#call(nodeId, shards, shardBody, forwarded, cancelAfter);
           if (outcome.ok) {
             const hits = readNodeHits(outcome.body.response);
             if (hits !== undefined) {
@@ -598,6 +643,13 @@ export class Coordinator {
             return;
           }
           this.#failShards(nodeId, shards, outcome.status, outcome.reason, retry);
+      };
+      await Promise.all(
+        [...byNode].map(async ([nodeId, shards]) => {
+          // At most `shardLimit` shards to a node at once: its shards go in turns.
+          for (let i = 0; i < shards.length && clientError === undefined; i += shardLimit) {
+            await callNode(nodeId, shards.slice(i, i + shardLimit));
+          }
         }),
       );
       pending = retry;
@@ -632,6 +684,32 @@ export class Coordinator {
     };
   }
 
+  /**
+   * Shards one call may carry: the request's `max_concurrent_shard_requests`, or its sandbox's with
+   * OpenSearch's precedence; unbounded without either.
+   * @throws SandboxForbiddenError for an explicit sandbox the request may not use (as a data node would).
+   */
+  #shardRequestLimit(request: CoordinatorSearchRequest, indices: readonly string[]): number {
+    const requested = request.maxConcurrentShardRequests;
+    if (requested !== undefined && (!Number.isInteger(requested) || requested < 1)) {
+      throw new InvalidArgumentError('max_concurrent_shard_requests', 'must be an integer >= 1', requested);
+    }
+    const list = this.#sandboxes?.();
+    if (list === undefined) return requested ?? Number.POSITIVE_INFINITY;
+    if (this.#classified?.list !== list) {
+      this.#classified = { list, classifier: new SandboxClassifier(list), settings: effectiveSearchSettings(list) };
+    }
+    const { classifier, settings } = this.#classified;
+    const attributes = { user: request.user, indices };
+    const sandbox =
+      request.sandboxId !== undefined
+        ? classifier.resolveExplicit(request.sandboxId, attributes)
+        : classifier.classify(attributes);
+    const effective = settings.get(sandbox.id);
+    const r = resolveSetting(requested, effective?.maxConcurrentShardRequests, effective?.overrideRequestValues ?? false);
+    return r?.value ?? Number.POSITIVE_INFINITY;
+  }
+
   /** Picks a copy for every target among those not tried yet; groups them by node. */
   #assign(targets: readonly Target[]): Map<string, Target[]> {
     const byNode = new Map<string, Target[]>();
@@ -662,6 +740,7 @@ export class Coordinator {
     shards: readonly Target[],
     bodyJson: string,
     forwarded: { user: string | undefined; sandboxId: string | undefined },
+    cancelAfterTimeInterval: string | undefined,
   ): Promise<NodeCallOutcome> {
     const node = this.#nodes.get(nodeId)!;
     const wanted: Record<string, number[]> = {};
@@ -677,7 +756,7 @@ export class Coordinator {
     try {
       outcome = await callShardSearch(
         node.url,
-        { index: Object.keys(wanted).join(','), shards: wanted, bodyJson },
+        { index: Object.keys(wanted).join(','), shards: wanted, bodyJson, cancelAfterTimeInterval },
         forwarded,
         this.#shardTimeoutMs,
         this.#clusterSecret,

@@ -75,6 +75,8 @@ export interface ShardSearchCall {
   readonly shards: ShardSearchRequest['shards'];
   /** `ShardSearchRequest.body` as JSON. */
   readonly bodyJson: string;
+  /** The request's own `cancel_after_time_interval`, passed on. */
+  readonly cancelAfterTimeInterval?: string | undefined;
 }
 
 /**
@@ -96,7 +98,11 @@ export async function callShardSearch(
   if (headers.user !== undefined) sent['x-user'] = headers.user;
   if (headers.sandboxId !== undefined) sent['x-sandbox-id'] = headers.sandboxId;
   // Names and shard numbers: flat, so this cannot throw.
-  const payload = `{"index":${JSON.stringify(request.index)},"shards":${JSON.stringify(request.shards)},"body":${request.bodyJson}}`;
+  const cancelAfter =
+    request.cancelAfterTimeInterval === undefined
+      ? ''
+      : `,"cancel_after_time_interval":${JSON.stringify(request.cancelAfterTimeInterval)}`;
+  const payload = `{"index":${JSON.stringify(request.index)},"shards":${JSON.stringify(request.shards)},"body":${request.bodyJson}${cancelAfter}}`;
   const timeout = AbortSignal.timeout(timeoutMs);
   let response: Response;
   let text: string;

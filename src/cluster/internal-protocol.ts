@@ -72,6 +72,8 @@ export interface ShardSearchRequest {
   readonly shards: Readonly<Record<string, readonly number[]>>;
   /** The search body for the shards (the coordinator asks each shard for `from + size` hits from 0). */
   readonly body: Readonly<Record<string, unknown>>;
+  /** The request's own `cancel_after_time_interval`, passed on (the body carries its `timeout`). */
+  readonly cancel_after_time_interval?: string;
 }
 
 /** `POST /_internal/shard_search` answer. */
@@ -94,11 +96,19 @@ export interface ShardSearchResponse {
 export function parseShardSearchRequest(raw: unknown): ShardSearchRequest {
   if (!isPlainObject(raw)) throw new InvalidArgumentError('body', 'must be a JSON object', raw);
   for (const key of Object.keys(raw)) {
-    if (key !== 'index' && key !== 'shards' && key !== 'body') {
-      throw new InvalidArgumentError(key, 'is not a field of a shard search (index, shards, body)', raw[key]);
+    if (key !== 'index' && key !== 'shards' && key !== 'body' && key !== 'cancel_after_time_interval') {
+      throw new InvalidArgumentError(
+        key,
+        'is not a field of a shard search (index, shards, body, cancel_after_time_interval)',
+        raw[key],
+      );
     }
   }
   const { index, shards, body } = raw;
+  const cancelAfter = raw['cancel_after_time_interval'];
+  if (cancelAfter !== undefined && typeof cancelAfter !== 'string') {
+    throw new InvalidArgumentError('cancel_after_time_interval', 'must be a time value string', cancelAfter);
+  }
   if (typeof index !== 'string' || index.length === 0) {
     throw new InvalidArgumentError('index', 'must be a non-empty comma list of index names', index);
   }
@@ -136,7 +146,12 @@ export function parseShardSearchRequest(raw: unknown): ShardSearchRequest {
   if (body !== undefined && !isPlainObject(body)) {
     throw new InvalidArgumentError('body', 'must be a JSON object', body);
   }
-  return { index, shards: shards as Record<string, number[]>, body: body ?? {} };
+  return {
+    index,
+    shards: shards as Record<string, number[]>,
+    body: body ?? {},
+    ...(cancelAfter !== undefined ? { cancel_after_time_interval: cancelAfter } : {}),
+  };
 }
 
 /**

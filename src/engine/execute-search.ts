@@ -88,6 +88,13 @@ class SearchTimedOut extends Error {}
  * @param nowMs what `now` means in date math (epoch ms); default the current time.
  * @param shards index name to the shard numbers to search; an index absent from it (or no `shards`)
  *   searches every shard held (loaded) of it.
+ * @param timeoutMs the search timeout in force, ms (> 0), counted from this call; given, it replaces
+ *   the plan's own `timeout` (the runtime resolves the request's value against its sandbox's
+ *   `search_settings`). Checked before each shard and each clause of a bool query: once it has passed,
+ *   the search stops and the response has `timed_out: true` with the hits found so far (or, with
+ *   `allow_partial_search_results: false`, fails). As with an Elasticsearch shard that times out
+ *   before it collects anything, a shard not searched counts in `_shards` as successful with no hits.
+ *   Absent: the plan's `timeout`, if any.
  * @returns hits sorted by score desc, then index name, then `_id`; paged by from/size.
  * @throws IndexNotFoundError for a name that is not loaded; EngineRequestError
  *   `shard_not_found_exception` (404) for a requested shard that is not held; whatever `checkpoint` throws.
@@ -99,6 +106,7 @@ export function executeSearch(
   checkpoint: () => void,
   nowMs: number = Date.now(),
   shards?: Readonly<Record<string, readonly number[]>>,
+  timeoutMs?: number,
 ): SearchResponse {
   const started = performance.now();
   const names = [...new Set(indexNames)];
@@ -109,7 +117,8 @@ export function executeSearch(
     if (wanted === undefined) return { name, shards: held.filter((s) => s !== undefined) };
     return { name, shards: wanted.map((n) => heldShard(held, name, n)) };
   });
-  const deadline = plan.timeoutMs === undefined ? undefined : started + plan.timeoutMs;
+  const limitMs = timeoutMs ?? plan.timeoutMs;
+  const deadline = limitMs === undefined ? undefined : started + limitMs;
   const check =
     deadline === undefined
       ? checkpoint
@@ -119,11 +128,11 @@ export function executeSearch(
         };
   const run: QueryRun = { nowMs, checkpoint: check };
   const matches: ScoredMatch[] = [];
-  let shardCount = 0;
+  // Every targeted shard counts, also those a timeout left unsearched (successful, no hits), as in Elasticsearch.
+  const shardCount = targets.reduce((n, t) => n + t.shards.length, 0);
   let timedOut = false;
   search: for (const { name, shards } of targets) {
     for (const shard of shards) {
-      shardCount++;
       let found: ShardMatches;
       try {
         check();
@@ -140,7 +149,7 @@ export function executeSearch(
   if (timedOut && !plan.allowPartial) {
     throw new EngineRequestError(
       'search_phase_execution_exception',
-      `Partial shards failure: the search passed its timeout of ${plan.timeoutMs} ms (Time exceeded) and allow_partial_search_results is false`,
+      `Partial shards failure: the search passed its timeout of ${limitMs} ms (Time exceeded) and allow_partial_search_results is false`,
       429,
     );
   }

@@ -156,7 +156,8 @@ export function queryAttributes(request: EngineRequest, nowMs: number): QueryAtt
  * Worker, per task: run the search over each requested index (none when `request.indices` is empty)
  * and each of its held shards (or the shards `request.shards` names), calling `context.checkpoint()`
  * before every shard, before every clause of a bool query on a shard, and once at the end; `now` in
- * date math is the worker's clock.
+ * date math is the worker's clock. With `request.timeoutMs`, shards left when it has passed are not
+ * searched and the response says `timed_out: true` (see `executeSearch`).
  *
  * @returns an OpenSearch-shaped response (`took` in ms; hits sorted by score desc, index, `_id`).
  * @throws EngineRequestError / IndexNotFoundError as `validate`, and `shard_not_found_exception`
@@ -174,5 +175,6 @@ export function handle(request: EngineRequest, context: TaskContext): SearchResp
     () => context.checkpoint(),
     Date.now(),
     request.shards,
+    request.timeoutMs,
   );
 }

@@ -10,7 +10,6 @@
  *   sandbox's `max_queue_wait` (see docs/overload.md).
  */
 import { InvalidArgumentError } from '../errors.js';
-import { parseTimeValueMs } from '../indices/time-value.js';
 
 /**
  * Per-call options of `runtime.search(request, options)`. An interface of its own so that embedders
@@ -61,20 +60,4 @@ export function checkSearchCallOptions(options: unknown): SearchCallOptions | un
   }
   if (signal === undefined && timeoutMs === undefined) return undefined;
   return options as SearchCallOptions;
-}
-
-/**
- * The request's own `timeout` (Elasticsearch's search `timeout`, in the body; the HTTP edge folds
- * `?timeout=` into it), read for the queue-wait bound. The body is left as it is: the engine reads the
- * same `timeout` as the longest a search may run (the built-in one answers `timed_out` past it).
- * `-1` means none; below 1 ms counts as 1 ms (a task that finds a free worker at once still runs).
- * @returns ms, or undefined when the body gives none.
- * @throws InvalidArgumentError naming `timeout` and the value.
- */
-export function requestTimeoutMs(body: unknown): number | undefined {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
-  const timeout = (body as Record<string, unknown>)['timeout'];
-  if (timeout === undefined) return undefined;
-  const ms = parseTimeValueMs(timeout, 'timeout');
-  return ms < 0 ? undefined : Math.max(1, ms);
 }

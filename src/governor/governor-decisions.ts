@@ -23,17 +23,23 @@ export interface CancellationDecision {
   readonly taskId: number;
   /** The task's own (leaf) sandbox, when the task was still in the usage sample. */
   readonly sandboxId: string | undefined;
-  /** The sandbox whose high limit was breached (the task's own or an ancestor), or the one shed in duress. */
+  /**
+   * The sandbox whose high limit was breached: the task's own or an ancestor; for `time`, the task's
+   * sandbox (whose `cancel_after_time_interval`, its own or inherited, it ran past).
+   */
   readonly breachedSandboxId: string;
-  /** `limit` (a high limit; the default) or `duress` (the node in duress shed the sandbox: docs/overload.md). */
+  /** `limit` (a high limit or the watchdog; the default) or `duress` (the node in duress shed the sandbox: docs/overload.md). */
   readonly reason?: 'limit' | 'duress';
-  readonly resource: Resource;
+  /** `time`: the wall-clock watchdog (`cancel_after_time_interval`), whatever the task's usage. */
+  readonly resource: Resource | 'time';
   readonly kind: 'soft' | 'hard';
-  /** The breached sandbox's usage of `resource`, ratio 0..1. */
+  /** The breached sandbox's usage of `resource`, ratio 0..1 (absent for `time`). */
   readonly usage: number | undefined;
   readonly highLimit: number | undefined;
-  /** The task's own usage of `resource` in the interval, ratio 0..1. */
+  /** The task's own usage of `resource` in the interval, ratio 0..1 (absent for `time`). */
   readonly taskUsage: number | undefined;
+  /** For `time`: the limit the task ran past, ms. */
+  readonly cancelAfterMs?: number | undefined;
 }
 
 /** Receives the governor's decisions, on the governor's tick (must be cheap and must not throw). */

@@ -3,7 +3,10 @@
  * the pure `decide`, publishes the verdicts that the request path reads, and cancels tasks: soft
  * first (the task's cancel flag, seen by its AbortSignal), then hard (its worker is terminated) when
  * it is still running its grace later (its sandbox's `cancellationGraceMs`, by default
- * `graceIntervals` intervals; never, for a sandbox that says so).
+ * `graceIntervals` intervals; never, for a sandbox that says so). At every tick the wall-clock
+ * watchdog (`wall-clock-watchdog.ts`) also picks the tasks that ran past their
+ * `cancel_after_time_interval`; they are cancelled the same way, soft then hard, without the token
+ * buckets, and counted apart.
  */
 import { createHistogram } from 'node:perf_hooks';
 import type { NodeUsage } from '../tracking/node-usage-sampler.js';
@@ -23,6 +26,10 @@ import type { DuressDetector } from './duress-detector.js';
 import type { GovernorDecisionListener } from './governor-decisions.js';
 import type { SandboxCounterTable } from './sandbox-counters.js';
 import { TokenBucket } from './token-bucket.js';
+import { dueWithin, overdueTasks, type WallClockCancellation } from './wall-clock-watchdog.js';
+
+/** What a task is cancelled for: usage over a high limit, or its run time past its cancel-after. */
+export type AnyCancellation = Cancellation | WallClockCancellation;
 
 /** What the governor needs from the rest of the runtime (wired by the composition root). */
 export interface GovernorDeps {
@@ -31,10 +38,10 @@ export interface GovernorDeps {
   sandboxes(): readonly Sandbox[];
   readonly duress: DuressDetector;
   readonly counters: SandboxCounterTable;
-  /** Soft cancellation: raise the task's cancel flag. */
-  softCancel(taskId: number, resource: Resource): void;
+  /** Soft cancellation: raise the task's cancel flag (`time`: it ran past its cancel-after). */
+  softCancel(taskId: number, resource: Resource | 'time'): void;
   /** Hard cancellation: terminate the task's worker. */
-  hardCancel(taskId: number, resource: Resource): void;
+  hardCancel(taskId: number, resource: Resource | 'time'): void;
   /**
    * The grace of a task picked now, ms from its soft to its hard cancellation (`Infinity`: never
    * hard-cancel); its sandbox's `cancellationGraceMs`. Default: `graceIntervals × intervalMs` for all.
@@ -42,6 +49,16 @@ export interface GovernorDeps {
   graceMsOf?(taskId: number): number;
   /** Called at every tick with the previous and the new snapshot (for state-change events); must be cheap. */
   publishStateChanges?(before: GovernorSnapshot, after: GovernorSnapshot): void;
+  /**
+   * The `cancel_after_time_interval` in force for a running task, ms (> 0), or undefined for none
+   * (read at every tick). Default: none for every task (no watchdog).
+   */
+  cancelAfterMs?(taskId: number): number | undefined;
+  /**
+   * Runs `callback` after `delayMs` (a real timer, unref'ed); returns a function that cancels it. With
+   * it, the watchdog cancels a task due before the next tick at its limit. Default: none (ticks only).
+   */
+  schedule?(callback: () => void, delayMs: number): () => void;
   /** Clock, ms. */
   nowMs(): number;
   /** Whether some lane has a standing queue now (for shedding in CPU duress). Default: always true. */
@@ -77,8 +94,12 @@ export interface GovernorOptions {
 
 /** Governor counters, a plain snapshot. */
 export interface GovernorStats {
+  /** Usage-based cancellations (over a high limit, or orphans in duress): soft, then hard. */
   readonly softCancellations: number;
   readonly hardCancellations: number;
+  /** Wall-clock watchdog: tasks cancelled for running past their cancel-after (soft), and of those, hard. */
+  readonly wallClockCancellations: number;
+  readonly wallClockHardCancellations: number;
   /**
    * Tasks whose cancellation the token buckets held back at least once (each counted once; they are
    * picked again at later intervals while still needed).
@@ -96,7 +117,7 @@ export interface GovernorStats {
 }
 
 interface PendingCancellation {
-  readonly cancellation: Cancellation;
+  readonly cancellation: AnyCancellation;
   readonly softAtMs: number;
   /** ms after `softAtMs` at which it is cancelled hard; `Infinity`: never. */
   readonly graceMs: number;
@@ -144,7 +165,11 @@ export class Governor {
   #lastTickMs: number;
   #softCancellations = 0;
   #hardCancellations = 0;
+  #wallClockCancellations = 0;
+  #wallClockHardCancellations = 0;
   #rateLimited = 0;
+  /** Timers armed for tasks whose cancel-after falls before the next tick (see `wall-clock-watchdog.ts`). */
+  readonly #wallClockTimers = new Map<number, () => void>();
   /** Tasks held back by the rate limit and not yet settled (so each is counted once). */
   readonly #heldBack = new Set<number>();
   readonly #tickNs = createHistogram();
@@ -182,6 +207,8 @@ export class Governor {
   stop(): void {
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
+    for (const cancel of this.#wallClockTimers.values()) cancel();
+    this.#wallClockTimers.clear();
   }
 
   get enforcement(): EnforcementMode {
@@ -210,7 +237,7 @@ export class Governor {
   /** True when the task was picked for cancellation and not yet forgotten. */
   cancellationOf(
     taskId: number,
-  ): { readonly cancellation: Cancellation; readonly hard: boolean } | undefined {
+  ): { readonly cancellation: AnyCancellation; readonly hard: boolean } | undefined {
     return this.#pending.get(taskId);
   }
 
@@ -218,6 +245,21 @@ export class Governor {
   forget(taskId: number): void {
     this.#pending.delete(taskId);
     this.#heldBack.delete(taskId);
+    const timer = this.#wallClockTimers.get(taskId);
+    if (timer !== undefined) {
+      timer();
+      this.#wallClockTimers.delete(taskId);
+    }
+  }
+
+  /** A wall-clock cancellation: soft now, hard after the grace period (at a later tick). */
+  #cancelForTime(c: WallClockCancellation, nowMs: number): void {
+    if (this.#pending.has(c.taskId)) return;
+    this.#pending.set(c.taskId, { cancellation: c, softAtMs: nowMs, graceMs: this.#deps.graceMsOf?.(c.taskId) ?? this.#graceMs, hard: false });
+    this.#wallClockCancellations++;
+    this.#deps.softCancel(c.taskId, 'time');
+    const listener = this.#deps.decisions;
+    if (listener !== undefined) reportWallClockCancellation(listener, c, 'soft');
   }
 
   /** A task completed normally: adds to the completion bucket. */
@@ -233,6 +275,8 @@ export class Governor {
     const stats: GovernorStats = {
       softCancellations: this.#softCancellations,
       hardCancellations: this.#hardCancellations,
+      wallClockCancellations: this.#wallClockCancellations,
+      wallClockHardCancellations: this.#wallClockHardCancellations,
       rateLimited: this.#rateLimited,
       tokens: { time: this.#timeBucket.tokens, completions: this.#completionBucket.tokens },
       ticks: this.#ticks,
@@ -337,9 +381,34 @@ export class Governor {
     for (const [taskId, p] of this.#pending) {
       if (!p.hard && nowMs - p.softAtMs >= p.graceMs) {
         p.hard = true;
-        this.#hardCancellations++;
+        if (p.cancellation.resource === 'time') this.#wallClockHardCancellations++;
+        else this.#hardCancellations++;
         deps.hardCancel(taskId, p.cancellation.resource);
         if (listener !== undefined) reportCancellation(listener, p.cancellation, 'hard', sandboxes, sample);
+      }
+    }
+    // The wall-clock watchdog: whatever their usage, tasks past their cancel-after (not rate limited).
+    if (deps.cancelAfterMs !== undefined) {
+      const cancelAfterMs = deps.cancelAfterMs;
+      for (const c of overdueTasks(tasks, nowMs, (taskId) => cancelAfterMs(taskId))) this.#cancelForTime(c, nowMs);
+      const schedule = deps.schedule;
+      if (schedule !== undefined) {
+        for (const due of dueWithin(tasks, nowMs, this.#intervalMs, (taskId) => cancelAfterMs(taskId))) {
+          if (this.#wallClockTimers.has(due.taskId)) continue;
+          const startedAtMs = nowMs + due.inMs - due.cancelAfterMs;
+          const cancel = schedule(() => {
+            this.#wallClockTimers.delete(due.taskId);
+            const at = deps.nowMs();
+            // The limit may have changed since; the next tick sees a task that is not due yet.
+            const limit = cancelAfterMs(due.taskId);
+            if (limit === undefined || at - startedAtMs < limit - 1) return;
+            this.#cancelForTime(
+              { taskId: due.taskId, sandboxId: due.sandboxId, cancelAfterMs: limit, ranMs: at - startedAtMs, resource: 'time' },
+              at,
+            );
+          }, due.inMs);
+          this.#wallClockTimers.set(due.taskId, cancel);
+        }
       }
     }
     // New cancellations, in the decision's order, while either bucket has a token (as OpenSearch's
@@ -347,6 +416,8 @@ export class Governor {
     const cancellations = decision.cancellations;
     for (let i = 0; i < cancellations.length; i++) {
       const c = cancellations[i]!;
+      // Picked by the watchdog in this tick already.
+      if (this.#pending.has(c.taskId)) continue;
       const byTime = this.#timeBucket.tryTake();
       const byCompletions = this.#completionBucket.tryTake();
       if (!byTime && !byCompletions) {
@@ -396,11 +467,15 @@ function reportStateChanges(
 
 function reportCancellation(
   listener: GovernorDecisionListener,
-  c: Cancellation,
+  c: AnyCancellation,
   kind: 'soft' | 'hard',
   sandboxes: readonly Sandbox[],
   sample: UsageSample,
 ): void {
+  if (c.resource === 'time') {
+    reportWallClockCancellation(listener, c, kind);
+    return;
+  }
   const task = sample.tasks.find((t) => t.taskId === c.taskId);
   listener.cancelled({
     taskId: c.taskId,
@@ -412,6 +487,25 @@ function reportCancellation(
     usage: sample.sandboxes.get(c.sandboxId)?.[c.resource],
     highLimit: sandboxes.find((s) => s.id === c.sandboxId)?.limits[c.resource]?.high,
     taskUsage: task === undefined ? undefined : c.resource === 'cpu' ? task.cpuUsage : task.memoryUsage,
+  });
+}
+
+/** A wall-clock cancellation for `listener`: no usage figures, the limit the task ran past. */
+function reportWallClockCancellation(
+  listener: GovernorDecisionListener,
+  c: WallClockCancellation,
+  kind: 'soft' | 'hard',
+): void {
+  listener.cancelled({
+    taskId: c.taskId,
+    sandboxId: c.sandboxId,
+    breachedSandboxId: c.sandboxId,
+    resource: 'time',
+    kind,
+    usage: undefined,
+    highLimit: undefined,
+    taskUsage: undefined,
+    cancelAfterMs: c.cancelAfterMs,
   });
 }
 

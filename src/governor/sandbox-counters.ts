@@ -23,10 +23,14 @@ export interface SandboxCounters {
   hardCancellations: number;
   /** Tasks that failed (engine errors), not counting rejections and cancellations. */
   failures: number;
+  /** Of `cancellations`, those for running past `cancel_after_time_interval` (the wall-clock watchdog). */
+  wallClockCancellations: number;
+  /** Completed searches whose result says `timed_out: true` (the search `timeout`: partial hits). */
+  timedOut: number;
   /** Calls whose caller gave up (`signal` aborted, HTTP client gone), queued or running. */
   aborted: number;
-  /** Calls past their `timeoutMs`, queued or running. */
-  timedOut: number;
+  /** Calls past their `timeoutMs` (`search(request, { timeoutMs })`), queued or running. */
+  callTimeouts: number;
   /** Of `rejections`, those of tasks that waited past their queue-wait bound or the controlled-delay target. */
   queueWaitRejections: number;
   /** Of `rejections` and `cancellations`, those made because the node shed this sandbox in duress. */
@@ -53,8 +57,10 @@ export class SandboxCounterTable {
         cancellations: 0,
         hardCancellations: 0,
         failures: 0,
-        aborted: 0,
+        wallClockCancellations: 0,
         timedOut: 0,
+        aborted: 0,
+        callTimeouts: 0,
         queueWaitRejections: 0,
         duressRejections: 0,
         duressCancellations: 0,
@@ -72,11 +78,12 @@ export class SandboxCounterTable {
     if (resource !== 'queue') c[resource].rejections++;
   }
 
-  countCancellation(sandboxId: string, resource: Resource | 'shutdown', hard: boolean): void {
+  countCancellation(sandboxId: string, resource: Resource | 'time' | 'shutdown', hard: boolean): void {
     const c = this.of(sandboxId);
     c.cancellations++;
     if (hard) c.hardCancellations++;
-    if (resource !== 'shutdown') {
+    if (resource === 'time') c.wallClockCancellations++;
+    else if (resource !== 'shutdown') {
       c[resource].cancellations++;
       if (hard) c[resource].hardCancellations++;
     }

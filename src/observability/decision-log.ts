@@ -109,6 +109,7 @@ export class DecisionLog implements GovernorDecisionListener {
         usage: round(d.usage),
         highLimit: d.highLimit,
         taskUsage: round(d.taskUsage),
+        ...(d.cancelAfterMs === undefined ? {} : { cancelAfterMs: d.cancelAfterMs }),
       },
       'task cancelled',
     );

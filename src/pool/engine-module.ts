@@ -76,6 +76,14 @@ export interface EngineRequest<Body = unknown> {
    * without shards may ignore it; one with shards refuses a shard it does not hold (a 4xx).
    */
   readonly shards?: Readonly<Record<string, readonly number[]>>;
+  /**
+   * The search timeout in force (ms > 0; the request's `timeout` or its sandbox's
+   * `search_settings.timeout`, see `sandbox/search-settings.ts`); absent: none. As in Elasticsearch, an
+   * engine past it stops collecting (between shards or other units of work, counted from the start of
+   * `handle`) and returns the hits it has with `timed_out: true` rather than failing. An engine that
+   * cannot stop early may ignore it. The runtime takes the `timeout` key out of an object body.
+   */
+  readonly timeoutMs?: number;
 }
 
 /**

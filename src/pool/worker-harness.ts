@@ -49,12 +49,25 @@ function heapNow(): number {
  */
 const ASYNC_POLL_MS = 25;
 
+/**
+ * An async handler still pending this long after its wall-clock cancellation (`CancelReason.TIME`)
+ * was seen (and its signal fired) is given up: the worker records the task's end in its slot and exits, so that piscina fails the task
+ * and starts a replacement (the handler's code may still be live: the worker must not take another
+ * task). A handler that stalls (awaits forever, ignoring its signal) would otherwise hold its worker
+ * until the governor's hard cancellation, `graceIntervals` later; a cooperative one settles well
+ * within this. The main thread reads the exit of a worker whose task the watchdog picked as a hard
+ * wall-clock cancellation.
+ */
+const ABANDON_AFTER_MS = 5;
+
 function cancelMessage(code: number): string {
   switch (code) {
     case CancelReason.CPU:
       return 'task cancelled: its sandbox is above its high cpu limit';
     case CancelReason.MEMORY:
       return 'task cancelled: its sandbox is above its high memory limit';
+    case CancelReason.TIME:
+      return 'task cancelled: it ran past its cancel_after_time_interval';
     case CancelReason.ABORTED:
       return 'task cancelled: its caller gave up (aborted, timed out or disconnected)';
     default:
@@ -222,8 +235,21 @@ export default async function runTask(envelope: TaskEnvelope): Promise<TaskOutco
     if (pending !== null && typeof (pending as Promise<unknown>)?.then === 'function') {
       // While an async handler waits, its event loop is free: the main thread's cancellation wakes
       // this wait at once (the signal fires at the handler's next await), and every ASYNC_POLL_MS
-      // the memory checkpoint is refreshed, so the main thread need not probe it.
+      // the memory checkpoint is refreshed, so the main thread need not probe it. A handler still
+      // pending ABANDON_AFTER_MS after a wall-clock cancellation is given up on: the end is recorded
+      // and the worker leaves, to be replaced.
       waiting = true;
+      let abandonArmed = false;
+      const armAbandon = (): void => {
+        if (abandonArmed || slots.cancelCode(slot, taskId) !== CancelReason.TIME) return;
+        abandonArmed = true;
+        setTimeout(() => {
+          if (ended) return;
+          lastEndCpuNs = currentThreadCpuTimeNs();
+          slots.end(slot, taskId, lastEndCpuNs, heapNow());
+          process.exit(0);
+        }, ABANDON_AFTER_MS);
+      };
       const watch = (): void => {
         void slots.waitForCancel(slot, taskId, ASYNC_POLL_MS).then((woke) => {
           if (ended) return;
@@ -232,6 +258,7 @@ export default async function runTask(envelope: TaskEnvelope): Promise<TaskOutco
             watch();
           } else {
             abortIfRequested();
+            armAbandon();
           }
         });
       };

@@ -5,15 +5,22 @@
  */
 import { ROOT_SANDBOX_ID, RESOURCES, type Sandbox } from './sandbox.js';
 import { formatMaxQueueWait } from './sandbox-entry.js';
+import { toSearchSettingsDocument } from './search-settings.js';
 
-/** The document of one sandbox (a fresh plain object). */
+/**
+ * The document of one sandbox (a fresh plain object). `search_settings`, `max_concurrent_tasks` and
+ * `max_concurrent_tasks_per_user` appear only when set.
+ */
 export function toSandboxDocument(s: Sandbox): Record<string, unknown> {
+  const settings = toSearchSettingsDocument(s.searchSettings);
+  const withSettings = Object.keys(settings).length > 0 ? { search_settings: settings } : {};
   if (s.id === ROOT_SANDBOX_ID) {
     return {
       _id: s.id,
       priority: s.priority,
       ...(s.maxQueueWaitMs !== undefined ? { max_queue_wait: formatMaxQueueWait(s.maxQueueWaitMs) } : {}),
       ...(s.cancellationGraceMs !== undefined ? { cancellationGraceMs: s.cancellationGraceMs } : {}),
+      ...withSettings,
       updated_at: s.updatedAt,
       version: s.version,
     };
@@ -41,6 +48,11 @@ export function toSandboxDocument(s: Sandbox): Record<string, unknown> {
     tags: [...s.tags],
     ...(s.maxQueueWaitMs !== undefined ? { max_queue_wait: formatMaxQueueWait(s.maxQueueWaitMs) } : {}),
     ...(s.cancellationGraceMs !== undefined ? { cancellationGraceMs: s.cancellationGraceMs } : {}),
+    ...withSettings,
+    ...(s.maxConcurrentTasks !== undefined ? { max_concurrent_tasks: s.maxConcurrentTasks } : {}),
+    ...(s.maxConcurrentTasksPerUser !== undefined
+      ? { max_concurrent_tasks_per_user: s.maxConcurrentTasksPerUser }
+      : {}),
     updated_at: s.updatedAt,
     version: s.version,
   };

@@ -4,6 +4,7 @@ import { isPlainObject } from './is-plain-object.js';
 import { type ParsedResourceLimits, parseResourceLimits } from './resource-limits.js';
 import { type CancellationGrace, parseCancellationGrace } from './cancellation-grace.js';
 import { ROOT_SANDBOX_ID, SandboxMode, type SelectionAttributes } from './sandbox.js';
+import { parseSearchSettings, type SearchSettings } from './search-settings.js';
 import { parseSelectionAttributes } from './selection-attributes.js';
 
 /** Fields a sandbox entry of a sandbox file may have. */
@@ -18,11 +19,17 @@ const ENTRY_KEYS = [
   'tags',
   'max_queue_wait',
   'cancellationGraceMs',
+  'search_settings',
+  'max_concurrent_tasks',
+  'max_concurrent_tasks_per_user',
   'updated_at',
   'version',
 ] as const;
 /** Fields the root's entry (`"_id": "_root"`) may have. */
-const ROOT_ENTRY_KEYS = ['_id', 'priority', 'max_queue_wait', 'cancellationGraceMs', 'updated_at', 'version'] as const;
+const ROOT_ENTRY_KEYS = ['_id', 'priority', 'max_queue_wait', 'cancellationGraceMs', 'search_settings', 'updated_at', 'version'] as const;
+
+/** Largest `max_concurrent_tasks` / `max_concurrent_tasks_per_user`. */
+export const MAX_CONCURRENT_TASKS = 100_000;
 
 /** Names and ids: 1..50 (names) or 1..100 (ids) characters of `[A-Za-z0-9_-]`. */
 const NAME_PATTERN = /^[A-Za-z0-9_-]+$/;
@@ -52,19 +59,25 @@ export interface SandboxEntry {
   readonly maxQueueWaitMs: number | undefined;
   /** `cancellationGraceMs`; `undefined` when absent (inherited). */
   readonly cancellationGraceMs: CancellationGrace | undefined;
+  readonly searchSettings: SearchSettings;
+  /** `max_concurrent_tasks`, 1..100000, or undefined. */
+  readonly maxConcurrentTasks: number | undefined;
+  /** `max_concurrent_tasks_per_user`, 1..100000, or undefined. */
+  readonly maxConcurrentTasksPerUser: number | undefined;
   /** `updated_at`, ms since the epoch (0 when absent). */
   readonly updatedAt: number;
   /** `version`, >= 1 (1 when absent). */
   readonly version: number;
 }
 
-/** The root's entry: only its priority, maximum queue wait and cancellation grace can be set. */
+/** The root's entry: only its priority, maximum queue wait, cancellation grace and search settings (the node-wide defaults) can be set. */
 export interface RootEntry {
   readonly index: number;
   readonly path: string;
   readonly priority: number;
   readonly maxQueueWaitMs: number | undefined;
   readonly cancellationGraceMs: CancellationGrace | undefined;
+  readonly searchSettings: SearchSettings;
   readonly updatedAt: number;
   readonly version: number;
 }
@@ -85,7 +98,7 @@ export function parseSandboxEntry(value: unknown, index: number): SandboxEntry |
       value,
       path,
       ROOT_ENTRY_KEYS,
-      'on the root sandbox entry (only _id, priority, max_queue_wait and cancellationGraceMs may be set)',
+      'on the root sandbox entry (only _id, priority, max_queue_wait, cancellationGraceMs and search_settings may be set)',
     );
     return Object.freeze({
       index,
@@ -93,6 +106,7 @@ export function parseSandboxEntry(value: unknown, index: number): SandboxEntry |
       priority: parsePriority(value['priority'], `${path}.priority`),
       maxQueueWaitMs: parseMaxQueueWait(value['max_queue_wait'], `${path}.max_queue_wait`),
       cancellationGraceMs: parseCancellationGrace(value['cancellationGraceMs'], `${path}.cancellationGraceMs`),
+      searchSettings: parseSearchSettings(value['search_settings'], `${path}.search_settings`),
       updatedAt: parseCount(value['updated_at'], `${path}.updated_at`, 0, 0),
       version: parseCount(value['version'], `${path}.version`, 1, 1),
     });
@@ -152,9 +166,24 @@ export function parseSandboxEntry(value: unknown, index: number): SandboxEntry |
     tags: parseTags(value['tags'], `${path}.tags`),
     maxQueueWaitMs: parseMaxQueueWait(value['max_queue_wait'], `${path}.max_queue_wait`),
     cancellationGraceMs: parseCancellationGrace(value['cancellationGraceMs'], `${path}.cancellationGraceMs`),
+    searchSettings: parseSearchSettings(value['search_settings'], `${path}.search_settings`),
+    maxConcurrentTasks: parseCap(value['max_concurrent_tasks'], `${path}.max_concurrent_tasks`),
+    maxConcurrentTasksPerUser: parseCap(
+      value['max_concurrent_tasks_per_user'],
+      `${path}.max_concurrent_tasks_per_user`,
+    ),
     updatedAt: parseCount(value['updated_at'], `${path}.updated_at`, 0, 0),
     version: parseCount(value['version'], `${path}.version`, 1, 1),
   });
+}
+
+/** A concurrency cap: an integer in 1..100000, or undefined when absent. */
+function parseCap(value: unknown, path: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_CONCURRENT_TASKS) {
+    throw new InvalidSandboxError(path, `must be an integer in 1..${MAX_CONCURRENT_TASKS} (tasks running at once)`, value);
+  }
+  return value;
 }
 
 /** An integer >= `min` (`fallback` when absent): `updated_at` (ms since the epoch), `version`. */

@@ -70,9 +70,13 @@ export async function loadSandboxFile(path: string): Promise<Sandbox[]> {
  * most 10 patterns of 1..100 chars per attribute; two sandboxes may not name identical ones), `tags`
  * (strings), `max_queue_wait` (a time value such as `"5s"`, or -1 for no bound; absent: the parent's),
  * `cancellationGraceMs` (ms from a task's soft to its hard cancellation, an integer in
- * 0..3600000 or `"never"`; absent: inherited from the parent, see `cancellation-grace.ts`), and the store's `updated_at` (ms since the epoch, default 0) and `version` (>= 1,
+ * 0..3600000 or `"never"`; absent: inherited from the parent, see `cancellation-grace.ts`),
+ * `search_settings` (see `search-settings.ts`), `max_concurrent_tasks` and
+ * `max_concurrent_tasks_per_user` (integers 1..100000: tasks of the subtree, and of one user in it,
+ * that run at once; a child's cap may not exceed its nearest capped ancestor's), and the store's `updated_at` (ms since the epoch, default 0) and `version` (>= 1,
  * default 1). Unknown keys are refused. An entry `{ "_id": "_root", "priority": n }` sets the root's
- * priority (default 0) and may set its `max_queue_wait` and `cancellationGraceMs`; nothing else about the root can be set. `version` is the store's
+ * priority (default 0) and may set its `max_queue_wait`, `cancellationGraceMs` and `search_settings` (the node-wide
+ * defaults); nothing else about the root can be set. `version` is the store's
  * compare-and-swap counter: checked here, not returned.
  *
  * Errors: the first one found is thrown (entries are checked in file order, then the checks across
@@ -134,6 +138,7 @@ export function parseSandboxDefinitions(json: unknown, options: ParseOptions = {
   const depths = checkParents(entries, byId);
   checkSiblingPriorities(entries);
   checkLimitsWithinAncestors(entries, byId);
+  checkCapsWithinAncestors(entries, byId);
   checkDistinctSelectionAttributes(entries);
 
   const ordered = entries
@@ -150,6 +155,7 @@ export function parseSandboxDefinitions(json: unknown, options: ParseOptions = {
             version: rootEntry.version,
             maxQueueWaitMs: rootEntry.maxQueueWaitMs,
             cancellationGraceMs: rootEntry.cancellationGraceMs,
+            searchSettings: rootEntry.searchSettings,
           },
     ),
     ...ordered,
@@ -269,6 +275,44 @@ function checkLimitsWithinAncestors(
   }
 }
 
+/**
+ * A concurrency cap counts a sandbox's whole subtree, so a child's cap above its nearest capped
+ * ancestor's could never be reached: refused, as a child's limits above its parent's are. A per-user
+ * cap above the sandbox's own cap is refused for the same reason.
+ */
+function checkCapsWithinAncestors(
+  entries: readonly SandboxEntry[],
+  byId: ReadonlyMap<string, SandboxEntry>,
+): void {
+  for (const entry of entries) {
+    const own = entry.maxConcurrentTasks;
+    const perUser = entry.maxConcurrentTasksPerUser;
+    if (perUser !== undefined && own !== undefined && perUser > own) {
+      throw new InvalidSandboxError(
+        `${entry.path}.max_concurrent_tasks_per_user`,
+        `must not exceed the sandbox's max_concurrent_tasks (${own})`,
+        perUser,
+      );
+    }
+    if (own === undefined) continue;
+    let parentId = entry.parentId;
+    while (parentId !== null) {
+      const parent = byId.get(parentId)!;
+      if (parent.maxConcurrentTasks !== undefined) {
+        if (own > parent.maxConcurrentTasks) {
+          throw new InvalidSandboxError(
+            `${entry.path}.max_concurrent_tasks`,
+            `must not exceed the max_concurrent_tasks of parent sandbox "${parent.id}" (${parent.maxConcurrentTasks})`,
+            own,
+          );
+        }
+        break;
+      }
+      parentId = parent.parentId;
+    }
+  }
+}
+
 function nearestLimitedAncestor(
   entry: SandboxEntry,
   resource: Resource,
@@ -322,6 +366,9 @@ function toSandbox(entry: SandboxEntry): Sandbox {
     tags: entry.tags,
     ...(entry.maxQueueWaitMs !== undefined ? { maxQueueWaitMs: entry.maxQueueWaitMs } : {}),
     ...(entry.cancellationGraceMs !== undefined ? { cancellationGraceMs: entry.cancellationGraceMs } : {}),
+    searchSettings: entry.searchSettings,
+    maxConcurrentTasks: entry.maxConcurrentTasks,
+    maxConcurrentTasksPerUser: entry.maxConcurrentTasksPerUser,
     updatedAt: entry.updatedAt,
     version: entry.version,
   });

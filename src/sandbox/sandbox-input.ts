@@ -10,6 +10,16 @@ import type { SandboxMode } from './sandbox.js';
 /** One limit: `{ low?, high }` ratios in (0, 1] (`low` defaults to 80 % of `high`), or `high` alone. */
 export type ResourceLimitInput = number | { readonly low?: number; readonly high: number };
 
+/** `search_settings` as written (see `search-settings.ts`): time values like `"500ms"`, `"30s"` or `"-1"` (none). */
+export interface SearchSettingsInput {
+  readonly timeout?: string;
+  readonly cancel_after_time_interval?: string;
+  /** Integer 1..65536. */
+  readonly max_concurrent_shard_requests?: number;
+  /** Default false: the request's values win over the sandbox's. */
+  readonly override_request_values?: boolean;
+}
+
 /** A percent limit of the seed's form: `{ low?, high }` or `high`, in (0, 100], numbers or numeric strings. */
 export type PercentLimitInput = number | string | { readonly low?: number | string; readonly high: number | string };
 
@@ -51,6 +61,12 @@ export interface SandboxInput {
    * 1 day) or `-1` (or `"-1"`) for no bound; absent: inherited (docs/overload.md).
    */
   readonly max_queue_wait?: string | number;
+  /** Search defaults of the sandbox, each inherited when absent. */
+  readonly search_settings?: SearchSettingsInput;
+  /** Tasks of the subtree that run at once, integer 1..100000; absent: no cap. */
+  readonly max_concurrent_tasks?: number;
+  /** Tasks of one user in the subtree that run at once, integer 1..100000; absent: no cap. */
+  readonly max_concurrent_tasks_per_user?: number;
 }
 
 /**
@@ -68,6 +84,10 @@ export interface SandboxPatch {
   readonly tags?: readonly string[];
   readonly cancellationGraceMs?: number | 'never' | null;
   readonly max_queue_wait?: string | number | null;
+  /** Merged per key; a key set to `null` (or the whole field `null`) inherits again. */
+  readonly search_settings?: { readonly [K in keyof SearchSettingsInput]?: SearchSettingsInput[K] | null } | null;
+  readonly max_concurrent_tasks?: number | null;
+  readonly max_concurrent_tasks_per_user?: number | null;
 }
 
 /** An entry of a sandbox file: a sandbox, with the store's fields where it has them. */
@@ -80,12 +100,13 @@ export interface SandboxFileEntry extends SandboxInput {
   readonly version?: number;
 }
 
-/** The root's entry: only its priority, maximum queue wait and cancellation grace can be set. */
+/** The root's entry: only its priority, maximum queue wait, cancellation grace and search settings (the node-wide defaults) can be set. */
 export interface RootSandboxFileEntry {
   readonly _id: '_root';
   readonly priority: number;
   readonly cancellationGraceMs?: number | 'never';
   readonly max_queue_wait?: string | number;
+  readonly search_settings?: SearchSettingsInput;
   readonly updated_at?: number;
   readonly version?: number;
 }

@@ -68,6 +68,9 @@ const BODY_KEYS: readonly string[] = [
   'tags',
   'max_queue_wait',
   'cancellationGraceMs',
+  'search_settings',
+  'max_concurrent_tasks',
+  'max_concurrent_tasks_per_user',
 ];
 
 /** How often a change is re-checked after losing a compare-and-swap before giving up. */
@@ -359,7 +362,11 @@ function checkBody(body: unknown): Record<string, unknown> {
   return body;
 }
 
-/** `patch` over `current`; limits merge per resource, `null` removes a limit or the parent. */
+/**
+ * `patch` over `current`; limits merge per resource, `null` removes a limit, the parent or a cap.
+ * `search_settings` merge per key as OpenSearch's workload-group settings do: a key set to `null` is
+ * removed, `{}` or `null` removes them all.
+ */
 function merge(current: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown> {
   const document: Record<string, unknown> = { ...current };
   for (const [key, value] of Object.entries(patch)) {
@@ -375,7 +382,23 @@ function merge(current: Record<string, unknown>, patch: Record<string, unknown>)
         else limits[resource] = limit;
       }
       document[key] = limits;
-    } else if ((key === 'parent_id' || key === 'max_queue_wait' || key === 'cancellationGraceMs') && value === null) {
+    } else if (key === 'search_settings' && isPlainObject(value) && Object.keys(value).length > 0) {
+      const settings: Record<string, unknown> = { ...((current[key] as Record<string, unknown>) ?? {}) };
+      for (const [name, setting] of Object.entries(value)) {
+        if (setting === null) delete settings[name];
+        else settings[name] = setting;
+      }
+      if (Object.keys(settings).length === 0) delete document[key];
+      else document[key] = settings;
+    } else if (
+      (key === 'search_settings' && (value === null || isPlainObject(value))) ||
+      ((key === 'parent_id' ||
+        key === 'max_queue_wait' ||
+        key === 'cancellationGraceMs' ||
+        key === 'max_concurrent_tasks' ||
+        key === 'max_concurrent_tasks_per_user') &&
+        value === null)
+    ) {
       delete document[key];
     } else {
       document[key] = value;

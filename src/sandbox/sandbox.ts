@@ -1,8 +1,10 @@
 /**
- * The sandbox model: a node of the sandbox tree with a priority, limits per resource, a mode and the
- * selection attributes that bind requests to it. Values of these types are plain, frozen data; the
+ * The sandbox model: a node of the sandbox tree with a priority, limits per resource, a mode, the
+ * selection attributes that bind requests to it, search settings and concurrency caps. Values of these types are plain, frozen data; the
  * file loader (`sandbox-file.ts`) is the place that validates them.
  */
+
+import type { SearchSettings } from './search-settings.js';
 
 /** Id (and name) of the root sandbox: the catch-all parent of every other sandbox. It has no limits. */
 export const ROOT_SANDBOX_ID = '_root';
@@ -73,6 +75,15 @@ export interface Sandbox {
    * inherited from the parent, up to the runtime's `graceIntervals × intervalMs`.
    */
   readonly cancellationGraceMs?: number | 'never';
+  /** Search settings (timeout, cancel-after, shard fan-out), each inherited when absent; see `search-settings.ts`. */
+  readonly searchSettings: SearchSettings;
+  /**
+   * Most tasks of this sandbox and its descendants that run at once (integer >= 1), or undefined for
+   * no cap. Tasks beyond it wait in the queue.
+   */
+  readonly maxConcurrentTasks: number | undefined;
+  /** Most tasks of one user in this sandbox and its descendants that run at once, or undefined. */
+  readonly maxConcurrentTasksPerUser: number | undefined;
   /** When the definition last changed, ms since the epoch (0 when never changed through the API). */
   readonly updatedAt: number;
   /** Version of this sandbox's definition: 1 when created, +1 per update (`If-Match`). */
@@ -80,10 +91,11 @@ export interface Sandbox {
 }
 
 const NO_PATTERNS: readonly string[] = Object.freeze([]);
+const NO_SETTINGS: SearchSettings = Object.freeze({});
 
 /**
  * The root sandbox: id and name `_root`, no parent, mode `enforced`, no limits, no selection
- * attributes, no tags. Requests that match no other sandbox land here.
+ * attributes, no tags, no caps; its search settings (when given) are the node-wide defaults. Requests that match no other sandbox land here.
  *
  * @param overrides.priority integer, default 0. Give it a value between those of the other sandboxes
  *   to rank unclassified work between them.
@@ -95,6 +107,7 @@ export function createRootSandbox(overrides?: {
   version?: number;
   maxQueueWaitMs?: number | undefined;
   cancellationGraceMs?: number | 'never' | undefined;
+  searchSettings?: SearchSettings;
 }): Sandbox {
   return Object.freeze({
     ...(overrides?.maxQueueWaitMs !== undefined ? { maxQueueWaitMs: overrides.maxQueueWaitMs } : {}),
@@ -107,6 +120,9 @@ export function createRootSandbox(overrides?: {
     limits: Object.freeze({}),
     selectionAttributes: Object.freeze({ userPattern: NO_PATTERNS, indicesPattern: NO_PATTERNS }),
     tags: NO_PATTERNS,
+    searchSettings: overrides?.searchSettings ?? NO_SETTINGS,
+    maxConcurrentTasks: undefined,
+    maxConcurrentTasksPerUser: undefined,
     updatedAt: overrides?.updatedAt ?? 0,
     version: overrides?.version ?? 1,
   });

@@ -65,6 +65,20 @@ class Level<T> {
     return this.#entries[this.#head];
   }
 
+  /**
+   * The oldest queued entry accepted by `filter`, scanning from the head: O(entries it skips). Used
+   * when some entries may not start yet (a sandbox at its concurrency cap) and must not hold back the
+   * entries behind them.
+   */
+  first(filter: (item: T) => boolean): QueueEntry<T> | undefined {
+    const entries = this.#entries;
+    for (let i = this.#head; i < entries.length; i++) {
+      const e = entries[i]!;
+      if (e.queued && filter(e.item)) return e;
+    }
+    return undefined;
+  }
+
   /** The newest queued entry accepted by `filter`, scanning from the back. */
   newest(filter?: (item: T) => boolean): QueueEntry<T> | undefined {
     const entries = this.#entries;
@@ -165,8 +179,11 @@ export class AgingPriorityQueue<T> {
     return entry;
   }
 
-  /** The entry `shift(minPriority)` would return, left queued. */
-  peek(minPriority = Number.NEGATIVE_INFINITY): QueueEntry<T> | undefined {
+  /**
+   * The entry `shift(minPriority)` would return, left queued. With `filter`, each level competes with
+   * its oldest entry that `filter` accepts (entries it refuses are passed over, not removed).
+   */
+  peek(minPriority = Number.NEGATIVE_INFINITY, filter?: (item: T) => boolean): QueueEntry<T> | undefined {
     const aging = this.#agingMsPerPriority;
     const lifo = this.lifo;
     let best: QueueEntry<T> | undefined;
@@ -174,7 +191,8 @@ export class AgingPriorityQueue<T> {
     let bestKey = 0;
     for (const level of this.#levels) {
       if (level.priority < minPriority) break;
-      const head = (lifo ? level.newest() : level.peek())!;
+      const head = lifo ? level.newest(filter) : filter === undefined ? level.peek() : level.first(filter);
+      if (head === undefined) continue;
       if (aging === Number.POSITIVE_INFINITY) {
         // Strict priority: the first (highest) level wins.
         return this.#remember(head, false);

@@ -30,7 +30,7 @@ import { laneOf, type ResolvedLane, singleLane } from './lanes.js';
 import type { QueryPriorityConfig } from './query-priority.js';
 import { planReservations, type ReservationPlan } from './worker-reservations.js';
 
-export interface TaskSchedulerOptions {
+export interface TaskSchedulerOptions<T = unknown> {
   /**
    * The lanes, as `resolveLanes` returns them (highest band first). Default: one lane of `capacity`
    * workers taking every priority.
@@ -45,6 +45,12 @@ export interface TaskSchedulerOptions {
   /** FIFO baseline: arrival order only (within each lane), no reservations (for comparisons). Default false. */
   readonly fifo?: boolean;
   readonly config: QueryPriorityConfig;
+  /**
+   * Whether a waiting task may start now (its sandbox under its concurrency caps, see
+   * `concurrency-caps.ts`). A task it refuses stays queued, and the tasks behind it, in its lane and
+   * level, are handed out past it. Default: every task may start.
+   */
+  readonly mayStart?: (item: T) => boolean;
   /**
    * At most one dispatch in this many of a lane may be an aged overtake (a lower priority served
    * before a waiting higher one because it waited longer), integer >= 1; 1: plain aging. Default 4.
@@ -241,6 +247,8 @@ export class TaskScheduler<T> {
   readonly #fifo: boolean;
   readonly #overload: OverloadPolicy | undefined;
   readonly #deadlines = new DeadlineHeap<Waiting<T>>();
+  readonly #mayStartItem: ((item: T) => boolean) | undefined;
+  readonly #mayStart: ((item: Waiting<T>) => boolean) | undefined;
   #config: QueryPriorityConfig;
   /** The latest clock reading seen (offer, next, expire), for `stats`. */
   #lastNowMs = 0;
@@ -250,7 +258,7 @@ export class TaskScheduler<T> {
   readonly #levels = new Map<number, LevelCounters>();
 
   /** @throws RangeError for a capacity below 1, no lanes, or a negative bound. */
-  constructor(options: TaskSchedulerOptions) {
+  constructor(options: TaskSchedulerOptions<T>) {
     const lanes =
       options.lanes ?? (options.capacity === undefined ? undefined : [singleLane(options.capacity, 0)]);
     if (lanes === undefined || lanes.length === 0) throw new RangeError('lanes or capacity must be given');
@@ -273,6 +281,9 @@ export class TaskScheduler<T> {
     this.#defaultAging = options.agingMsPerPriority;
     this.#fifo = options.fifo ?? false;
     this.#config = options.config;
+    const mayStart = options.mayStart;
+    this.#mayStartItem = mayStart;
+    this.#mayStart = mayStart === undefined ? undefined : (w) => mayStart(w.item);
     this.#specs = lanes;
     const aging = this.#aging();
     this.#lanes = lanes.map((spec) => new LaneState<T>(spec, aging, this.#fifo ? 1 : overtakeEvery));
@@ -316,8 +327,9 @@ export class TaskScheduler<T> {
     const evicted: Eviction<T>[] = [];
     const laneIndex = this.laneOf(priority);
     const lane = this.#lanes[laneIndex]!;
-    // A task a free worker takes at once does not wait: no bound applies to it.
-    const runsNow = this.#groupFor(lane, priority) >= 0;
+    // A task a free worker takes at once does not wait: no bound applies to it. One held back by its
+    // sandbox's concurrency cap waits, and counts against the bounds.
+    const runsNow = this.#groupFor(lane, priority) >= 0 && (this.#mayStartItem?.(item) ?? true);
     const sandboxLimit = this.#sandboxLimit(sandboxId);
     if (
       !runsNow &&
@@ -493,14 +505,15 @@ export class TaskScheduler<T> {
     }
     if (floor === Number.POSITIVE_INFINITY) return undefined;
     if (this.#overload?.lifo === true) lane.queue.lifo = this.#overloaded(lane, nowMs);
-    let entry = lane.queue.peek(floor);
+    const mayStart = this.#mayStart;
+    let entry = lane.queue.peek(floor, mayStart);
     let group = -1;
     let lent = false;
     if (entry !== undefined) {
       group = this.#groupFor(lane, entry.priority);
     } else if (this.#config.lending) {
       // Nothing a free (reserved) worker may take waits: lend the least valuable one for this task.
-      entry = lane.queue.peek();
+      entry = lane.queue.peek(Number.NEGATIVE_INFINITY, mayStart);
       for (let i = groups.length - 1; i >= 1; i--) {
         if (lane.busy[i]! < groups[i]!.workers) {
           group = i;
@@ -601,6 +614,11 @@ export class TaskScheduler<T> {
   /** Queued tasks per sandbox id. */
   queuedBySandbox(): ReadonlyMap<string, number> {
     return this.#queuedPerSandbox;
+  }
+
+  /** Every waiting task, lane by lane (for stats; not on the dispatch path). */
+  *queuedItems(): IterableIterator<T> {
+    for (const lane of this.#lanes) for (const w of lane.queue) yield w.item;
   }
 
   stats(): SchedulerStats {

@@ -140,7 +140,7 @@ export function registerDataNodeRoutes(
   app.post(SHARD_SEARCH_PATH, internal, async (request, reply) => {
     const arrived = performance.now();
     try {
-      const { index, shards, body } = parseShardSearchRequest(request.body);
+      const { index, shards, body, cancel_after_time_interval } = parseShardSearchRequest(request.body);
       // A replica still recovering after a restart may lack acknowledged writes: let the coordinator
       // take the shard's other copy.
       for (const [name, list] of Object.entries(shards)) {
@@ -160,6 +160,7 @@ export function registerDataNodeRoutes(
         shards,
         user: headerValue(request, userHeader),
         sandboxId: headerValue(request, sandboxHeader),
+        cancelAfterTimeInterval: cancel_after_time_interval,
       });
       const answer: ShardSearchResponse = {
         node_id: nodeId,

@@ -5,8 +5,9 @@
  * Routes: `POST|GET /{index}/_search`, `POST|GET /_search`; sandboxes: `GET /_sandbox`,
  * `GET /_sandbox/{id}`, `PUT /_sandbox` (create), `PUT /_sandbox/{id}` (partial update, `If-Match`),
  * `DELETE /_sandbox/{id}`, `GET /_sandbox/_stats?breach=true&from=0&size=100`; `GET /_nodes/stats`,
- * `GET /`. Who may call what: each route's `config.auth`, checked by `route-auth.ts` before the body
- * is read (sandbox and query-priority changes: the admin token).
+ * `GET /`; OpenSearch's `_wlm` API over the same sandboxes (`wlm-routes.ts`). Who may call what:
+ * each route's `config.auth`, checked by `route-auth.ts` before the body is read (sandbox and
+ * query-priority changes: the admin token).
  */
 import Fastify, {
   type FastifyBaseLogger,
@@ -35,6 +36,7 @@ import { type AuthOptions, installRouteAuth, type RouteAuth } from './route-auth
 import { registerObservabilityRoutes, runtimeObservability } from './observability-routes.js';
 import type { RuntimeFeed } from '../observability/runtime-feed.js';
 import { applySearchParameters, SEARCH_URL_PARAMETERS } from './search-parameters.js';
+import { registerWlmRoutes } from './wlm-routes.js';
 import { nodeStatsView, type StatsQuery, sandboxStatsView, sandboxesView } from './stats-views.js';
 
 export interface HttpServerOptions {
@@ -125,6 +127,12 @@ function expectedVersion(versions: readonly number[] | undefined, current: numbe
   if (versions === undefined) return undefined;
   return current !== undefined && versions.includes(current) ? current : versions[0];
 }
+
+/**
+ * The header that names a workload group in OpenSearch (`queryGroupId` before 3.0), an alias of the
+ * explicit-sandbox header: its value is a sandbox `_id`, honoured under the same rule.
+ */
+export const WORKLOAD_GROUP_HEADER = 'workloadgroupid';
 
 /** URL parameters each route takes (`*`: the others), and the hint a refusal gives. */
 const URL_PARAMETERS: Record<string, { readonly names: readonly string[]; readonly hint: string }> = {
@@ -265,6 +273,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
       return sendError(reply, error);
     }
   });
+  registerWlmRoutes(app, runtime, { sendError });
   app.get('/_query_priority', async () => runtime.queryPriority());
   app.put('/_query_priority', admin, async (request, reply) => {
     try {
@@ -414,10 +423,55 @@ export function createApiServer(options: ApiServerOptions): FastifyInstance {
   return app;
 }
 
+/** What a search route hands on: the request's index, body, user, explicit sandbox and URL parameters. */
+export interface SearchRouteRequest {
+  index: string;
+  body: unknown;
+  user: string | undefined;
+  /** From the explicit-sandbox header, or OpenSearch's `workloadGroupId` header (the same rule applies). */
+  sandboxId: string | undefined;
+  /** `?timeout=` (a time value; the body's `timeout` key is read by the runtime). */
+  timeout: string | undefined;
+  /** `?cancel_after_time_interval=`. */
+  cancelAfterTimeInterval: string | undefined;
+  /** `?max_concurrent_shard_requests=`: an integer >= 1 (checked here). */
+  maxConcurrentShardRequests: number | undefined;
+}
+
+/**
+ * The explicit sandbox of a request: the explicit-sandbox header or the `workloadGroupId` header,
+ * which name the same thing (a sandbox `_id`) and go through the same check (`resolveExplicit`).
+ * @throws InvalidArgumentError when both are sent with different values.
+ */
+export function explicitSandboxOf(request: FastifyRequest, sandboxHeader: string): string | undefined {
+  const sandboxId = headerValue(request, sandboxHeader);
+  const group = headerValue(request, WORKLOAD_GROUP_HEADER);
+  if (sandboxId !== undefined && group !== undefined && sandboxId !== group) {
+    throw new InvalidArgumentError(
+      'workloadGroupId',
+      `must name the same sandbox as the ${sandboxHeader} header (${JSON.stringify(sandboxId)}) when both are sent`,
+      group,
+    );
+  }
+  return sandboxId ?? group;
+}
+
+/** `?max_concurrent_shard_requests=`: an integer in 1..65536. @throws InvalidArgumentError. */
+function shardRequestsParameter(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (typeof value !== 'string' || !/^\d+$/.test(value) || n < 1 || n > 65_536) {
+    throw new InvalidArgumentError('max_concurrent_shard_requests', 'must be an integer in 1..65536', value);
+  }
+  return n;
+}
+
 /**
  * `GET|POST /{index}/_search` and `/_search`: the body must be a JSON object (or absent); the URL
- * parameters of `search-parameters.ts` are folded into it; the user and explicit sandbox come from the
- * named headers; `search` answers, `sendFailure` turns its errors into the error body.
+ * parameters of `search-parameters.ts` are folded into it, and `timeout`, `cancel_after_time_interval`
+ * and `max_concurrent_shard_requests` are also handed on as such (the runtime resolves them against
+ * the sandbox's `search_settings`); the user and explicit sandbox come from the named headers (or
+ * `workloadGroupId`); `search` answers, `sendFailure` turns its errors into the error body.
  *
  * A client that goes away gives up its search: when the request's connection closes before the
  * answer is ready, `call.signal` aborts, so a queued task is removed without running and a running
@@ -425,15 +479,7 @@ export function createApiServer(options: ApiServerOptions): FastifyInstance {
  */
 export function registerSearchRoutes(
   app: FastifyInstance,
-  search: (
-    request: {
-      index: string;
-      body: unknown;
-      user: string | undefined;
-      sandboxId: string | undefined;
-    },
-    call: { readonly signal: AbortSignal },
-  ) => Promise<unknown>,
+  search: (request: SearchRouteRequest, call: { readonly signal: AbortSignal }) => Promise<unknown>,
   sendFailure: (reply: FastifyReply, error: unknown) => FastifyReply,
   headers: { readonly userHeader: string; readonly sandboxHeader: string },
 ): void {
@@ -451,12 +497,16 @@ export function registerSearchRoutes(
     if (socket.destroyed) onClose();
     try {
       const query = (request.query as Record<string, unknown> | undefined) ?? {};
+      const text = (name: string) => (typeof query[name] === 'string' ? (query[name] as string) : undefined);
       const result = await search(
         {
-          index,
-          body: applySearchParameters(query, (body as Record<string, unknown> | undefined) ?? {}),
-          user: headerValue(request, headers.userHeader),
-          sandboxId: headerValue(request, headers.sandboxHeader),
+        index,
+        body: applySearchParameters(query, (body as Record<string, unknown> | undefined) ?? {}),
+        user: headerValue(request, headers.userHeader),
+        sandboxId: explicitSandboxOf(request, headers.sandboxHeader),
+        timeout: text('timeout'),
+        cancelAfterTimeInterval: text('cancel_after_time_interval'),
+        maxConcurrentShardRequests: shardRequestsParameter(query['max_concurrent_shard_requests']),
         },
         { signal: gone.signal },
       );

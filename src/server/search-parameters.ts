@@ -5,7 +5,9 @@
  * and `default_operator`, a `query_string` query that replaces the body's query) take the parameter's
  * value; `sort` (`field:order,...`) is appended to the body's sort; `allow_partial_search_results`
  * (a parameter only, in Elasticsearch) travels in the body to the engine and the coordinator, which
- * also accept it there.
+ * also accept it there. `cancel_after_time_interval` and `max_concurrent_shard_requests` are accepted
+ * here and not folded: the search route hands them on as request fields (OpenSearch's search settings,
+ * see `sandbox/search-settings.ts`).
  */
 import { InvalidArgumentError } from '../errors.js';
 
@@ -23,6 +25,9 @@ export const SEARCH_URL_PARAMETERS = [
   '_source_excludes',
   'sort',
   'allow_partial_search_results',
+  // OpenSearch's search settings; handed on beside the body (see `registerSearchRoutes`).
+  'cancel_after_time_interval',
+  'max_concurrent_shard_requests',
 ] as const;
 
 /** The parameters `_count` takes besides `pretty`. */

@@ -143,7 +143,7 @@ describe('AdmissionController', () => {
     ac.setMode('disabled');
     expect(ac.decide('search', [['hot']], usage).admitted).toBe(true);
     expect(() => ac.setMode('on' as never)).toThrow(
-      'mode must be one of disabled, monitor_only, enforced; received',
+      'mode must be one of enforced (or enabled), monitor_only, disabled; received',
     );
   });
 
@@ -161,7 +161,7 @@ describe('AdmissionController', () => {
   });
 
   it.each([
-    [{ mode: 'strict' }, 'options.mode must be one of disabled, monitor_only, enforced; received'],
+    [{ mode: 'strict' }, 'options.mode must be one of enforced (or enabled), monitor_only, disabled; received'],
     [{ limits: { search: { cpu: 0 } } }, 'options.limits.search.cpu must be a ratio in (0, 1]; received 0'],
     [{ limits: { bulk: { heap: 95 } } }, 'options.limits.bulk.heap must be a ratio in (0, 1]; received 95'],
   ])('rejects %j', (options, message) => {

@@ -32,7 +32,7 @@ describe('serve options', () => {
 
   it('refuses an unknown enforcement mode and log level naming the flag', () => {
     expect(() => parseServeOptions(['--enforcement', 'maybe'], {})).toThrow(
-      '--enforcement must be one of enabled, monitor_only, disabled; received "maybe"',
+      '--enforcement must be one of enforced (or enabled), monitor_only, disabled; received "maybe"',
     );
     expect(() => parseServeOptions([], { LOG_LEVEL: 'loud' })).toThrow('LOG_LEVEL must be one of');
   });
@@ -269,7 +269,7 @@ describe('serve options: cluster roles', () => {
     ],
     [
       ['--role', 'coordinator', '--cluster', 'c', '--admission-mode', 'on'],
-      '--admission-mode must be one of enforced, monitor_only, disabled; received "on"',
+      '--admission-mode must be one of enforced (or enabled), monitor_only, disabled; received "on"',
     ],
     [
       ['--role', 'coordinator', '--cluster', 'c', '--discovery-timeout-ms', '50'],

@@ -8,6 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Coordinator, type CoordinatorOptions } from '../../src/cluster/coordinator.js';
 import { ClusterDiscoveryError } from '../../src/cluster/discovery.js';
 import { assignShardCopies, copiesHeldBy } from '../../src/cluster/shard-layout.js';
+import { parseSandboxDefinitions } from '../../src/sandbox/sandbox-file.js';
 import { buildCoordinatorServer } from '../../src/server/coordinator-server.js';
 import {
   FAKE_INDICES,
@@ -39,6 +40,8 @@ afterEach(async () => {
     n.usage = undefined;
     n.failWith = undefined;
     n.delayMs = 0;
+    n.timedOut = false;
+    n.maxInFlight = 0;
   }
   for (const s of started.splice(0)) await s.app.close();
 });
@@ -460,5 +463,92 @@ describe('coordinator: issue 6', () => {
         discoveryTimeoutMs: 2000,
       }),
     ).rejects.toThrow(new ClusterDiscoveryError(alias, `data nodes ${url} and ${alias} both answer as [n1]: list each data node once`));
+  });
+});
+
+describe('coordinator: search settings at the fan-out', () => {
+  const shardsPerCall = () => nodes.flatMap((n) => n.asked.map((a) => Object.values(a).flat().length));
+  const clearAsked = () => {
+    for (const n of nodes) n.asked.length = 0;
+  };
+
+  it('bounds the shards sent to one data node at once by max_concurrent_shard_requests, in turns', async () => {
+    const { search, app } = await coordinatorWith();
+    clearAsked();
+    const whole = await search({ size: 100 });
+    expect(whole.statusCode).toBe(200);
+    // Without a bound: one call per node with all of its shards (two copies of six shards over three nodes).
+    expect(Math.max(...shardsPerCall())).toBeGreaterThan(1);
+    clearAsked();
+    for (const n of nodes) n.delayMs = 30;
+    const r = await app.inject({ method: 'POST', url: '/_all/_search?max_concurrent_shard_requests=1', payload: '{"size":100}' });
+    expect(r.statusCode).toBe(200);
+    expect(r.json().hits.hits).toEqual(whole.json().hits.hits);
+    expect(r.json()._shards).toMatchObject({ total: 6, successful: 6 });
+    expect(shardsPerCall().every((n) => n === 1)).toBe(true);
+    expect(shardsPerCall()).toHaveLength(6);
+    // One call at a time per node.
+    expect(Math.max(...nodes.map((n) => n.maxInFlight))).toBe(1);
+    const bad = await app.inject({ method: 'POST', url: '/_all/_search?max_concurrent_shard_requests=0', payload: '{}' });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.reason).toContain('max_concurrent_shard_requests must be an integer in 1..65536; received "0"');
+  });
+
+  it("takes the bound from the request's sandbox, which beats the request's with override_request_values", async () => {
+    const sandboxes = parseSandboxDefinitions({
+      sandboxes: [
+        {
+          name: 'fan',
+          priority: 1,
+          search_settings: { max_concurrent_shard_requests: 1 },
+          selectionAttributes: [{ name: 'userPattern', value: 'fan_*' }],
+        },
+        {
+          name: 'fan-strict',
+          priority: 2,
+          search_settings: { max_concurrent_shard_requests: 1, override_request_values: true },
+          selectionAttributes: [{ name: 'userPattern', value: 'strict_*' }],
+        },
+      ],
+    });
+    const { app } = await coordinatorWith({ sandboxes: () => sandboxes });
+    const asUser = (user: string, query = '') =>
+      app.inject({ method: 'POST', url: `/_all/_search${query}`, payload: '{"size":100}', headers: { 'x-user': user } });
+    clearAsked();
+    expect((await asUser('fan_1')).statusCode).toBe(200);
+    expect(shardsPerCall().every((n) => n === 1)).toBe(true);
+    // The request's own value wins without override...
+    clearAsked();
+    await asUser('fan_1', '?max_concurrent_shard_requests=10');
+    expect(Math.max(...shardsPerCall())).toBeGreaterThan(1);
+    // ...and loses with it.
+    clearAsked();
+    await asUser('strict_1', '?max_concurrent_shard_requests=10');
+    expect(shardsPerCall().every((n) => n === 1)).toBe(true);
+    // Someone else: no bound.
+    clearAsked();
+    await asUser('alice');
+    expect(Math.max(...shardsPerCall())).toBeGreaterThan(1);
+  });
+
+  it('passes timeout and cancel_after_time_interval on to the data nodes and says timed_out when the nodes did', async () => {
+    const { app } = await coordinatorWith();
+    const r = await app.inject({
+      method: 'POST',
+      url: '/_all/_search?timeout=250ms&cancel_after_time_interval=2s',
+      payload: '{"size":5}',
+    });
+    expect(r.statusCode).toBe(200);
+    expect(r.json().timed_out).toBe(false);
+    const asked = nodes.find((n) => n.searches > 0)!.lastRequest as { body: Record<string, unknown>; cancel_after_time_interval?: string };
+    expect(asked.body['timeout']).toBe('250ms');
+    expect(asked.cancel_after_time_interval).toBe('2s');
+    // Whichever nodes the ranking picks, each one says its search timed out.
+    for (const n of nodes) n.timedOut = true;
+    const partial = await app.inject({ method: 'POST', url: '/_all/_search', payload: '{"size":5,"timeout":"1ms"}' });
+    expect(partial.json().timed_out).toBe(true);
+    const bad = await app.inject({ method: 'POST', url: '/_all/_search?timeout=fast', payload: '{}' });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.reason).toContain('timeout must be a time value');
   });
 });

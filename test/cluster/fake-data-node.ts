@@ -56,6 +56,13 @@ export interface FakeDataNode {
   readonly asked: Array<Record<string, number[]>>;
   /** Headers of the last shard search (user and sandbox forwarding). */
   lastHeaders: Record<string, unknown>;
+  /** The last shard-search request's body (its `body` and `cancel_after_time_interval`). */
+  lastRequest: Record<string, unknown>;
+  /** Shard searches being answered now, and the most at once. */
+  inFlight: number;
+  maxInFlight: number;
+  /** Answer `timed_out: true` (a data node whose search timeout stopped it). */
+  timedOut: boolean;
   /** Reported usage (ratios); `undefined`: no stats header. */
   usage: { cpu: number; heap: number } | undefined;
   /** Answer shard searches with this status and an error body (0: destroy the connection). */
@@ -73,6 +80,10 @@ export async function startFakeDataNode(id: string, copies: readonly NodeInfoCop
     searches: 0,
     asked: [],
     lastHeaders: {},
+    lastRequest: {},
+    inFlight: 0,
+    maxInFlight: 0,
+    timedOut: false,
     usage: undefined,
     failWith: undefined,
     delayMs: 0,
@@ -97,9 +108,16 @@ export async function startFakeDataNode(id: string, copies: readonly NodeInfoCop
     const arrived = performance.now();
     node.searches++;
     node.lastHeaders = { ...request.headers };
+    node.lastRequest = request.body as Record<string, unknown>;
     const { shards, body } = request.body as { shards: Record<string, number[]>; body: { size: number } };
     node.asked.push(shards);
-    if (node.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, node.delayMs));
+    node.inFlight++;
+    node.maxInFlight = Math.max(node.maxInFlight, node.inFlight);
+    try {
+      if (node.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, node.delayMs));
+    } finally {
+      node.inFlight--;
+    }
     if (node.failWith !== undefined) {
       if (node.failWith.status === 0) {
         request.raw.socket.destroy();
@@ -121,7 +139,7 @@ export async function startFakeDataNode(id: string, copies: readonly NodeInfoCop
       queue_size: 0,
       response: {
         took: 1,
-        timed_out: false,
+        timed_out: node.timedOut,
         hits: {
           total: { value: hits.length, relation: 'eq' },
           max_score: hits[0]?._score ?? null,

@@ -226,3 +226,37 @@ describe('executeSearch: bool', () => {
     expect(seen).toBe(3);
   });
 });
+
+describe('executeSearch with a search timeout', () => {
+  const busy = (ms: number) => {
+    const end = performance.now() + ms;
+    while (performance.now() < end) {
+      /* a shard that takes a while */
+    }
+  };
+
+  it('stops once the timeout has passed and says timed_out, keeping the hits found; every shard counts as successful', () => {
+    const plan = parseSearchBody({ query: { match_all: {} }, size: 100 });
+    const full = executeSearch(THREE_SHARDS, ['mail'], plan, () => {}, NOW);
+    // The first shard is searched (its check comes at once), the next check is past 1 ms.
+    let calls = 0;
+    const slowAfterFirst = () => {
+      if (calls++ > 0) busy(3);
+    };
+    const partial = executeSearch(THREE_SHARDS, ['mail'], plan, slowAfterFirst, NOW, undefined, 1);
+    expect(full.timed_out).toBe(false);
+    expect(partial.timed_out).toBe(true);
+    expect(partial._shards).toEqual({ total: 3, successful: 3, skipped: 0, failed: 0 });
+    expect(partial.hits.total!.value).toBeGreaterThan(0);
+    expect(partial.hits.total!.value).toBeLessThan(full.hits.total!.value);
+  });
+
+  it('the timeout given replaces the plan\'s own, and a search that finishes in time does not time out', () => {
+    // The plan says 1 ms; the runtime's resolved 60 s wins.
+    const plan = parseSearchBody({ query: { match_all: {} }, size: 100, timeout: '1ms' });
+    const roomy = executeSearch(THREE_SHARDS, ['mail'], plan, () => busy(2), NOW, undefined, 60_000);
+    expect(roomy).toMatchObject({ timed_out: false, hits: { total: { value: DOCS.length } } });
+    // Without one, the plan's timeout applies.
+    expect(executeSearch(THREE_SHARDS, ['mail'], plan, () => busy(2), NOW).timed_out).toBe(true);
+  });
+});

@@ -51,6 +51,39 @@ describe('default MiniSearch engine in the runtime', () => {
     expect(node.workerStartupMs[0]).toBeGreaterThan(0);
   });
 
+  it('answers a slow query under a timeout with partial hits and timed_out: true, as Elasticsearch does', async () => {
+    const app = buildHttpServer(runtime);
+    // Fuzziness 2 over several words on every index: ten shards, each a costly MiniSearch search.
+    const body = { query: { match: { body: { query: 'mony ofer frie linx', fuzziness: 2 } } }, size: 1000 };
+    const search = async (url: string, payload: unknown) => {
+      const r = await app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload: JSON.stringify(payload) });
+      expect(r.statusCode).toBe(200);
+      return r.json() as {
+        timed_out: boolean;
+        _shards: { total: number; successful: number };
+        hits: { total: { value: number }; hits: { _index: string; _id: string }[] };
+      };
+    };
+    const full = await search('/_all/_search', body);
+    expect(full.timed_out).toBe(false);
+    // 1 ms is less than one shard's search: the first shard is searched, the nine others are not.
+    for (const partial of [
+      await search('/_all/_search?timeout=1ms', body),
+      await search('/_all/_search', { ...body, timeout: '1ms' }),
+    ]) {
+      expect(partial.timed_out).toBe(true);
+      expect(partial._shards).toMatchObject({ total: 10, successful: 10 });
+      expect(partial.hits.total.value).toBeGreaterThan(0);
+      expect(partial.hits.total.value).toBeLessThan(full.hits.total.value);
+      const all = new Set(full.hits.hits.map((h) => `${h._index}/${h._id}`));
+      expect(partial.hits.hits.every((h) => all.has(`${h._index}/${h._id}`))).toBe(true);
+    }
+    const bad = await app.inject({ method: 'POST', url: '/_all/_search?timeout=soon', payload: '{}' });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.reason).toContain('timeout must be a time value');
+    await app.close();
+  });
+
   it('refuses an unknown query type on the main thread with 400', async () => {
     await expect(
       runtime.search({ index: 'spam-1', body: { query: { fuzzyy: { body: 'x' } } } }),

@@ -1,30 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError } from '../../src/errors.js';
-import { checkSearchCallOptions, requestTimeoutMs } from '../../src/execution/search-call.js';
-
-describe('requestTimeoutMs', () => {
-  it("reads the body's timeout in Elasticsearch time units and leaves the body alone (the engine reads it too)", () => {
-    const body = { query: { match_all: {} }, timeout: '2s' };
-    expect(requestTimeoutMs(body)).toBe(2000);
-    expect(body).toEqual({ query: { match_all: {} }, timeout: '2s' });
-    expect(requestTimeoutMs({ timeout: '150ms' })).toBe(150);
-    expect(requestTimeoutMs({ timeout: '1m' })).toBe(60_000);
-  });
-
-  it('treats -1 and no timeout as none, and anything under 1 ms as 1 ms', () => {
-    expect(requestTimeoutMs({ timeout: '-1' })).toBeUndefined();
-    expect(requestTimeoutMs({ size: 1 })).toBeUndefined();
-    expect(requestTimeoutMs(undefined)).toBeUndefined();
-    expect(requestTimeoutMs({ timeout: '0s' })).toBe(1);
-  });
-
-  it('refuses a bad value naming the field and the value', () => {
-    expect(() => requestTimeoutMs({ timeout: '5 seconds' })).toThrow(
-      /^timeout must be a time value with a unit .*; received "5 seconds"$/,
-    );
-    expect(() => requestTimeoutMs({ timeout: 5 })).toThrow(InvalidArgumentError);
-  });
-});
+import { checkSearchCallOptions } from '../../src/execution/search-call.js';
 
 describe('checkSearchCallOptions', () => {
   it('accepts a signal and a timeout, and nothing at all', () => {

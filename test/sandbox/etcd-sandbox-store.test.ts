@@ -41,6 +41,38 @@ describeEtcd('EtcdSandboxStore: one sandbox set for every node', () => {
     await etcd?.destroy();
   });
 
+  it('carries search settings and concurrency caps to every node, and a change of them too', async () => {
+    const [a, b] = await openNodes(2, 10);
+    const created = await a!.registry.create({
+      name: 'capped',
+      priority: 1,
+      search_settings: { timeout: '750ms', cancel_after_time_interval: '1m', override_request_values: true },
+      max_concurrent_tasks: 3,
+      max_concurrent_tasks_per_user: 1,
+    });
+    const seen = async (check: () => boolean) => {
+      for (let i = 0; i < 100 && !check(); i++) await new Promise((r) => setTimeout(r, 20));
+      return check();
+    };
+    expect(await seen(() => b!.registry.get(created.id) !== undefined)).toBe(true);
+    expect(b!.registry.get(created.id)).toMatchObject({
+      searchSettings: {
+        timeout: { text: '750ms', ms: 750 },
+        cancelAfterTimeInterval: { text: '1m', ms: 60_000 },
+        overrideRequestValues: true,
+      },
+      maxConcurrentTasks: 3,
+      maxConcurrentTasksPerUser: 1,
+    });
+    await b!.registry.update(created.id, { search_settings: { timeout: null }, max_concurrent_tasks: 2 });
+    expect(await seen(() => a!.registry.get(created.id)?.maxConcurrentTasks === 2)).toBe(true);
+    expect(a!.registry.get(created.id)!.searchSettings.timeout).toBeUndefined();
+    // A fresh node loads the same from etcd.
+    const fresh = await SandboxRegistry.open({ store: a!.store });
+    expect(fresh.get(created.id)).toMatchObject({ maxConcurrentTasks: 2, maxConcurrentTasksPerUser: 1 });
+    fresh.close();
+  });
+
   it('acknowledges exactly 10 of 50 concurrent creates spread over 3 nodes against a limit of 10', async () => {
     const three = await openNodes(3, 10);
     const outcomes = await Promise.allSettled(

@@ -65,6 +65,9 @@ describe('parseSandboxDefinitions', () => {
       limits: { cpu: { low: 0.6, high: 0.9 }, memory: { low: 0.5, high: 0.8 } },
       selectionAttributes: { userPattern: ['dash_*'], indicesPattern: ['easy-ham-*', 'hard-ham-1'] },
       tags: ['dashboards'],
+      searchSettings: {},
+      maxConcurrentTasks: undefined,
+      maxConcurrentTasksPerUser: undefined,
       updatedAt: 0,
       version: 1,
     });
@@ -101,7 +104,7 @@ describe('parseSandboxDefinitions', () => {
     expectInvalid(
       [{ _id: '_root', priority: 10, mode: 'soft' }],
       'sandboxes[0].mode',
-      'sandboxes[0].mode is not allowed on the root sandbox entry (only _id, priority, max_queue_wait and cancellationGraceMs may be set); received "soft"',
+      'sandboxes[0].mode is not allowed on the root sandbox entry (only _id, priority, max_queue_wait, cancellationGraceMs and search_settings may be set); received "soft"',
     );
   });
 
@@ -177,7 +180,8 @@ describe('parseSandboxDefinitions', () => {
         [entry('a', { limits: {} })],
         'sandboxes[0].limits',
         'sandboxes[0].limits is not allowed (expected one of _id, name, parent_id, priority, mode, ' +
-          'resourceConsumptionLimits, selectionAttributes, tags, max_queue_wait, cancellationGraceMs, updated_at, version); received {}',
+          'resourceConsumptionLimits, selectionAttributes, tags, max_queue_wait, cancellationGraceMs, search_settings, max_concurrent_tasks, ' +
+          'max_concurrent_tasks_per_user, updated_at, version); received {}',
       );
     });
   });

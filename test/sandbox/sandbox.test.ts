@@ -13,6 +13,9 @@ describe('createRootSandbox', () => {
       limits: {},
       selectionAttributes: { userPattern: [], indicesPattern: [] },
       tags: [],
+      searchSettings: {},
+      maxConcurrentTasks: undefined,
+      maxConcurrentTasksPerUser: undefined,
       updatedAt: 0,
       version: 1,
     });

@@ -129,7 +129,7 @@ describe('data node routes', () => {
     [
       { index: 'alpha', shards: {}, extra: 1 },
       400,
-      'extra is not a field of a shard search (index, shards, body); received 1',
+      'extra is not a field of a shard search (index, shards, body, cancel_after_time_interval); received 1',
     ],
     [
       { index: 'alpha', shards: { beta: [0] } },

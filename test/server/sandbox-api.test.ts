@@ -134,7 +134,7 @@ describe('sandbox REST API', () => {
     expect(root.json()).toMatchObject({ _id: '_root', max_queue_wait: '10s' });
     const rootName = await call('PUT', '/_sandbox/_root', { name: 'x' });
     expect(rootName.statusCode).toBe(400);
-    expect(rootName.json().error.reason).toContain('(only _id, priority, max_queue_wait and cancellationGraceMs may be set)');
+    expect(rootName.json().error.reason).toContain('(only _id, priority, max_queue_wait, cancellationGraceMs and search_settings may be set)');
     await call('PUT', '/_sandbox/_root', { max_queue_wait: null });
     await call('DELETE', `/_sandbox/${id}`);
   });

@@ -1,0 +1,33 @@
+/**
+ * One vocabulary for node modes at the edge. The governor's switch (`--enforcement`,
+ * `options.enforcement`, `setEnforcement`) and a coordinator's admission control
+ * (`--admission-mode`, `AdmissionController`) both take `enforced` (act), `monitor_only` (count what
+ * would be done) and `disabled`, and both take OpenSearch's `enabled` (`wlm.workload_group.mode`) as
+ * `enforced`. Inside, the governor's word for acting stays `enabled` and admission control's
+ * `enforced` (their stats print those); only the edge is lenient.
+ */
+import { InvalidArgumentError } from '../errors.js';
+import { EnforcementMode } from './decide.js';
+
+/** The words accepted for a node mode, in the order messages list them. */
+export const NODE_MODE_WORDS = ['enforced', 'enabled', 'monitor_only', 'disabled'] as const;
+export type NodeModeWord = (typeof NODE_MODE_WORDS)[number];
+
+function check(value: unknown, path: string): NodeModeWord {
+  if (!(NODE_MODE_WORDS as readonly unknown[]).includes(value)) {
+    throw new InvalidArgumentError(path, `must be one of enforced (or enabled), monitor_only, disabled`, value);
+  }
+  return value as NodeModeWord;
+}
+
+/** The governor's mode for a node-mode word. @throws InvalidArgumentError naming `path`. */
+export function enforcementModeOf(value: unknown, path: string): EnforcementMode {
+  const word = check(value, path);
+  return word === 'enforced' || word === 'enabled' ? EnforcementMode.ENABLED : word;
+}
+
+/** Admission control's mode for a node-mode word. @throws InvalidArgumentError naming `path`. */
+export function admissionModeOf(value: unknown, path: string): 'enforced' | 'monitor_only' | 'disabled' {
+  const word = check(value, path);
+  return word === 'enforced' || word === 'enabled' ? 'enforced' : word;
+}
