@@ -26,7 +26,7 @@
  * - ran: `task:queued`, `task:started`, any `task:cancelling` (soft, then maybe hard), `task:ended`.
  */
 import diagnostics_channel from 'node:diagnostics_channel';
-import { CancelledError, type QuerySandboxError, type RejectedError } from './errors.js';
+import { AbortedError, CancelledError, type QuerySandboxError, type RejectedError, TimedOutError } from './errors.js';
 import type { SandboxState } from './governor/decide.js';
 import type { Resource } from './sandbox/sandbox.js';
 
@@ -74,11 +74,13 @@ export interface TaskStartedEvent extends RuntimeEvent {
 }
 
 /**
- * Why a task was cancelled: its sandbox (or an ancestor) above the high limit of a resource, `time`
- * (it ran past its `cancel_after_time_interval`, the wall-clock watchdog), or the runtime shutting down. Hook for per-call control (a caller's `signal` or `timeoutMs`): its reasons
- * join this union, and its cancellations publish `task:ended` through the same path.
+ * Why a task was cancelled: its sandbox (or an ancestor) above the high limit of a resource, or shed
+ * in duress (`cpu` / `memory` too: `TaskCancellingEvent.breachedSandboxId` names the shed sandbox),
+ * `time` (it ran past its `cancel_after_time_interval`, the wall-clock watchdog), the runtime shutting
+ * down, or its caller giving up: `aborted` (`search`'s `signal`, an HTTP client that disconnected) or
+ * `timed_out` (`search`'s `timeoutMs`); see docs/overload.md.
  */
-export type CancellationReason = Resource | 'time' | 'shutdown';
+export type CancellationReason = Resource | 'time' | 'shutdown' | 'aborted' | 'timed_out';
 
 /** The governor asked a running task to stop (`query-sandbox:task:cancelling`). */
 export interface TaskCancellingEvent extends RuntimeEvent {
@@ -107,7 +109,7 @@ export interface TaskEndedEvent extends RuntimeEvent {
   readonly sandboxId: string;
   readonly priority: number;
   readonly lane: string;
-  /** False for a task that ended while still queued (the runtime closed). */
+  /** False for a task that ended while still queued (the runtime closed, or its caller gave up). */
   readonly ran: boolean;
   /**
    * `completed` (a result), `cancelled` (see `cancellation`), `failed` (the engine threw: `errorCode`
@@ -137,8 +139,8 @@ export interface TaskEndedEvent extends RuntimeEvent {
 
 /**
  * Why a task was refused: its sandbox (or an ancestor) above the low limit of `cpu` or `memory`, or
- * a queue bound (`queue`, with `queueReason`). Hook for a per-sandbox maximum queue wait: its reason
- * joins this union.
+ * a queue bound (`queue`, with `queueReason`); `TaskRejectedEvent.rejectionReason` says which rule
+ * refused it (a limit, duress shedding, a queue bound, the queue-wait bound: docs/overload.md).
  */
 export type RejectionReason = Resource | 'queue';
 
@@ -150,8 +152,13 @@ export interface TaskRejectedEvent extends RuntimeEvent {
   /** Undefined when refused before its priority was known. */
   readonly priority: number | undefined;
   readonly reason: RejectionReason;
-  /** For `queue`: the bound (`queue_full`, `sandbox_queue_full`, `limit_lowered`). */
+  /**
+   * For `queue`: the bound (`queue_full`, `sandbox_queue_full`, `limit_lowered`, `queue_wait`: it
+   * waited past its queue-wait bound, `controlled_delay`).
+   */
   readonly queueReason: string | undefined;
+  /** The error's `rejection_reason`: `limit`, `duress` (the node sheds its sandbox), or the `queueReason`. */
+  readonly rejectionReason: string;
   /** The sandbox whose limit refused it: the request's own or an ancestor (for `queue`: its own). */
   readonly rejectedBy: string;
   /** True when it had been queued (and left the queue now): a `task:queued` came before. */
@@ -293,9 +300,12 @@ export function publishTaskEnded(
   cpuTimeNs: number,
   waitMs: number,
   startedAtMs: number | undefined,
+  terminated?: boolean,
 ): void {
   if (!channels.taskEnded.hasSubscribers) return;
   const cancelled = failure instanceof CancelledError ? failure : undefined;
+  // A caller that gave up: its task is cancelled for it (`terminated`: its worker was, after the grace).
+  const gaveUp = failure instanceof AbortedError || failure instanceof TimedOutError ? failure : undefined;
   const event: TaskEndedEvent = {
     runtimeId: source.runtimeId,
     nodeId: source.nodeId,
@@ -304,11 +314,17 @@ export function publishTaskEnded(
     priority,
     lane,
     ran: startedAtMs !== undefined,
-    outcome: failure === undefined ? 'completed' : cancelled !== undefined ? 'cancelled' : 'failed',
+    outcome: failure === undefined ? 'completed' : cancelled !== undefined || gaveUp !== undefined ? 'cancelled' : 'failed',
     cancellation:
-      cancelled === undefined
-        ? undefined
-        : { hard: cancelled.hard, reason: cancelled.resource, breachedSandboxId: breachedBy ?? cancelled.sandboxId },
+      cancelled !== undefined
+        ? { hard: cancelled.hard, reason: cancelled.resource, breachedSandboxId: breachedBy ?? cancelled.sandboxId }
+        : gaveUp !== undefined
+          ? {
+              hard: terminated === true,
+              reason: gaveUp instanceof AbortedError ? 'aborted' : 'timed_out',
+              breachedSandboxId: gaveUp.sandboxId ?? sandboxId,
+            }
+          : undefined,
     errorCode: failure?.code,
     cpuTimeNs,
     waitMs,
@@ -335,6 +351,7 @@ export function publishTaskRejected(
     priority,
     reason: error.resource,
     queueReason,
+    rejectionReason: error.reason,
     rejectedBy,
     queued,
   };

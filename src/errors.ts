@@ -10,10 +10,25 @@ const kBrand = Symbol.for('query-sandbox.error');
 
 /** Codes a caller can act on. Each one appears in the error table of docs/errors.md (a test keeps them in step). */
 export const ErrorCode = {
-  /** Refused before it ran: the sandbox is above its low limit, or the queue is full. HTTP 429. */
+  /**
+   * Refused before it ran (`RejectedError.reason` says why): the sandbox is above its low limit, the
+   * node is in duress and sheds it, a queue is full, or the task waited past its queue-wait bound.
+   * HTTP 429.
+   */
   REJECTED: 'QS_REJECTED',
-  /** Stopped while running: the sandbox went above its high limit. HTTP 429. */
+  /** Stopped while running: the sandbox went above its high limit, or the node shed it in duress. HTTP 429. */
   CANCELLED: 'QS_CANCELLED',
+  /**
+   * The caller gave up: its `signal` aborted the call, or its HTTP client disconnected. The call
+   * settled at once; a queued task was removed without running, a running one is cancelled. HTTP 499
+   * (nginx's "client closed request": nobody is left to read it).
+   */
+  ABORTED: 'QS_ABORTED',
+  /**
+   * The call's own `timeoutMs` passed before it settled; the task was removed from the queue or is
+   * cancelled. HTTP 429, as Elasticsearch answers its own time-outs.
+   */
+  TIMED_OUT: 'QS_TIMED_OUT',
   /** A configuration or request field is invalid. HTTP 400. */
   INVALID_ARGUMENT: 'QS_INVALID_ARGUMENT',
   /** A sandbox definition (file or API) is invalid. HTTP 400, or a refusal at start. */
@@ -97,16 +112,44 @@ export function isQuerySandboxError(value: unknown): value is QuerySandboxError 
   return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[kBrand] === true;
 }
 
-/** The task was refused before it ran. `sandboxId` and `resource` say why ('queue' for a full queue). */
+/**
+ * Why a task was refused before it ran:
+ * - `limit`: its sandbox (or an ancestor) is above its low limit of `resource`;
+ * - `duress`: the node is in duress and its sandbox is the lowest-priority one using `resource`;
+ * - `queue_full`, `sandbox_queue_full`: the global or the sandbox's queue bound is reached (or a more
+ *   important task evicted it); `limit_lowered`: the sandbox's queue bound was lowered below its queue;
+ * - `queue_wait`: it waited past its bound (its sandbox's `max_queue_wait`, or the request's `timeout`
+ *   when smaller);
+ * - `controlled_delay`: its lane has had a standing queue for a whole interval, and it waited past the
+ *   controlled-delay target.
+ */
+export type RejectionReason =
+  | 'limit'
+  | 'duress'
+  | 'queue_full'
+  | 'sandbox_queue_full'
+  | 'limit_lowered'
+  | 'queue_wait'
+  | 'controlled_delay';
+
+/**
+ * The task was refused before it ran. `sandboxId` and `resource` say where ('queue' for the queue's
+ * reasons), `reason` says why (default: `limit` for a resource, `queue_full` for the queue).
+ */
 export class RejectedError extends QuerySandboxError {
   readonly sandboxId: string;
   readonly resource: 'cpu' | 'memory' | 'queue';
-  constructor(sandboxId: string, resource: 'cpu' | 'memory' | 'queue', message: string) {
+  readonly reason: RejectionReason;
+  constructor(sandboxId: string, resource: 'cpu' | 'memory' | 'queue', message: string, reason?: RejectionReason) {
     super(ErrorCode.REJECTED, 'rejected_execution_exception', message);
     this.sandboxId = sandboxId;
     this.resource = resource;
+    this.reason = reason ?? (resource === 'queue' ? 'queue_full' : 'limit');
   }
 }
+
+/** Why a running task was stopped: its sandbox's high limit, node duress, or shutdown. */
+export type CancellationReason = 'limit' | 'duress' | 'shutdown';
 
 /**
  * The task was stopped while running. `hard` is true when its worker was terminated. `resource`:
@@ -116,16 +159,47 @@ export class CancelledError extends QuerySandboxError {
   readonly sandboxId: string;
   readonly resource: 'cpu' | 'memory' | 'time' | 'shutdown';
   readonly hard: boolean;
+  /** Default: `shutdown` for that resource, else `limit`. */
+  readonly reason: CancellationReason;
   constructor(
     sandboxId: string,
     resource: 'cpu' | 'memory' | 'time' | 'shutdown',
     hard: boolean,
     message: string,
+    reason?: CancellationReason,
   ) {
     super(ErrorCode.CANCELLED, 'task_cancelled_exception', message);
     this.sandboxId = sandboxId;
     this.resource = resource;
     this.hard = hard;
+    this.reason = reason ?? (resource === 'shutdown' ? 'shutdown' : 'limit');
+  }
+}
+
+/**
+ * The caller aborted the call (`SearchCallOptions.signal`), or its HTTP client went away. `queued`
+ * says where the task was: removed from the queue without running (true), or cancelled while running.
+ */
+export class AbortedError extends QuerySandboxError {
+  readonly sandboxId: string | undefined;
+  readonly queued: boolean;
+  constructor(sandboxId: string | undefined, queued: boolean, message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.ABORTED, 'task_cancelled_exception', message, options);
+    this.sandboxId = sandboxId;
+    this.queued = queued;
+  }
+}
+
+/** The call's `timeoutMs` passed before it settled (`timeoutMs` is echoed; `queued` as in AbortedError). */
+export class TimedOutError extends QuerySandboxError {
+  readonly sandboxId: string;
+  readonly timeoutMs: number;
+  readonly queued: boolean;
+  constructor(sandboxId: string, timeoutMs: number, queued: boolean, message: string) {
+    super(ErrorCode.TIMED_OUT, 'timeout_exception', message);
+    this.sandboxId = sandboxId;
+    this.timeoutMs = timeoutMs;
+    this.queued = queued;
   }
 }
 
@@ -511,7 +585,10 @@ export function httpStatusOf(error: unknown): number {
   switch (error.code) {
     case ErrorCode.REJECTED:
     case ErrorCode.CANCELLED:
+    case ErrorCode.TIMED_OUT:
       return 429;
+    case ErrorCode.ABORTED:
+      return 499;
     case ErrorCode.INVALID_ARGUMENT:
     case ErrorCode.INVALID_SANDBOX:
       return 400;

@@ -9,6 +9,7 @@ export {
   createRuntime,
   type CloseOptions,
   type LaneStats,
+  type SearchCallOptions,
   type NodeStats,
   type Runtime,
   type SandboxStats,

@@ -140,6 +140,46 @@ export interface RuntimeOptions {
   queryPriority?: unknown;
   /** Tasks waiting for a worker, beyond which new ones are rejected (429), 0..1e6. Default 1000. */
   maxQueuedTasks?: number;
+  /**
+   * The longest a task may wait in the queue, ms, an integer in 1..86400000 or Infinity (no bound):
+   * past it the task is rejected (429 `rejected_execution_exception`, reason `queue_wait`) instead of
+   * running late. The default for every sandbox that sets no `max_queue_wait` of its own and inherits
+   * none; a request's `timeout` wins when smaller. Default 5000. See docs/overload.md.
+   */
+  maxQueueWaitMs?: number;
+  /**
+   * A lane whose queue has not been empty for this long has a *standing queue* (it is not keeping
+   * up), ms, integer 1..60000. What controlled delay, adaptive LIFO and shedding in CPU duress act on.
+   * Default 1000.
+   */
+  standingQueueMs?: number;
+  /**
+   * Controlled delay (Facebook's server queues, "Fail at Scale", 2015): while a lane has a standing
+   * queue, a task that waited longer than this is rejected (429, reason `controlled_delay`), ms,
+   * integer 1..60000. Default: off (each task's own queue-wait bound only): it sheds bursts of long
+   * tasks too (docs/overload.md has the measurements).
+   */
+  controlledDelayMs?: number;
+  /**
+   * Adaptive LIFO: while a lane has a standing queue, each priority is served newest first; otherwise
+   * FIFO. Default false.
+   */
+  adaptiveLifo?: boolean;
+  /**
+   * Aging's cap: at most one dispatch in this many of a lane may go to a task that aging lifted over
+   * a waiting task of higher priority, integer 1..1000 (1: plain aging). Default 4: a queue full of
+   * older low-priority work keeps at most a quarter of a lane's dispatches, and low priority, once
+   * aged, still gets at least that.
+   */
+  agingOvertakeEvery?: number;
+  /**
+   * Shedding in duress when no sandbox breaches a limit (see `governor/decide.ts`): while the node is
+   * in duress, new work of the lowest-priority sandbox using the duress resource (the root included;
+   * not monitor sandboxes) is rejected, and after `cancelAfterIntervals` (integer 1..1000, default 3)
+   * intervals of duress its running tasks are cancelled too, within the cancellation rate limit, until
+   * the node leaves duress. `false`: off. Default on.
+   */
+  duressShedding?: { cancelAfterIntervals?: number; minUsage?: number } | false;
   /** Governor interval, ms, 10..60000. Default 100. */
   intervalMs?: number;
   /**
@@ -256,6 +296,15 @@ export interface ResolvedRuntimeOptions {
   readonly workerHeapMb: number;
   readonly memoryBudgetBytes: number;
   readonly maxQueuedTasks: number;
+  /** ms; Infinity: no bound. */
+  readonly maxQueueWaitMs: number;
+  readonly standingQueueMs: number;
+  /** undefined: controlled delay off. */
+  readonly controlledDelayMs: number | undefined;
+  readonly adaptiveLifo: boolean;
+  readonly agingOvertakeEvery: number;
+  /** undefined: off. */
+  readonly duressShedding: { readonly cancelAfterIntervals: number; readonly minUsage: number } | undefined;
   readonly queryPriority: QueryPriorityConfig;
   readonly onTaskEnd: ((event: TaskEndEvent) => void) | undefined;
   readonly intervalMs: number;
@@ -470,6 +519,23 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
       translogDurability,
     );
   }
+  const maxQueueWaitMs =
+    options.maxQueueWaitMs === Number.POSITIVE_INFINITY
+      ? Number.POSITIVE_INFINITY
+      : integer('maxQueueWaitMs', options.maxQueueWaitMs, 1, 86_400_000, 5000);
+  const controlledDelayMs =
+    options.controlledDelayMs === undefined ? undefined : integer('controlledDelayMs', options.controlledDelayMs, 1, 60_000, 0);
+  if (options.adaptiveLifo !== undefined && typeof options.adaptiveLifo !== 'boolean') {
+    throw new InvalidArgumentError('options.adaptiveLifo', 'must be a boolean', options.adaptiveLifo);
+  }
+  const shedding = options.duressShedding === false ? false : objectOption('duressShedding', options.duressShedding);
+  const duressShedding =
+    shedding === false
+      ? undefined
+      : Object.freeze({
+          cancelAfterIntervals: integer('duressShedding.cancelAfterIntervals', shedding.cancelAfterIntervals, 1, 1000, 3),
+          minUsage: number('duressShedding.minUsage', shedding.minUsage, 0, 1, 0.05),
+        });
   const usage = objectOption('resourceUsage', options.resourceUsage);
   const tracker = resolveNodeUsageTrackerOptions({ ...usage, cores }, 'options.resourceUsage');
   return Object.freeze({
@@ -489,6 +555,12 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     workerHeapMb,
     memoryBudgetBytes,
     maxQueuedTasks: integer('maxQueuedTasks', options.maxQueuedTasks, 0, 1_000_000, 1000),
+    maxQueueWaitMs,
+    standingQueueMs: integer('standingQueueMs', options.standingQueueMs, 1, 60_000, 1000),
+    controlledDelayMs,
+    adaptiveLifo: options.adaptiveLifo ?? false,
+    agingOvertakeEvery: integer('agingOvertakeEvery', options.agingOvertakeEvery, 1, 1000, 4),
+    duressShedding,
     queryPriority,
     onTaskEnd: options.onTaskEnd,
     intervalMs: integer('intervalMs', options.intervalMs, 10, 60_000, 100),

@@ -17,6 +17,7 @@ import { NodeUsageTracker, type HeapUsage, type NodeUsageSnapshot } from './admi
 import { resolveIndexExpression } from './classify/index-expression.js';
 import { SandboxClassifier } from './classify/sandbox-classifier.js';
 import {
+  AbortedError,
   CancelledError,
   EngineFailureError,
   EngineRequestError,
@@ -26,7 +27,9 @@ import {
   NotRunningError,
   type QuerySandboxError,
   RejectedError,
+  TimedOutError,
 } from './errors.js';
+import { checkSearchCallOptions, type SearchCallOptions } from './execution/search-call.js';
 import type { EnforcementMode } from './governor/decide.js';
 import { DuressDetector } from './governor/duress-detector.js';
 import { enforcementModeOf, type NodeModeWord } from './governor/node-mode.js';
@@ -66,12 +69,20 @@ import {
   type QueryPriorityDocument,
   type QueryPriorityInput,
 } from './scheduler/query-priority.js';
-import { type Dispatch, type Eviction, type SchedulerStats, TaskScheduler } from './scheduler/task-scheduler.js';
+import {
+  type Dispatch,
+  type Eviction,
+  type Expiry,
+  type QueueTicket,
+  type SchedulerStats,
+  TaskScheduler,
+} from './scheduler/task-scheduler.js';
 import { ConcurrencyCaps, type Hold } from './scheduler/concurrency-caps.js';
 import {
   cancelAfterOf,
   describeLimit,
   requestedParameters,
+  type TimeLimit,
   timeoutOf,
 } from './execution/search-parameters.js';
 import { type EffectiveSearchSettings, effectiveSearchSettings } from './sandbox/search-settings.js';
@@ -102,6 +113,7 @@ import { UsageTracker } from './tracking/usage-tracker.js';
 import { sampleHeap, WorkerHeapProbe } from '../native-shim/index.js';
 
 export type { RuntimeOptions, TaskEndEvent } from './runtime-options.js';
+export type { SearchCallOptions } from './execution/search-call.js';
 
 /** One search request as the runtime takes it; `Body` is the engine's body type (`EngineBody`). */
 export interface SearchRequest<Body = unknown> {
@@ -201,8 +213,12 @@ export interface NodeStats {
  * brings it from the worker: class instances arrive as plain objects, functions are refused).
  */
 export interface Runtime<Result = unknown, Body = unknown> {
-  /** Runs one search. Rejects with the errors listed in `errors.ts`. */
-  search(request: SearchRequest<Body>): Promise<Result>;
+  /**
+   * Runs one search. Rejects with the errors listed in `errors.ts`; with `options.signal` aborted, or
+   * past `options.timeoutMs`, at once with `AbortedError` / `TimedOutError` (a queued task is removed
+   * without running, a running one is cancelled: soft, then hard after its sandbox's grace).
+   */
+  search(request: SearchRequest<Body>, options?: SearchCallOptions): Promise<Result>;
   /** The sandboxes, the root first, parents before children. */
   sandboxes(): readonly Sandbox[];
   /**
@@ -303,6 +319,17 @@ interface QueuedTask {
   readonly requestedCancelAfterMs: number | undefined;
   readonly resolve: (value: unknown) => void;
   readonly reject: (reason: unknown) => void;
+  /** Where its queue-wait bound comes from, for the 429's message. */
+  readonly boundFrom: string;
+  /** The call's `timeoutMs`, for TimedOutError. */
+  readonly callTimeoutMs: number | undefined;
+  /** Its place in the queue while it waits. */
+  ticket: QueueTicket<QueuedTask> | undefined;
+  /**
+   * Set when its caller gave up while it ran: its call has settled with `error`; the task is being
+   * cancelled (`terminated` once its worker was, after the grace).
+   */
+  abandoned: { readonly error: AbortedError | TimedOutError; terminated: boolean } | undefined;
 }
 
 interface RunningTask {
@@ -311,6 +338,8 @@ interface RunningTask {
   readonly tracked: TrackedTask;
   /** What it counts on for the concurrency caps. */
   readonly hold: Hold;
+  /** The hard cancellation of a task whose caller gave up, after the grace period. */
+  hardTimer: NodeJS.Timeout | undefined;
 }
 
 /**
@@ -632,6 +661,11 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
   #searchableOf: readonly string[] | undefined;
   /** Query-priority changes, one at a time: validate, save, apply. */
   #priorityChanges: Promise<unknown> = Promise.resolve();
+  /** Per sandbox id: its queue-wait bound (own or inherited) and where it comes from. */
+  #queueWaitBounds: ReadonlyMap<string, { readonly ms: number; readonly from: string }> = new Map();
+  /** The timer that rejects queued tasks at their queue-wait deadline, and when it fires. */
+  #expiryTimer: NodeJS.Timeout | undefined;
+  #expiryAtMs = Number.POSITIVE_INFINITY;
   #nextTaskId = 1;
   /** False once `close` was called: new searches are refused. */
   #accepting = true;
@@ -682,11 +716,14 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
       agingMsPerPriority: options.agingMsPerPriority,
       fifo: options.queueOrder === 'fifo',
       config: options.queryPriority,
+      agingOvertakeEvery: options.agingOvertakeEvery,
+      overload: { intervalMs: options.standingQueueMs, targetMs: options.controlledDelayMs, lifo: options.adaptiveLifo },
       // A task held back by its sandbox's concurrency cap waits; the tasks behind it go ahead.
       mayStart: (q) => !this.#caps.active || this.#caps.mayStart(q.sandbox.id, q.user),
     });
     this.#sandboxes = sandboxes;
     this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
+    this.#queueWaitBounds = queueWaitBoundsOf(sandboxes, options.maxQueueWaitMs);
     this.#graceMs = effectiveCancellationGrace(sandboxes, options.graceIntervals * options.intervalMs);
     this.#settings = effectiveSearchSettings(sandboxes);
     this.#classifier = new SandboxClassifier(sandboxes);
@@ -722,6 +759,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
         cancellationBurst: options.cancellation.burst,
         boostPriority: options.boost.priority,
         boostHalfLifeMs: options.boost.halfLifeMs,
+        duressShedding: options.duressShedding,
       },
       {
         sampleUsage: () => this.#tracker.sample(),
@@ -740,6 +778,10 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
           return () => clearTimeout(timer);
         },
         nowMs: () => performance.now(),
+        standingQueue: () => {
+          const now = performance.now();
+          return this.#scheduler.lanes.some((_, i) => this.#scheduler.overloaded(i, now));
+        },
         // State changes and cancellations, at info, rate-limited (observability/decision-log.ts).
         decisions: new DecisionLog(log),
       },
@@ -772,6 +814,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     const classifier = new SandboxClassifier(sandboxes);
     this.#sandboxes = sandboxes;
     this.#byId = new Map(sandboxes.map((s) => [s.id, s]));
+    this.#queueWaitBounds = queueWaitBoundsOf(sandboxes, this.options.maxQueueWaitMs);
     this.#graceMs = effectiveCancellationGrace(sandboxes, this.options.graceIntervals * this.options.intervalMs);
     this.#settings = effectiveSearchSettings(sandboxes);
     this.#classifier = classifier;
@@ -831,16 +874,21 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     return this.#usageTracker.snapshot();
   }
 
-  search(request: SearchRequest<Body>): Promise<Result> {
+  search(request: SearchRequest<Body>, options?: SearchCallOptions): Promise<Result> {
     try {
-      return this.#admit(request) as Promise<Result>;
+      return this.#admit(request, checkSearchCallOptions(options)) as Promise<Result>;
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
-  #admit(request: SearchRequest): Promise<unknown> {
+  #admit(request: SearchRequest, control: SearchCallOptions | undefined): Promise<unknown> {
     if (!this.#accepting) throw new NotRunningError();
+    if (control?.signal?.aborted === true) {
+      throw new AbortedError(undefined, true, 'search aborted by its caller before it was queued', {
+        cause: control.signal.reason,
+      });
+    }
     if (typeof request.index !== 'string')
       throw new InvalidArgumentError('index', 'must be a string', request.index);
     const indices = resolveIndexExpression(request.index, this.#searchableIndices());
@@ -860,6 +908,8 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     const timeout = timeoutOf(requested.timeoutMs, this.#settingsOf(sandbox.id));
     if (timeout !== undefined) engineRequest = { ...engineRequest, timeoutMs: timeout.ms };
     const priority = this.#priorityOf(engineRequest, request.user, sandbox);
+    // The search's `timeout` in force (the request's, or its sandbox's search_settings) bounds its wait too.
+    const bound = this.#queueWaitBound(sandbox.id, timeout);
     let task!: QueuedTask;
     const queuedAtMs = performance.now();
     const settled = new Promise((resolve, reject) => {
@@ -873,21 +923,148 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
         requestedCancelAfterMs: requested.cancelAfterMs,
         resolve,
         reject,
+        boundFrom: bound.from,
+        callTimeoutMs: control?.timeoutMs,
+        ticket: undefined,
+        abandoned: undefined,
       };
     });
     // Full bounds shed the lowest priority first: the newest of the lowest-priority waiting tasks
     // makes room for a more important one; if the incoming task is itself the lowest, it is refused.
-    const offered = this.#scheduler.offer(task, sandbox.id, priority, queuedAtMs);
+    const offered = this.#scheduler.offer(task, sandbox.id, priority, queuedAtMs, bound.ms);
     if (!offered.accepted) {
       this.#counters.countRejection(sandbox.id, 'queue');
-      const error = new RejectedError(sandbox.id, 'queue', offered.message);
+      const error = new RejectedError(sandbox.id, 'queue', offered.message, offered.reason);
       publishTaskRejected(this.#source, task.taskId, priority, error, sandbox.id, offered.reason, false);
       throw error;
     }
+    task.ticket = offered.ticket;
     publishTaskQueued(this.#source, task.taskId, sandbox.id, priority, this.#laneNames[this.#scheduler.laneOf(priority)]!);
+    if (control !== undefined) this.#watchCall(task, settled, control);
     this.#rejectEvicted(offered.evicted);
     this.#pump();
     return settled;
+  }
+
+  /** The queue-wait bound of a task of `sandboxId`: its sandbox's (own or inherited), or the request's timeout when smaller. */
+  #queueWaitBound(sandboxId: string, timeout: TimeLimit | undefined): { readonly ms: number; readonly from: string } {
+    const own = this.#queueWaitBounds.get(sandboxId) ?? {
+      ms: this.options.maxQueueWaitMs,
+      from: "the node's default (maxQueueWaitMs)",
+    };
+    if (timeout !== undefined && timeout.ms > 0 && timeout.ms < own.ms) {
+      return {
+        ms: timeout.ms,
+        from: timeout.source === 'sandbox' ? `sandbox [${timeout.sandboxId}]'s search_settings.timeout` : "the request's timeout",
+      };
+    }
+    return own;
+  }
+
+  /** Follows the caller's `signal` and `timeoutMs` until the call settles. */
+  #watchCall(task: QueuedTask, settled: Promise<unknown>, control: SearchCallOptions): void {
+    const signal = control.signal;
+    const onAbort = signal === undefined ? undefined : () => this.#abandon(task, 'aborted', signal.reason);
+    if (onAbort !== undefined) signal!.addEventListener('abort', onAbort, { once: true });
+    const timer =
+      control.timeoutMs === undefined ? undefined : setTimeout(() => this.#abandon(task, 'timed_out'), control.timeoutMs);
+    timer?.unref();
+    const dispose = () => {
+      if (onAbort !== undefined) signal!.removeEventListener('abort', onAbort);
+      if (timer !== undefined) clearTimeout(timer);
+    };
+    settled.then(dispose, dispose);
+  }
+
+  /**
+   * The caller gave up (`signal`, `timeoutMs`, a closed HTTP connection): the call rejects at once. A
+   * queued task is removed without running; a running one is cancelled, softly (its signal) and, if it
+   * is still running after the grace period, by terminating its worker. Nothing once the call settled.
+   */
+  #abandon(task: QueuedTask, why: 'aborted' | 'timed_out', cause?: unknown): void {
+    const counters = this.#counters.of(task.sandbox.id);
+    const error = (queued: boolean) =>
+      why === 'aborted'
+        ? new AbortedError(
+            task.sandbox.id,
+            queued,
+            queued
+              ? 'search aborted by its caller while queued: the task was removed without running'
+              : 'search aborted by its caller while running: the task is being cancelled',
+            { cause },
+          )
+        : new TimedOutError(
+            task.sandbox.id,
+            task.callTimeoutMs ?? 0,
+            queued,
+            `search timed out after ${task.callTimeoutMs} ms (timeoutMs) ` +
+              (queued ? 'while queued: the task was removed without running' : 'while running: the task is being cancelled'),
+          );
+    if (task.ticket !== undefined && this.#scheduler.remove(task.ticket)) {
+      if (why === 'aborted') counters.aborted++;
+      else counters.callTimeouts++;
+      const failure = error(true);
+      this.#publishQueuedEnd(task, failure);
+      task.reject(failure);
+      // A drain under way may have been waiting for this one.
+      this.#pump();
+      return;
+    }
+    const running = this.#running.get(task.taskId);
+    if (running === undefined || task.abandoned !== undefined) return;
+    const failure = error(false);
+    const abandoned = { error: failure, terminated: false };
+    task.abandoned = abandoned;
+    if (why === 'aborted') counters.aborted++;
+    else counters.callTimeouts++;
+    task.reject(failure);
+    this.#pool.slots.requestCancel(running.tracked.slot, CancelReason.ABORTED);
+    // Its sandbox's grace (cancellationGraceMs), as for the governor's cancellations; "never": none.
+    const graceMs = this.#graceMsOf(task.taskId);
+    if (!Number.isFinite(graceMs)) return;
+    running.hardTimer = setTimeout(() => {
+      running.hardTimer = undefined;
+      if (this.#running.get(task.taskId) === running) {
+        abandoned.terminated = true;
+        this.#pool.terminateWorkerOf(running.dispatch.lane, running.tracked.slot, task.taskId);
+      }
+    }, graceMs);
+    running.hardTimer.unref();
+  }
+
+  /** Rejects the tasks that waited past their bound or their lane's controlled-delay target. */
+  #rejectExpired(expired: readonly Expiry<QueuedTask>[]): void {
+    for (const e of expired) {
+      this.#counters.countRejection(e.sandboxId, 'queue');
+      this.#counters.of(e.sandboxId).queueWaitRejections++;
+      const waited = Math.round(e.waitedMs);
+      const message =
+        e.reason === 'queue_wait'
+          ? `rejected: the task waited ${waited} ms in the queue, past its bound of ${e.boundMs} ms (${e.item.boundFrom})`
+          : `rejected: lane [${e.lane}] has had a standing queue for ${this.options.standingQueueMs} ms, ` +
+            `so a task may wait at most ${e.boundMs} ms there (controlled delay); this one waited ${waited} ms`;
+      const error = new RejectedError(e.sandboxId, 'queue', message, e.reason);
+      publishTaskRejected(this.#source, e.item.taskId, e.priority, error, e.sandboxId, e.reason, true);
+      e.item.reject(error);
+    }
+  }
+
+  /** Arms the timer for the scheduler's next expiry, unless one fires earlier already. */
+  #armExpiry(): void {
+    if (this.#closed) return;
+    const next = this.#scheduler.nextExpiryMs();
+    if (next === undefined || (this.#expiryTimer !== undefined && this.#expiryAtMs <= next)) return;
+    if (this.#expiryTimer !== undefined) clearTimeout(this.#expiryTimer);
+    this.#expiryAtMs = next;
+    this.#expiryTimer = setTimeout(
+      () => {
+        this.#expiryTimer = undefined;
+        this.#expiryAtMs = Number.POSITIVE_INFINITY;
+        this.#pump();
+      },
+      Math.max(0, Math.ceil(next - performance.now())),
+    );
+    this.#expiryTimer.unref();
   }
 
   /** The engine's indices followed by the writable ones (`undefined`: the engine lists none). */
@@ -942,7 +1119,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
   #rejectEvicted(evicted: readonly Eviction<QueuedTask>[]): void {
     for (const e of evicted) {
       this.#counters.countRejection(e.sandboxId, 'queue');
-      const error = new RejectedError(e.sandboxId, 'queue', e.message);
+      const error = new RejectedError(e.sandboxId, 'queue', e.message, e.reason);
       publishTaskRejected(this.#source, e.item.taskId, e.priority, error, e.sandboxId, e.reason, true);
       e.item.reject(error);
     }
@@ -981,6 +1158,20 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     }
     if (!verdict.rejectNew) return;
     const resource = verdict.rejectResource ?? 'cpu';
+    if (verdict.shedInDuress === true) {
+      const node = this.#governor.snapshot.node;
+      this.#counters.countRejection(sandbox.id, resource);
+      this.#counters.of(sandbox.id).duressRejections++;
+      const shed = new RejectedError(
+        sandbox.id,
+        resource,
+        `rejected: the node is in ${resource} duress (usage ${node[resource].toFixed(3)} > ${this.options.duress.rejectThreshold}) ` +
+          `and sandbox [${sandbox.id}] is the lowest-priority sandbox using it; it takes new work again when the duress ends`,
+        'duress',
+      );
+      publishTaskRejected(this.#source, queued?.taskId, queued?.priority, shed, sandbox.id, undefined, queued !== undefined);
+      throw shed;
+    }
     const by = verdict.rejectedBy ?? sandbox.id;
     const usage = this.#governor.snapshot.usage.get(by);
     const limit = this.#byId.get(by)?.limits[resource];
@@ -994,7 +1185,8 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
           : '') +
         (by !== sandbox.id ? `; request bound to its child [${sandbox.id}]` : ''),
     );
-    publishTaskRejected(this.#source, 
+    publishTaskRejected(
+      this.#source,
       queued?.taskId,
       queued?.priority,
       error,
@@ -1016,6 +1208,11 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
   }
 
   #dispatchQueued(): void {
+    // Nothing past its queue-wait bound is dispatched, even when its timer has not fired yet.
+    if (!this.#closed) {
+      const expired = this.#scheduler.expire(performance.now());
+      if (expired.length > 0) this.#rejectExpired(expired);
+    }
     while (!this.#closed) {
       const dispatch = this.#scheduler.next(performance.now());
       if (dispatch === undefined) break;
@@ -1038,7 +1235,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
       this.#pool.slots.assign(slot, queued.taskId);
       const tracked = newTrackedTask(queued.taskId, queued.sandbox.id, slot, performance.now());
       const hold = this.#caps.started(queued.sandbox.id, queued.user);
-      const running: RunningTask = { queued, dispatch, tracked, hold };
+      const running: RunningTask = { queued, dispatch, tracked, hold, hardTimer: undefined };
       this.#running.set(queued.taskId, running);
       this.#tracker.add(tracked);
       publishTaskStarted(
@@ -1055,6 +1252,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
         (error: unknown) => this.#settle(running, undefined, error),
       );
     }
+    this.#armExpiry();
   }
 
   #settle(running: RunningTask, outcome: TaskOutcome | undefined, thrown: unknown): void {
@@ -1069,6 +1267,14 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     this.#governor.forget(queued.taskId);
     const sandboxId = queued.sandbox.id;
     const counters = this.#counters.of(sandboxId);
+    if (queued.abandoned !== undefined) {
+      // Its caller gave up and its call has settled: only the worker's work is accounted for.
+      if (running.hardTimer !== undefined) clearTimeout(running.hardTimer);
+      if (outcome?.ok === true) this.#governor.onTaskCompleted();
+      this.#publishTaskEnd(running, queued.abandoned.error, undefined, queued.abandoned.terminated);
+      this.#pump();
+      return;
+    }
     try {
       let failure: QuerySandboxError;
       if (outcome?.ok === true) {
@@ -1129,7 +1335,12 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
    * Publishes `task:ended` for a task that ran (`failure` undefined: it completed), when anyone
    * listens. Per-call control (a caller's signal or timeoutMs) ends its running tasks through here.
    */
-  #publishTaskEnd(running: RunningTask, failure: QuerySandboxError | undefined, breachedBy: string | undefined): void {
+  #publishTaskEnd(
+    running: RunningTask,
+    failure: QuerySandboxError | undefined,
+    breachedBy: string | undefined,
+    terminated?: boolean,
+  ): void {
     const { queued, tracked, dispatch } = running;
     publishTaskEnded(
       this.#source,
@@ -1142,6 +1353,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
       tracked.cpuTimeNs,
       dispatch.waitMs,
       tracked.dispatchedAtMs,
+      terminated,
     );
   }
 
@@ -1149,7 +1361,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
    * Publishes `task:ended` for a task that ends while still queued (the runtime closes). Per-call
    * control ends its queued tasks through here.
    */
-  #publishQueuedEnd(task: QueuedTask, failure: CancelledError): void {
+  #publishQueuedEnd(task: QueuedTask, failure: CancelledError | AbortedError | TimedOutError): void {
     publishTaskEnded(
       this.#source,
       task.taskId,
@@ -1173,6 +1385,20 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     const sandbox = running.queued.sandbox;
     if (resource === 'shutdown') {
       return new CancelledError(sandbox.id, resource, hard, `task cancelled: the runtime is shutting down`);
+    }
+    if (cancellation?.resource !== 'time' && cancellation?.reason === 'duress' && resource !== 'time') {
+      this.#counters.of(sandbox.id).duressCancellations++;
+      return new CancelledError(
+        sandbox.id,
+        resource,
+        hard,
+        `task cancelled: the node is in ${resource} duress and ` +
+          (cancellation.sandboxId === sandbox.id
+            ? `sandbox [${sandbox.id}] is the lowest-priority sandbox using it`
+            : `its sandbox [${cancellation.sandboxId}] was deleted while it ran`) +
+          (hard ? '; its worker was terminated' : ''),
+        'duress',
+      );
     }
     if (resource === 'time') {
       const limit = cancelAfterOf(running.queued.requestedCancelAfterMs, this.#settingsOf(sandbox.id));
@@ -1414,6 +1640,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     this.#endDrain = undefined;
     this.#governor.stop();
     this.#usageTracker.stop();
+    if (this.#expiryTimer !== undefined) clearTimeout(this.#expiryTimer);
     for (const q of this.#scheduler.drain()) {
       this.#counters.countCancellation(q.sandbox.id, 'shutdown', false);
       const error = new CancelledError(q.sandbox.id, 'shutdown', false, 'task cancelled: the runtime is shutting down');
@@ -1427,4 +1654,33 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     await this.indices?.close();
     await removeDir(this.#ephemeralDir);
   }
+}
+
+/**
+ * Each sandbox's queue-wait bound: its own `maxQueueWaitMs`, else its nearest ancestor's, else the
+ * node's default; with where it comes from, for the 429's message.
+ */
+function queueWaitBoundsOf(
+  sandboxes: readonly Sandbox[],
+  nodeDefaultMs: number,
+): ReadonlyMap<string, { readonly ms: number; readonly from: string }> {
+  const byId = new Map(sandboxes.map((s) => [s.id, s]));
+  const out = new Map<string, { ms: number; from: string }>();
+  for (const s of sandboxes) {
+    let bound: { ms: number; from: string } = { ms: nodeDefaultMs, from: "the node's default (maxQueueWaitMs)" };
+    let id: string | null = s.id;
+    for (let depth = 0; id !== null && depth < 64; depth++) {
+      const at: Sandbox | undefined = byId.get(id);
+      if (at?.maxQueueWaitMs !== undefined) {
+        bound = {
+          ms: at.maxQueueWaitMs,
+          from: at.id === s.id ? `sandbox [${s.id}]'s max_queue_wait` : `max_queue_wait of [${at.id}], inherited by [${s.id}]`,
+        };
+        break;
+      }
+      id = at?.parentId ?? null;
+    }
+    out.set(s.id, bound);
+  }
+  return out;
 }

@@ -29,10 +29,6 @@ const LEAVES = new Map([
 /** `from -> to` folder edges allowed for now, with why. */
 const TOLERATED = new Map([
   [
-    'src/scheduler -> src/cluster',
-    'issue 14 is editing scheduler/: point etcd-query-priority-store.ts at etcd/etcd-connection.js',
-  ],
-  [
     'src/cluster -> src/observability',
     'coordinator.ts (issue 18) writes the decision log itself; observability/ reads the coordinator: ' +
       'the coordinator should publish its decisions on a channel that the decision log subscribes to',

@@ -91,6 +91,12 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --max-docs N           index at most N mails per index (engine option maxDocumentsPerIndex)
   --query-priority FILE  query-priority rules (JSON) seeding DIR/query-priority.json when it is absent
   --queue-order ORDER    priority | fifo (the baseline: arrival order, no reservations; default priority)
+  --max-queue-wait-ms N  longest a task may wait in the queue before a 429, for sandboxes that set no
+                         max_queue_wait (default 5000; none: no bound)
+  --standing-queue-ms N  a lane whose queue has not emptied for N ms has a standing queue (default 1000)
+  --controlled-delay-ms N  under a standing queue a task may wait at most N ms (default: off)
+  --adaptive-lifo on|off newest first within a priority under a standing queue (default off)
+  --duress-shedding on|off  in node duress, shed the lowest-priority sandbox using the resource (default on)
   --log-level LEVEL      pino level (default info; LOG_LEVEL)
   --cores N              cores this node counts as its CPU capacity (default: cgroup quota or all)
   --cache-dir DIR        index cache, shareable between nodes (default DIR/cache of --data-dir)
@@ -192,6 +198,11 @@ const RUNTIME_FLAGS = [
   'max-docs',
   'query-priority',
   'queue-order',
+  'max-queue-wait-ms',
+  'standing-queue-ms',
+  'controlled-delay-ms',
+  'adaptive-lifo',
+  'duress-shedding',
   'cores',
   'cache-dir',
   'shards-per-index',
@@ -227,6 +238,11 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
         'max-docs': { type: 'string' },
         'query-priority': { type: 'string' },
         'queue-order': { type: 'string' },
+        'max-queue-wait-ms': { type: 'string' },
+        'standing-queue-ms': { type: 'string' },
+        'controlled-delay-ms': { type: 'string' },
+        'adaptive-lifo': { type: 'string' },
+        'duress-shedding': { type: 'string' },
         'log-level': { type: 'string' },
         cores: { type: 'string' },
         'cache-dir': { type: 'string' },
@@ -340,6 +356,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
   if (queueOrder !== undefined && queueOrder !== 'priority' && queueOrder !== 'fifo') {
     throw new InvalidArgumentError('--queue-order', 'must be one of priority, fifo', queueOrder);
   }
+  const overload = overloadFlags(str);
   const logLevel = str('log-level') ?? env['LOG_LEVEL'] ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new InvalidArgumentError(
@@ -383,6 +400,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     ...(enforcement !== undefined ? { enforcement } : {}),
     ...(Object.keys(engineOptions).length > 0 ? { engineOptions } : {}),
     ...(queueOrder !== undefined ? { queueOrder } : {}),
+    ...overload,
     ...(role !== 'coordinator' && nodeId !== undefined ? { nodeId } : {}),
     ...(cores !== undefined ? { cores } : {}),
     ...(role === 'data' ? { nodeRole: 'data' as const } : {}),
@@ -427,6 +445,38 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     },
     insecureSkipAuth,
   };
+}
+
+/** The overload flags as runtime options (only those given). @throws InvalidArgumentError naming the flag. */
+function overloadFlags(str: (k: string) => string | undefined): Partial<RuntimeOptions> {
+  const out: {
+    maxQueueWaitMs?: number;
+    standingQueueMs?: number;
+    controlledDelayMs?: number;
+    adaptiveLifo?: boolean;
+    duressShedding?: false;
+  } = {};
+  const wait = str('max-queue-wait-ms');
+  if (wait !== undefined) {
+    out.maxQueueWaitMs =
+      wait === '-1' || wait === 'none'
+        ? Number.POSITIVE_INFINITY
+        : intFlag('max-queue-wait-ms', wait, 1, 86_400_000, '--max-queue-wait-ms (or none for no bound)')!;
+  }
+  const standing = intFlag('standing-queue-ms', str('standing-queue-ms'), 1, 60_000);
+  if (standing !== undefined) out.standingQueueMs = standing;
+  const delay = intFlag('controlled-delay-ms', str('controlled-delay-ms'), 1, 60_000);
+  if (delay !== undefined) out.controlledDelayMs = delay;
+  const onOff = (flag: string): boolean | undefined => {
+    const v = str(flag);
+    if (v === undefined) return undefined;
+    if (v !== 'on' && v !== 'off') throw new InvalidArgumentError(`--${flag}`, 'must be one of on, off', v);
+    return v === 'on';
+  };
+  const lifo = onOff('adaptive-lifo');
+  if (lifo !== undefined) out.adaptiveLifo = lifo;
+  if (onOff('duress-shedding') === false) out.duressShedding = false;
+  return out;
 }
 
 /** The lane flags as a `lanes` option, or undefined when none is given (the default lanes). */

@@ -18,6 +18,20 @@
  *
  * Orphans: a task whose sandbox was deleted while it ran finishes under the root's rules (no limits
  * of its own), and while the node is in duress it is cancelled first, before any breaching sandbox.
+ *
+ * Shedding in duress (`DecisionInput.duressShedding`; docs/overload.md): limits alone leave a node in
+ * duress with nothing to act on when no sandbox breaches one (the root has no limits). While the node
+ * is in duress, the sandbox of the lowest priority whose own tasks use at least `minUsage` of the
+ * duress resource (the root included; monitor sandboxes never) is *shed*: its new tasks are refused
+ * (`rejectNew`, `shedInDuress`) and, once it has been shed for `cancelAfterIntervals` intervals of
+ * continued duress, its running tasks are cancelled, largest first, until their usage covers the
+ * node's excess over the duress threshold (the rate limit applies as to every cancellation). CPU
+ * duress starts (or widens) shedding only while some lane has a standing queue: a busy node that
+ * keeps up is not shed (see `DuressSheddingInput.standingQueue`). Seed
+ * 000's "pick the lowest priority sandbox", applied to the node's own breach: a shed sandbox stays
+ * shed until the duress ends; when the shed ones no longer use the resource and the duress persists,
+ * the next lowest is added. Only the sandbox's own tasks count and are shed, not its descendants'
+ * (shedding the root must not shed its children). Ties go to the sandbox id, in code-unit order.
  */
 import { RESOURCES, type Resource, type Sandbox } from '../sandbox/sandbox.js';
 
@@ -49,9 +63,30 @@ export interface TaskUsageView {
   readonly startedAtMs: number;
 }
 
+/** Shedding in duress, as the governor hands it to `decide` each interval (see the module doc). */
+export interface DuressSheddingInput {
+  /** Sandboxes shed so far in this duress episode: id -> intervals it has been shed before this one. */
+  readonly shed: ReadonlyMap<string, number>;
+  /** Intervals a sandbox stays shed, the node still in duress, before its running tasks are cancelled, >= 1. */
+  readonly cancelAfterIntervals: number;
+  /** Usage of the duress resource (a ratio of the node) a sandbox's own tasks must reach to count as using it. */
+  readonly minUsage: number;
+  /** The node's usage of the duress resource minus its duress threshold (what cancellation must cover), >= 0. */
+  readonly excess: number;
+  /**
+   * Some lane has a standing queue (its queue has not emptied for the overload interval). CPU duress
+   * starts shedding only then: a work-conserving pool keeps the CPU near 1 whenever it has a backlog
+   * of any size, and a node that is busy but keeps up needs nothing shed. Memory duress does not wait
+   * for it. Default true.
+   */
+  readonly standingQueue?: boolean;
+}
+
 export interface DecisionInput {
   readonly enforcement: EnforcementMode;
   readonly duress: DuressLevel;
+  /** Shedding in duress when nobody breaches a limit; undefined: off. */
+  readonly duressShedding?: DuressSheddingInput | undefined;
   /** Added to a sandbox's priority when ordering breaching sandboxes (recently cut back). Default none. */
   readonly priorityBoost?: ReadonlyMap<string, number>;
   /** Default `largest_usage`. */
@@ -83,19 +118,27 @@ export interface SandboxVerdict {
   /** Monitor (or not acting): it would reject / cancel if it acted. */
   readonly wouldReject: boolean;
   readonly wouldCancel: boolean;
+  /** True when new tasks are refused because the node is in duress and sheds this sandbox (and no limit refuses them). */
+  readonly shedInDuress?: boolean;
 }
 
 export interface Cancellation {
   readonly taskId: number;
-  /** The sandbox whose limit was breached (the task's own or an ancestor). */
+  /** The sandbox whose limit was breached (the task's own or an ancestor), or the one shed in duress. */
   readonly sandboxId: string;
   readonly resource: Resource;
+  /** `limit` (a high limit), `duress` (shed in node duress, or an orphan in duress). Default `limit`. */
+  readonly reason?: 'limit' | 'duress';
 }
 
 export interface Decision {
   readonly verdicts: ReadonlyMap<string, SandboxVerdict>;
   readonly cancellations: readonly Cancellation[];
+  /** The sandboxes shed in duress after this interval (feed it back as `duressShedding.shed`); empty outside duress. */
+  readonly shed: ReadonlyMap<string, number>;
 }
+
+const NONE_SHED: ReadonlyMap<string, number> = new Map();
 
 const OK_VERDICT: SandboxVerdict = Object.freeze({
   state: 'ok',
@@ -130,7 +173,7 @@ export function decide(input: DecisionInput): Decision {
   const verdicts = new Map<string, SandboxVerdict>();
   if (input.enforcement === EnforcementMode.DISABLED) {
     for (const s of input.sandboxes) verdicts.set(s.id, OK_VERDICT);
-    return { verdicts, cancellations: [] };
+    return { verdicts, cancellations: [], shed: NONE_SHED };
   }
   const byId = new Map<string, Sandbox>();
   for (const s of input.sandboxes) byId.set(s.id, s);
@@ -215,6 +258,7 @@ export function decide(input: DecisionInput): Decision {
           taskId: t.taskId,
           sandboxId: t.sandboxId,
           resource: input.duressResource ?? 'cpu',
+          reason: 'duress',
         });
       }
     }
@@ -226,7 +270,9 @@ export function decide(input: DecisionInput): Decision {
     .filter((s) => own.get(s.id)!.cancels && own.get(s.id)!.state === 'cancelling')
     .sort((a, b) => effective(a) - effective(b) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const oldestFirst = input.selection === SelectionStrategy.OLDEST_FIRST;
-  if (breaching.length === 0) return { verdicts, cancellations };
+  if (breaching.length === 0) {
+    return { verdicts, cancellations, shed: shedInDuress(input, byId, verdicts, picked, cancellations) };
+  }
 
   const inSubtree = (taskSandboxId: string, rootId: string): boolean => {
     let id: string | null = taskSandboxId;
@@ -265,5 +311,68 @@ export function decide(input: DecisionInput): Decision {
       }
     }
   }
-  return { verdicts, cancellations };
+  // After the limits' cancellations: a sandbox over its high limit goes before one shed in duress.
+  return { verdicts, cancellations, shed: shedInDuress(input, byId, verdicts, picked, cancellations) };
+}
+
+/**
+ * Shedding in duress (see the module doc): updates `verdicts` of the shed sandboxes, appends their
+ * cancellations, and returns the shed set for the next interval.
+ */
+function shedInDuress(
+  input: DecisionInput,
+  byId: ReadonlyMap<string, Sandbox>,
+  verdicts: Map<string, SandboxVerdict>,
+  picked: Set<number>,
+  cancellations: Cancellation[],
+): ReadonlyMap<string, number> {
+  const shedding = input.duressShedding;
+  if (shedding === undefined || input.duress === 'none' || input.enforcement !== EnforcementMode.ENABLED) {
+    return NONE_SHED;
+  }
+  const resource = input.duressResource ?? 'cpu';
+  // Own usage: the sandbox's own tasks, not its descendants'.
+  const own = new Map<string, number>();
+  for (const t of input.tasks) {
+    if (byId.has(t.sandboxId)) own.set(t.sandboxId, (own.get(t.sandboxId) ?? 0) + usageOf(t, resource));
+  }
+  const using = (id: string) => (own.get(id) ?? 0) >= shedding.minUsage;
+  const shed = new Map<string, number>();
+  for (const [id, intervals] of shedding.shed) if (byId.has(id)) shed.set(id, intervals + 1);
+  // Add the lowest-priority user when none of the shed sandboxes uses the resource any more (for CPU,
+  // only while work is piling up: see `standingQueue`).
+  const piling = resource === 'memory' || shedding.standingQueue !== false;
+  if (piling && ![...shed.keys()].some(using)) {
+    let lowest: Sandbox | undefined;
+    for (const s of input.sandboxes) {
+      if (s.mode === 'monitor' || shed.has(s.id) || !using(s.id)) continue;
+      if (lowest === undefined || s.priority < lowest.priority || (s.priority === lowest.priority && s.id < lowest.id)) {
+        lowest = s;
+      }
+    }
+    if (lowest !== undefined) shed.set(lowest.id, 0);
+  }
+  for (const [id, intervals] of shed) {
+    // A sandbox its own or an ancestor's limit refuses already keeps that reason.
+    const v = verdicts.get(id) ?? OK_VERDICT;
+    if (!v.rejectNew) verdicts.set(id, { ...v, rejectNew: true, rejectedBy: id, rejectResource: resource, shedInDuress: true });
+    if (intervals < shedding.cancelAfterIntervals) continue;
+    const tasks = input.tasks.filter((t) => t.sandboxId === id);
+    let covered = 0;
+    for (const t of input.tasks) if (t.cancelling || picked.has(t.taskId)) covered += usageOf(t, resource);
+    const oldestFirst = input.selection === SelectionStrategy.OLDEST_FIRST;
+    const candidates = tasks
+      .filter((t) => !t.cancelling && !picked.has(t.taskId) && usageOf(t, resource) > 0)
+      .sort(
+        (a, b) =>
+          (oldestFirst ? a.startedAtMs - b.startedAtMs : usageOf(b, resource) - usageOf(a, resource)) || a.taskId - b.taskId,
+      );
+    for (const t of candidates) {
+      if (covered >= shedding.excess) break;
+      picked.add(t.taskId);
+      covered += usageOf(t, resource);
+      cancellations.push({ taskId: t.taskId, sandboxId: id, resource, reason: 'duress' });
+    }
+  }
+  return shed;
 }

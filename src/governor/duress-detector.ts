@@ -49,6 +49,11 @@ export class DuressDetector {
     return this.level !== 'none';
   }
 
+  /** Node usage ratio above which the node is in duress (the reject level). */
+  get threshold(): number {
+    return this.#options.rejectThreshold;
+  }
+
   /** The resource over a threshold in the last interval (the one over the cancel threshold first). */
   get resource(): 'cpu' | 'memory' | undefined {
     return this.#resource;

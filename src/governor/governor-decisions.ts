@@ -28,6 +28,8 @@ export interface CancellationDecision {
    * sandbox (whose `cancel_after_time_interval`, its own or inherited, it ran past).
    */
   readonly breachedSandboxId: string;
+  /** `limit` (a high limit or the watchdog; the default) or `duress` (the node in duress shed the sandbox: docs/overload.md). */
+  readonly reason?: 'limit' | 'duress';
   /** `time`: the wall-clock watchdog (`cancel_after_time_interval`), whatever the task's usage. */
   readonly resource: Resource | 'time';
   readonly kind: 'soft' | 'hard';

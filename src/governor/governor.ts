@@ -61,6 +61,8 @@ export interface GovernorDeps {
   schedule?(callback: () => void, delayMs: number): () => void;
   /** Clock, ms. */
   nowMs(): number;
+  /** Whether some lane has a standing queue now (for shedding in CPU duress). Default: always true. */
+  standingQueue?(): boolean;
   /** Told of state changes and cancellations (decision logs). Optional: nothing is built without it. */
   readonly decisions?: GovernorDecisionListener | undefined;
 }
@@ -83,6 +85,11 @@ export interface GovernorOptions {
   readonly boostPriority: number;
   /** Default 5000 ms. */
   readonly boostHalfLifeMs: number;
+  /**
+   * Shedding in duress when nobody breaches a limit (see `decide.ts`): intervals a shed sandbox waits
+   * before its running tasks are cancelled, and the usage its own tasks must reach to count. Absent: off.
+   */
+  readonly duressShedding?: { readonly cancelAfterIntervals: number; readonly minUsage: number } | undefined;
 }
 
 /** Governor counters, a plain snapshot. */
@@ -127,6 +134,8 @@ export interface GovernorSnapshot {
   readonly node: NodeUsage;
   readonly usage: ReadonlyMap<string, SandboxUsage>;
   readonly verdicts: ReadonlyMap<string, SandboxVerdict>;
+  /** Sandboxes shed in duress (id -> intervals shed so far); empty outside duress. */
+  readonly shed: ReadonlyMap<string, number>;
 }
 
 const ALLOW: SandboxVerdict = Object.freeze({
@@ -184,6 +193,7 @@ export class Governor {
       node: { cpu: 0, memory: 0 },
       usage: new Map(),
       verdicts: new Map(),
+      shed: new Map(),
     };
   }
 
@@ -318,10 +328,22 @@ export class Governor {
       cancelling: this.#pending.has(t.taskId),
       startedAtMs: t.dispatchedAtMs,
     }));
+    const shedding = this.#options.duressShedding;
+    const duressResource = deps.duress.resource;
     const decision = decide({
       enforcement: this.#enforcement,
       duress: duressLevel,
-      duressResource: deps.duress.resource,
+      duressResource,
+      duressShedding:
+        shedding === undefined
+          ? undefined
+          : {
+              shed: this.#snapshot.shed,
+              cancelAfterIntervals: shedding.cancelAfterIntervals,
+              minUsage: shedding.minUsage,
+              excess: Math.max(0, (duressResource === 'memory' ? node.memory : node.cpu) - deps.duress.threshold),
+              standingQueue: deps.standingQueue?.() ?? true,
+            },
       priorityBoost: this.#boosts(nowMs),
       selection: this.#options.selection,
       sandboxes,
@@ -340,6 +362,7 @@ export class Governor {
       node,
       usage: sample.sandboxes,
       verdicts: decision.verdicts,
+      shed: decision.shed,
     };
     deps.publishStateChanges?.(before, this.#snapshot);
 
@@ -458,6 +481,7 @@ function reportCancellation(
     taskId: c.taskId,
     sandboxId: task?.sandboxId,
     breachedSandboxId: c.sandboxId,
+    reason: c.reason ?? 'limit',
     resource: c.resource,
     kind,
     usage: sample.sandboxes.get(c.sandboxId)?.[c.resource],

@@ -27,6 +27,15 @@ export interface SandboxCounters {
   wallClockCancellations: number;
   /** Completed searches whose result says `timed_out: true` (the search `timeout`: partial hits). */
   timedOut: number;
+  /** Calls whose caller gave up (`signal` aborted, HTTP client gone), queued or running. */
+  aborted: number;
+  /** Calls past their `timeoutMs` (`search(request, { timeoutMs })`), queued or running. */
+  callTimeouts: number;
+  /** Of `rejections`, those of tasks that waited past their queue-wait bound or the controlled-delay target. */
+  queueWaitRejections: number;
+  /** Of `rejections` and `cancellations`, those made because the node shed this sandbox in duress. */
+  duressRejections: number;
+  duressCancellations: number;
   readonly cpu: ResourceCounters;
   readonly memory: ResourceCounters;
 }
@@ -50,6 +59,11 @@ export class SandboxCounterTable {
         failures: 0,
         wallClockCancellations: 0,
         timedOut: 0,
+        aborted: 0,
+        callTimeouts: 0,
+        queueWaitRejections: 0,
+        duressRejections: 0,
+        duressCancellations: 0,
         cpu: newResourceCounters(),
         memory: newResourceCounters(),
       };

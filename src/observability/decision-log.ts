@@ -6,7 +6,8 @@
  * - `sandbox state changed`: `sandboxId`, `from`, `to` (`ok` | `rejecting` | `cancelling`), `resource`
  *   (the one over its limit, absent back at `ok`), `usage` and `lowLimit` / `highLimit` (ratios 0..1).
  * - `task cancelled`: `taskId`, `sandboxId` (the task's own), `breachedSandboxId` (whose limit was
- *   breached: the task's sandbox or an ancestor), `resource`, `kind` (`soft` | `hard`), `usage` (the
+ *   breached: the task's sandbox or an ancestor; or the sandbox shed in duress), `reason` (`limit` |
+ *   `duress`), `resource`, `kind` (`soft` | `hard`), `usage` (the
  *   breached sandbox's, ratio 0..1), `highLimit`, `taskUsage` (the task's own share, ratio 0..1).
  * - `admission rejected`: `nodeId` (the data node over its limit), `resource` (`cpu` | `heap`), `usage`,
  *   `limit`, `index`, `shard`.
@@ -102,6 +103,7 @@ export class DecisionLog implements GovernorDecisionListener {
         taskId: d.taskId,
         sandboxId: d.sandboxId,
         breachedSandboxId: d.breachedSandboxId,
+        reason: d.reason ?? 'limit',
         resource: d.resource,
         kind: d.kind,
         usage: round(d.usage),

@@ -234,7 +234,9 @@ export class SlotAllocator {
 
 /**
  * Why the main thread asked a task to stop (the `cancel` word of a slot). `TIME`: the task ran past
- * its `cancel_after_time_interval` (the wall-clock watchdog).
+ * its `cancel_after_time_interval` (the wall-clock watchdog). `ABORTED`: its caller gave up (aborted,
+ * timed out, or the HTTP client disconnected). A cancellation of a sandbox shed in node duress uses
+ * the resource's code.
  */
-export const CancelReason = { CPU: 1, MEMORY: 2, SHUTDOWN: 3, TIME: 4 } as const;
+export const CancelReason = { CPU: 1, MEMORY: 2, SHUTDOWN: 3, TIME: 4, ABORTED: 5 } as const;
 export type CancelReason = (typeof CancelReason)[keyof typeof CancelReason];

@@ -68,6 +68,8 @@ function cancelMessage(code: number): string {
       return 'task cancelled: its sandbox is above its high memory limit';
     case CancelReason.TIME:
       return 'task cancelled: it ran past its cancel_after_time_interval';
+    case CancelReason.ABORTED:
+      return 'task cancelled: its caller gave up (aborted, timed out or disconnected)';
     default:
       return 'task cancelled: the runtime is shutting down';
   }

@@ -4,6 +4,7 @@
  * `parseSandboxDefinitions` reads it back unchanged.
  */
 import { ROOT_SANDBOX_ID, RESOURCES, type Sandbox } from './sandbox.js';
+import { formatMaxQueueWait } from './sandbox-entry.js';
 import { toSearchSettingsDocument } from './search-settings.js';
 
 /**
@@ -17,6 +18,7 @@ export function toSandboxDocument(s: Sandbox): Record<string, unknown> {
     return {
       _id: s.id,
       priority: s.priority,
+      ...(s.maxQueueWaitMs !== undefined ? { max_queue_wait: formatMaxQueueWait(s.maxQueueWaitMs) } : {}),
       ...(s.cancellationGraceMs !== undefined ? { cancellationGraceMs: s.cancellationGraceMs } : {}),
       ...withSettings,
       updated_at: s.updatedAt,
@@ -44,6 +46,7 @@ export function toSandboxDocument(s: Sandbox): Record<string, unknown> {
     resourceConsumptionLimits: limits,
     selectionAttributes,
     tags: [...s.tags],
+    ...(s.maxQueueWaitMs !== undefined ? { max_queue_wait: formatMaxQueueWait(s.maxQueueWaitMs) } : {}),
     ...(s.cancellationGraceMs !== undefined ? { cancellationGraceMs: s.cancellationGraceMs } : {}),
     ...withSettings,
     ...(s.maxConcurrentTasks !== undefined ? { max_concurrent_tasks: s.maxConcurrentTasks } : {}),

@@ -1,5 +1,6 @@
 import { InvalidSandboxError } from '../errors.js';
 import { isPlainObject } from '../common/is-plain-object.js';
+import { parseTimeValueMs } from '../common/time-value.js';
 import { type ParsedResourceLimits, parseResourceLimits } from './resource-limits.js';
 import { type CancellationGrace, parseCancellationGrace } from './cancellation-grace.js';
 import { ROOT_SANDBOX_ID, SandboxMode, type SelectionAttributes } from './sandbox.js';
@@ -16,6 +17,7 @@ const ENTRY_KEYS = [
   'resourceConsumptionLimits',
   'selectionAttributes',
   'tags',
+  'max_queue_wait',
   'cancellationGraceMs',
   'search_settings',
   'max_concurrent_tasks',
@@ -24,7 +26,7 @@ const ENTRY_KEYS = [
   'version',
 ] as const;
 /** Fields the root's entry (`"_id": "_root"`) may have. */
-const ROOT_ENTRY_KEYS = ['_id', 'priority', 'cancellationGraceMs', 'search_settings', 'updated_at', 'version'] as const;
+const ROOT_ENTRY_KEYS = ['_id', 'priority', 'max_queue_wait', 'cancellationGraceMs', 'search_settings', 'updated_at', 'version'] as const;
 
 /** Largest `max_concurrent_tasks` / `max_concurrent_tasks_per_user`. */
 export const MAX_CONCURRENT_TASKS = 100_000;
@@ -53,6 +55,8 @@ export interface SandboxEntry {
   readonly limits: ParsedResourceLimits;
   readonly selectionAttributes: SelectionAttributes;
   readonly tags: readonly string[];
+  /** `max_queue_wait` in ms (Infinity: no bound); undefined when absent (inherited). */
+  readonly maxQueueWaitMs: number | undefined;
   /** `cancellationGraceMs`; `undefined` when absent (inherited). */
   readonly cancellationGraceMs: CancellationGrace | undefined;
   readonly searchSettings: SearchSettings;
@@ -66,11 +70,12 @@ export interface SandboxEntry {
   readonly version: number;
 }
 
-/** The root's entry: only its priority, cancellation grace and search settings (the node-wide defaults) can be set. */
+/** The root's entry: only its priority, maximum queue wait, cancellation grace and search settings (the node-wide defaults) can be set. */
 export interface RootEntry {
   readonly index: number;
   readonly path: string;
   readonly priority: number;
+  readonly maxQueueWaitMs: number | undefined;
   readonly cancellationGraceMs: CancellationGrace | undefined;
   readonly searchSettings: SearchSettings;
   readonly updatedAt: number;
@@ -93,12 +98,13 @@ export function parseSandboxEntry(value: unknown, index: number): SandboxEntry |
       value,
       path,
       ROOT_ENTRY_KEYS,
-      'on the root sandbox entry (only _id, priority, cancellationGraceMs and search_settings may be set)',
+      'on the root sandbox entry (only _id, priority, max_queue_wait, cancellationGraceMs and search_settings may be set)',
     );
     return Object.freeze({
       index,
       path,
       priority: parsePriority(value['priority'], `${path}.priority`),
+      maxQueueWaitMs: parseMaxQueueWait(value['max_queue_wait'], `${path}.max_queue_wait`),
       cancellationGraceMs: parseCancellationGrace(value['cancellationGraceMs'], `${path}.cancellationGraceMs`),
       searchSettings: parseSearchSettings(value['search_settings'], `${path}.search_settings`),
       updatedAt: parseCount(value['updated_at'], `${path}.updated_at`, 0, 0),
@@ -158,6 +164,7 @@ export function parseSandboxEntry(value: unknown, index: number): SandboxEntry |
       `${path}.selectionAttributes`,
     ),
     tags: parseTags(value['tags'], `${path}.tags`),
+    maxQueueWaitMs: parseMaxQueueWait(value['max_queue_wait'], `${path}.max_queue_wait`),
     cancellationGraceMs: parseCancellationGrace(value['cancellationGraceMs'], `${path}.cancellationGraceMs`),
     searchSettings: parseSearchSettings(value['search_settings'], `${path}.search_settings`),
     maxConcurrentTasks: parseCap(value['max_concurrent_tasks'], `${path}.max_concurrent_tasks`),
@@ -198,6 +205,36 @@ function refuseUnknownKeys(
     if (!allowed.includes(key))
       throw new InvalidSandboxError(`${path}.${key}`, `is not allowed ${explanation}`, value[key]);
   }
+}
+
+/** The longest `max_queue_wait`: one day. */
+export const MAX_QUEUE_WAIT_MS = 86_400_000;
+
+/**
+ * `max_queue_wait`: an Elasticsearch time value (`"5s"`, `"500ms"`, `"2m"`) of whole milliseconds in
+ * 1 ms..1 day, or `-1` / `"-1"` for no bound; absent or null: inherited (undefined).
+ * @returns ms, Infinity for no bound, undefined when absent.
+ * @throws InvalidSandboxError naming `path` and the value.
+ */
+export function parseMaxQueueWait(value: unknown, path: string): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  const expectation =
+    'must be a time value such as "5s" or "500ms" (whole milliseconds, 1ms to 1d), or -1 for no bound';
+  let ms: number;
+  try {
+    ms = parseTimeValueMs(value, path);
+  } catch {
+    throw new InvalidSandboxError(path, expectation, value);
+  }
+  if (ms === -1) return Number.POSITIVE_INFINITY;
+  if (!Number.isInteger(ms) || ms < 1 || ms > MAX_QUEUE_WAIT_MS) throw new InvalidSandboxError(path, expectation, value);
+  return ms;
+}
+
+/** A queue-wait bound as the time value a document shows: `"5s"` for whole seconds, else `"750ms"`; `"-1"` for none. */
+export function formatMaxQueueWait(ms: number): string {
+  if (ms === Number.POSITIVE_INFINITY) return '-1';
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
 }
 
 function parsePriority(value: unknown, path: string): number {

@@ -68,13 +68,14 @@ export async function loadSandboxFile(path: string): Promise<Sandbox[]> {
  * defaults to 80 % of `high`; a child's limits must not exceed its nearest limited ancestor's),
  * `selectionAttributes` (`[{ name: userPattern | indicesPattern, value: pattern | pattern[] }]`, at
  * most 10 patterns of 1..100 chars per attribute; two sandboxes may not name identical ones), `tags`
- * (strings), `cancellationGraceMs` (ms from a task's soft to its hard cancellation, an integer in
+ * (strings), `max_queue_wait` (a time value such as `"5s"`, or -1 for no bound; absent: the parent's),
+ * `cancellationGraceMs` (ms from a task's soft to its hard cancellation, an integer in
  * 0..3600000 or `"never"`; absent: inherited from the parent, see `cancellation-grace.ts`),
  * `search_settings` (see `search-settings.ts`), `max_concurrent_tasks` and
  * `max_concurrent_tasks_per_user` (integers 1..100000: tasks of the subtree, and of one user in it,
  * that run at once; a child's cap may not exceed its nearest capped ancestor's), and the store's `updated_at` (ms since the epoch, default 0) and `version` (>= 1,
  * default 1). Unknown keys are refused. An entry `{ "_id": "_root", "priority": n }` sets the root's
- * priority (default 0) and may set its `cancellationGraceMs` and `search_settings` (the node-wide
+ * priority (default 0) and may set its `max_queue_wait`, `cancellationGraceMs` and `search_settings` (the node-wide
  * defaults); nothing else about the root can be set. `version` is the store's
  * compare-and-swap counter: checked here, not returned.
  *
@@ -152,6 +153,7 @@ export function parseSandboxDefinitions(json: unknown, options: ParseOptions = {
             priority: rootEntry.priority,
             updatedAt: rootEntry.updatedAt,
             version: rootEntry.version,
+            maxQueueWaitMs: rootEntry.maxQueueWaitMs,
             cancellationGraceMs: rootEntry.cancellationGraceMs,
             searchSettings: rootEntry.searchSettings,
           },
@@ -362,6 +364,7 @@ function toSandbox(entry: SandboxEntry): Sandbox {
     limits: Object.freeze(limits),
     selectionAttributes: entry.selectionAttributes,
     tags: entry.tags,
+    ...(entry.maxQueueWaitMs !== undefined ? { maxQueueWaitMs: entry.maxQueueWaitMs } : {}),
     ...(entry.cancellationGraceMs !== undefined ? { cancellationGraceMs: entry.cancellationGraceMs } : {}),
     searchSettings: entry.searchSettings,
     maxConcurrentTasks: entry.maxConcurrentTasks,

@@ -56,6 +56,11 @@ export interface SandboxInput {
   readonly tags?: readonly string[];
   /** ms from soft to hard cancellation, integer 0..3600000, or `never`; absent: inherited. */
   readonly cancellationGraceMs?: number | 'never';
+  /**
+   * The longest a task may wait in the queue: an Elasticsearch time value (`"5s"`, `"500ms"`; 1 ms to
+   * 1 day) or `-1` (or `"-1"`) for no bound; absent: inherited (docs/overload.md).
+   */
+  readonly max_queue_wait?: string | number;
   /** Search defaults of the sandbox, each inherited when absent. */
   readonly search_settings?: SearchSettingsInput;
   /** Tasks of the subtree that run at once, integer 1..100000; absent: no cap. */
@@ -67,7 +72,7 @@ export interface SandboxInput {
 /**
  * The body of `SandboxRegistry.update`: the fields to change. `resourceConsumptionLimits` merges per
  * resource (`null` removes one); `parent_id: null` moves the sandbox under the root;
- * `cancellationGraceMs: null` makes it inherit again.
+ * `cancellationGraceMs: null` and `max_queue_wait: null` make it inherit again.
  */
 export interface SandboxPatch {
   readonly name?: string;
@@ -78,6 +83,7 @@ export interface SandboxPatch {
   readonly selectionAttributes?: readonly SelectionAttributeInput[];
   readonly tags?: readonly string[];
   readonly cancellationGraceMs?: number | 'never' | null;
+  readonly max_queue_wait?: string | number | null;
   /** Merged per key; a key set to `null` (or the whole field `null`) inherits again. */
   readonly search_settings?: { readonly [K in keyof SearchSettingsInput]?: SearchSettingsInput[K] | null } | null;
   readonly max_concurrent_tasks?: number | null;
@@ -94,11 +100,12 @@ export interface SandboxFileEntry extends SandboxInput {
   readonly version?: number;
 }
 
-/** The root's entry: only its priority, cancellation grace and search settings (the node-wide defaults) can be set. */
+/** The root's entry: only its priority, maximum queue wait, cancellation grace and search settings (the node-wide defaults) can be set. */
 export interface RootSandboxFileEntry {
   readonly _id: '_root';
   readonly priority: number;
   readonly cancellationGraceMs?: number | 'never';
+  readonly max_queue_wait?: string | number;
   readonly search_settings?: SearchSettingsInput;
   readonly updated_at?: number;
   readonly version?: number;

@@ -66,6 +66,7 @@ const BODY_KEYS: readonly string[] = [
   'resourceConsumptionLimits',
   'selectionAttributes',
   'tags',
+  'max_queue_wait',
   'cancellationGraceMs',
   'search_settings',
   'max_concurrent_tasks',
@@ -185,7 +186,7 @@ export class SandboxRegistry {
 
   /**
    * Creates a sandbox from a request body in the seed's shape (`name`, `priority`, `parent_id`,
-   * `mode`, `resourceConsumptionLimits`, `selectionAttributes`, `tags`, `cancellationGraceMs`). `_id`
+   * `mode`, `resourceConsumptionLimits`, `selectionAttributes`, `tags`, `max_queue_wait`, `cancellationGraceMs`). `_id`
    * is made by the server. The body is checked at run time whatever its static type (HTTP bodies are
    * `unknown`: pass them as `SandboxInput` and let this refuse what does not fit).
    * @returns the new sandbox (version 1).
@@ -206,7 +207,8 @@ export class SandboxRegistry {
   /**
    * Changes the fields a body names (partial update). `resourceConsumptionLimits` is merged per
    * resource (`null` removes one); `parent_id: null` moves the sandbox under the root;
-   * `cancellationGraceMs: null` makes it inherit its parent's again.
+   * `max_queue_wait: null` and `cancellationGraceMs: null` make it inherit its parent's again. The root
+   * takes `priority`, `max_queue_wait` and `cancellationGraceMs` only.
    * @param expectedVersion the sandbox version the caller read (`If-Match`); omit to skip the check.
    * @throws SandboxNotFoundError (404); SandboxConflictError (409) for a stale version, a taken name or
    *   identical attributes; InvalidSandboxError (400) naming the field.
@@ -391,6 +393,7 @@ function merge(current: Record<string, unknown>, patch: Record<string, unknown>)
     } else if (
       (key === 'search_settings' && (value === null || isPlainObject(value))) ||
       ((key === 'parent_id' ||
+        key === 'max_queue_wait' ||
         key === 'cancellationGraceMs' ||
         key === 'max_concurrent_tasks' ||
         key === 'max_concurrent_tasks_per_user') &&

@@ -64,6 +64,13 @@ export interface Sandbox {
   /** Free-form labels for reporting. */
   readonly tags: readonly string[];
   /**
+   * The longest a task of this sandbox may wait in the queue before it is rejected (429, reason
+   * `queue_wait`), ms: an integer >= 1, or Infinity for no bound. Absent: its parent's, up to the
+   * root's, and the node's `maxQueueWaitMs` when the root sets none. JSON: `max_queue_wait`, an
+   * Elasticsearch time value (`"5s"`, `"500ms"`, `-1` for no bound). See docs/overload.md.
+   */
+  readonly maxQueueWaitMs?: number;
+  /**
    * ms between a task's soft and hard cancellation, or `never` (see `cancellation-grace.ts`); absent:
    * inherited from the parent, up to the runtime's `graceIntervals × intervalMs`.
    */
@@ -98,10 +105,12 @@ export function createRootSandbox(overrides?: {
   priority?: number;
   updatedAt?: number;
   version?: number;
+  maxQueueWaitMs?: number | undefined;
   cancellationGraceMs?: number | 'never' | undefined;
   searchSettings?: SearchSettings;
 }): Sandbox {
   return Object.freeze({
+    ...(overrides?.maxQueueWaitMs !== undefined ? { maxQueueWaitMs: overrides.maxQueueWaitMs } : {}),
     ...(overrides?.cancellationGraceMs !== undefined ? { cancellationGraceMs: overrides.cancellationGraceMs } : {}),
     id: ROOT_SANDBOX_ID,
     name: ROOT_SANDBOX_ID,

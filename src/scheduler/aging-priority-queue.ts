@@ -15,6 +15,17 @@
  * - `0`: FIFO across priorities (the baseline).
  *
  * `shift(minPriority)` serves only levels at or above `minPriority`: what a reserved worker takes.
+ *
+ * **Aging is capped by a share** (`overtakeEvery`, N): a task that aging lifts over a waiting task of
+ * higher priority *overtakes* it, and at most one take in every N may be an overtake; the N − 1 takes
+ * after one go by priority (FIFO within a priority). So a queue full of old low-priority work cannot
+ * hand the workers to whoever queued first (higher priority keeps at least (N − 1) / N of the takes
+ * while it waits), and low priority still is not starved (once aged past the higher head, it gets at
+ * least one take in N). N = 1 is plain aging; the FIFO baseline (aging 0) never applies the cap.
+ *
+ * **Adaptive LIFO** (`lifo`, set by the owner while its queue is overloaded): within a priority the
+ * newest task is served first (Facebook, "Fail at Scale", 2015: under a standing queue the newest
+ * requests are the ones whose clients still wait); between priorities the rules above hold.
  */
 
 /** A queued item's handle, for `remove`. */
@@ -107,6 +118,14 @@ class Level<T> {
 
 export class AgingPriorityQueue<T> {
   #agingMsPerPriority: number;
+  readonly #overtakeEvery: number;
+  /** Takes since the last overtake (starts allowing one). */
+  #sinceOvertake: number;
+  /** The last `peek`'s answer and whether it was an overtake, for `take`. */
+  #peeked: QueueEntry<T> | undefined;
+  #peekedOvertake = false;
+  /** Newest first within a priority (adaptive LIFO); the owner sets it. Default false. */
+  lifo = false;
   /** Non-empty levels, highest priority first. */
   #levels: Level<T>[] = [];
   readonly #byPriority = new Map<number, Level<T>>();
@@ -116,10 +135,22 @@ export class AgingPriorityQueue<T> {
   /**
    * @param agingMsPerPriority ms of waiting worth one priority point, >= 0; `Infinity` for strict
    *   priority, 0 for FIFO. Default 100.
-   * @throws RangeError for a negative or NaN value.
+   * @param overtakeEvery N >= 1: at most one take in N may be an aged overtake (see the module doc).
+   *   Default 1 (plain aging).
+   * @throws RangeError for a negative or NaN value, or N below 1.
    */
-  constructor(agingMsPerPriority = 100) {
+  constructor(agingMsPerPriority = 100, overtakeEvery = 1) {
     this.#agingMsPerPriority = checkAging(agingMsPerPriority);
+    if (!Number.isInteger(overtakeEvery) || overtakeEvery < 1) {
+      throw new RangeError(`overtakeEvery must be an integer >= 1; received ${overtakeEvery}`);
+    }
+    this.#overtakeEvery = overtakeEvery;
+    this.#sinceOvertake = overtakeEvery - 1;
+  }
+
+  /** At most one take in this many may be an aged overtake. */
+  get overtakeEvery(): number {
+    return this.#overtakeEvery;
   }
 
   get agingMsPerPriority(): number {
@@ -154,23 +185,47 @@ export class AgingPriorityQueue<T> {
    */
   peek(minPriority = Number.NEGATIVE_INFINITY, filter?: (item: T) => boolean): QueueEntry<T> | undefined {
     const aging = this.#agingMsPerPriority;
+    const lifo = this.lifo;
     let best: QueueEntry<T> | undefined;
+    let top: QueueEntry<T> | undefined;
     let bestKey = 0;
     for (const level of this.#levels) {
       if (level.priority < minPriority) break;
-      const head = filter === undefined ? level.peek()! : level.first(filter);
+      const head = lifo ? level.newest(filter) : filter === undefined ? level.peek() : level.first(filter);
       if (head === undefined) continue;
       if (aging === Number.POSITIVE_INFINITY) {
         // Strict priority: the first (highest) level wins.
-        return head;
+        return this.#remember(head, false);
       }
+      top ??= head;
       const key = aging === 0 ? head.arrivalMs : head.arrivalMs - head.priority * aging;
       if (best === undefined || key < bestKey || (key === bestKey && head.seq < best.seq)) {
         best = head;
         bestKey = key;
       }
     }
-    return best;
+    if (best === undefined || top === undefined) return this.#remember(undefined, false);
+    // An aged overtake (a lower priority ahead of a waiting higher one), unless the share forbids it.
+    const overtake = aging !== 0 && best.priority < top.priority;
+    if (overtake && this.#sinceOvertake < this.#overtakeEvery - 1) return this.#remember(top, false);
+    return this.#remember(best, overtake);
+  }
+
+  #remember(entry: QueueEntry<T> | undefined, overtake: boolean): QueueEntry<T> | undefined {
+    this.#peeked = entry;
+    this.#peekedOvertake = overtake;
+    return entry;
+  }
+
+  /**
+   * Removes `entry` as the next one served (what `peek` returned): counts it for the overtake share.
+   * Same as `remove` for an entry `peek` did not return last. False when it already left.
+   */
+  take(entry: QueueEntry<T>): boolean {
+    const overtake = entry === this.#peeked && this.#peekedOvertake;
+    if (!this.remove(entry)) return false;
+    this.#sinceOvertake = overtake ? 0 : this.#sinceOvertake + 1;
+    return true;
   }
 
   /**
@@ -180,13 +235,40 @@ export class AgingPriorityQueue<T> {
   shift(minPriority = Number.NEGATIVE_INFINITY): T | undefined {
     const entry = this.peek(minPriority);
     if (entry === undefined) return undefined;
-    this.remove(entry);
+    this.take(entry);
     return entry.item;
+  }
+
+  /** Arrival of the oldest queued entry, ms; undefined when empty. O(L). */
+  oldestArrivalMs(): number | undefined {
+    let oldest: number | undefined;
+    for (const level of this.#levels) {
+      const head = level.peek()!;
+      if (oldest === undefined || head.arrivalMs < oldest) oldest = head.arrivalMs;
+    }
+    return oldest;
+  }
+
+  /**
+   * Removes and returns every entry that arrived at or before `cutoffMs`, oldest first within each
+   * level, highest level first. O(removed + L).
+   */
+  removeArrivedBy(cutoffMs: number): QueueEntry<T>[] {
+    const out: QueueEntry<T>[] = [];
+    for (const level of [...this.#levels]) {
+      for (let head = level.peek(); head !== undefined && head.arrivalMs <= cutoffMs; head = level.peek()) {
+        this.remove(head);
+        out.push(head);
+        if (level.live === 0) break;
+      }
+    }
+    return out;
   }
 
   /** Removes a queued entry; false when it already left. O(1) amortised. */
   remove(entry: QueueEntry<T>): boolean {
     if (!entry.queued) return false;
+    if (entry === this.#peeked) this.#peeked = undefined;
     const level = this.#byPriority.get(entry.priority)!;
     level.drop(entry);
     this.#length--;

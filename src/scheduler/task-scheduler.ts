@@ -8,6 +8,12 @@
  * A task never runs outside its lane: a background task does not take an idle foreground worker
  * (it would then hold it against the next foreground task, which is what lanes exist to prevent).
  *
+ * Overload (docs/overload.md): each task may carry a queue-wait bound; `expire` removes the tasks past
+ * theirs (a deadline heap). A lane whose queue has not been empty for `overload.intervalMs` is
+ * *overloaded*; while it is, tasks that waited more than `overload.targetMs` are shed too (controlled
+ * delay) and, with `overload.lifo`, each priority is served newest first (adaptive LIFO). Aging is
+ * capped by a share (`agingOvertakeEvery`, see `aging-priority-queue.ts`).
+ *
  * Single-threaded and synchronous: every method runs to completion on the event loop, so a
  * reconfiguration is one atomic swap (there is no lock to block in). A task is in exactly one place:
  * queued, running (holds a `Dispatch` until `release`), or handed back as evicted / dropped so the
@@ -19,6 +25,7 @@
 import { createRequire } from 'node:module';
 import type Float64HistogramModule from 'hdr-histogram-js/dist/Float64Histogram.js';
 import { AgingPriorityQueue, type QueueEntry } from './aging-priority-queue.js';
+import { type Deadlined, DeadlineHeap } from './deadline-heap.js';
 import { laneOf, type ResolvedLane, singleLane } from './lanes.js';
 import type { QueryPriorityConfig } from './query-priority.js';
 import { planReservations, type ReservationPlan } from './worker-reservations.js';
@@ -44,6 +51,31 @@ export interface TaskSchedulerOptions<T = unknown> {
    * level, are handed out past it. Default: every task may start.
    */
   readonly mayStart?: (item: T) => boolean;
+  /**
+   * At most one dispatch in this many of a lane may be an aged overtake (a lower priority served
+   * before a waiting higher one because it waited longer), integer >= 1; 1: plain aging. Default 4.
+   */
+  readonly agingOvertakeEvery?: number;
+  /** What a lane does under a standing queue (see `OverloadPolicy`). Default: none of it. */
+  readonly overload?: OverloadPolicy;
+}
+
+/**
+ * A lane is *overloaded* while its queue has held at least one task for `intervalMs` without
+ * emptying (Facebook's controlled delay, "Fail at Scale", 2015: a queue that never empties is a
+ * standing queue, not a burst). While overloaded:
+ * - `targetMs` (controlled delay): a task that has waited longer than it is shed (429 with reason
+ *   `controlled_delay`), so the queue holds at most about `targetMs` of waiting; undefined: off;
+ * - `lifo` (adaptive LIFO): each priority is served newest first, so the tasks served are the ones
+ *   whose clients are least likely to have given up.
+ * Not overloaded, the queue is FIFO within a priority and only each task's own bound applies.
+ */
+export interface OverloadPolicy {
+  /** ms, > 0. */
+  readonly intervalMs: number;
+  /** ms, > 0, or undefined (no controlled delay). */
+  readonly targetMs: number | undefined;
+  readonly lifo: boolean;
 }
 
 /** A running task's hold on a worker of its lane; give it back with `release`. */
@@ -64,6 +96,27 @@ export interface Dispatch<T> {
 /** Why a task left the queue without running. */
 export type EvictionReason = 'queue_full' | 'sandbox_queue_full' | 'limit_lowered';
 
+/** A task that waited past its bound (`queue_wait`) or past the controlled-delay target of its overloaded lane. */
+export interface Expiry<T> {
+  readonly item: T;
+  readonly sandboxId: string;
+  readonly priority: number;
+  readonly reason: 'queue_wait' | 'controlled_delay';
+  /** ms it waited. */
+  readonly waitedMs: number;
+  /** The bound it passed, ms: its own, or the lane's controlled-delay target. */
+  readonly boundMs: number;
+  /** Name of its lane. */
+  readonly lane: string;
+}
+
+/** A queued task's handle, for `remove` (a caller that gave up). */
+export interface QueueTicket<T> {
+  readonly item: T;
+  /** True while it waits. */
+  readonly queued: boolean;
+}
+
 export interface Eviction<T> {
   readonly item: T;
   readonly sandboxId: string;
@@ -74,7 +127,7 @@ export interface Eviction<T> {
 }
 
 export type OfferResult<T> =
-  | { readonly accepted: true; readonly evicted: readonly Eviction<T>[] }
+  | { readonly accepted: true; readonly evicted: readonly Eviction<T>[]; readonly ticket: QueueTicket<T> }
   | { readonly accepted: false; readonly reason: EvictionReason; readonly message: string };
 
 /** Per-priority figures. Wait times in ms. */
@@ -83,6 +136,10 @@ export interface PriorityLevelStats {
   readonly queued: number;
   readonly dequeued: number;
   readonly evicted: number;
+  /** Left the queue past their queue-wait bound or the controlled-delay target. */
+  readonly expired: number;
+  /** Removed because their caller gave up (aborted, timed out). */
+  readonly removed: number;
   /** Dispatches of this priority onto a reserved worker lent below its priority. */
   readonly lent: number;
   readonly waitMs: { readonly count: number; readonly mean: number; readonly p50: number; readonly p99: number; readonly max: number };
@@ -104,6 +161,8 @@ export interface LaneSchedulerStats {
   readonly workers: number;
   readonly busy: number;
   readonly queued: number;
+  /** Its queue has not been empty for the overload interval (see `OverloadPolicy`). */
+  readonly overloaded: boolean;
   readonly reservations: readonly ReservationStats[];
   readonly reservationsSuspended: ReservationPlan['suspended'];
 }
@@ -122,9 +181,31 @@ export interface SchedulerStats {
   readonly priorities: readonly PriorityLevelStats[];
 }
 
-interface Waiting<T> {
+/** What a lane's queue holds per task: the caller's item, its sandbox, lane and deadline. */
+class Waiting<T> implements Deadlined, QueueTicket<T> {
   readonly item: T;
   readonly sandboxId: string;
+  readonly lane: number;
+  /** arrival + bound, ms; Infinity: no bound. */
+  readonly deadlineMs: number;
+  readonly boundMs: number;
+  entry!: QueueEntry<Waiting<T>>;
+
+  constructor(item: T, sandboxId: string, lane: number, arrivalMs: number, boundMs: number) {
+    this.item = item;
+    this.sandboxId = sandboxId;
+    this.lane = lane;
+    this.boundMs = boundMs;
+    this.deadlineMs = arrivalMs + boundMs;
+  }
+
+  get queued(): boolean {
+    return this.entry.queued;
+  }
+
+  get seq(): number {
+    return this.entry.seq;
+  }
 }
 
 const { default: Float64Histogram } = createRequire(import.meta.url)(
@@ -134,6 +215,8 @@ const { default: Float64Histogram } = createRequire(import.meta.url)(
 class LevelCounters {
   dequeued = 0;
   evicted = 0;
+  expired = 0;
+  removed = 0;
   lent = 0;
   // What hdr.build({ bitBucketSize: 64, autoResize: true, ... }) makes, without the package's index.
   readonly wait = Object.assign(new Float64Histogram(1, 3_600_000_000, 2), { autoResize: true });
@@ -146,11 +229,13 @@ class LaneState<T> {
   workers: number;
   plan!: ReservationPlan;
   busy!: number[];
+  /** When its queue last went from empty to holding a task, ms. */
+  nonEmptySinceMs = 0;
 
-  constructor(spec: ResolvedLane, aging: number) {
+  constructor(spec: ResolvedLane, aging: number, overtakeEvery: number) {
     this.spec = spec;
     this.workers = spec.workers;
-    this.queue = new AgingPriorityQueue(aging);
+    this.queue = new AgingPriorityQueue(aging, overtakeEvery);
   }
 }
 
@@ -160,8 +245,13 @@ export class TaskScheduler<T> {
   readonly #maxQueuedTasks: number;
   readonly #defaultAging: number;
   readonly #fifo: boolean;
+  readonly #overload: OverloadPolicy | undefined;
+  readonly #deadlines = new DeadlineHeap<Waiting<T>>();
+  readonly #mayStartItem: ((item: T) => boolean) | undefined;
   readonly #mayStart: ((item: Waiting<T>) => boolean) | undefined;
   #config: QueryPriorityConfig;
+  /** The latest clock reading seen (offer, next, expire), for `stats`. */
+  #lastNowMs = 0;
   #queued = 0;
   readonly #running = new Set<Dispatch<T>>();
   readonly #queuedPerSandbox = new Map<string, number>();
@@ -177,15 +267,26 @@ export class TaskScheduler<T> {
     }
     if (!(options.maxQueuedTasks >= 0))
       throw new RangeError(`maxQueuedTasks must be >= 0; received ${options.maxQueuedTasks}`);
+    const overtakeEvery = options.agingOvertakeEvery ?? 4;
+    if (!Number.isInteger(overtakeEvery) || overtakeEvery < 1)
+      throw new RangeError(`agingOvertakeEvery must be an integer >= 1; received ${overtakeEvery}`);
+    const overload = options.overload;
+    if (overload !== undefined) {
+      if (!(overload.intervalMs > 0)) throw new RangeError(`overload.intervalMs must be > 0; received ${overload.intervalMs}`);
+      if (overload.targetMs !== undefined && !(overload.targetMs > 0))
+        throw new RangeError(`overload.targetMs must be > 0; received ${overload.targetMs}`);
+    }
+    this.#overload = overload;
     this.#maxQueuedTasks = options.maxQueuedTasks;
     this.#defaultAging = options.agingMsPerPriority;
     this.#fifo = options.fifo ?? false;
     this.#config = options.config;
     const mayStart = options.mayStart;
+    this.#mayStartItem = mayStart;
     this.#mayStart = mayStart === undefined ? undefined : (w) => mayStart(w.item);
     this.#specs = lanes;
     const aging = this.#aging();
-    this.#lanes = lanes.map((spec) => new LaneState<T>(spec, aging));
+    this.#lanes = lanes.map((spec) => new LaneState<T>(spec, aging, this.#fifo ? 1 : overtakeEvery));
     for (const lane of this.#lanes) this.#replan(lane);
   }
 
@@ -217,13 +318,18 @@ export class TaskScheduler<T> {
    * bound is reached, the newest of the lowest-priority waiting tasks (of that sandbox, for its
    * bound; of any lane) makes room if its priority is lower; else the incoming task is refused.
    * Evicted tasks are returned for the caller to settle; they are no longer queued.
+   *
+   * `maxWaitMs` (> 0 or Infinity, default Infinity) is the task's queue-wait bound: `expire` hands it
+   * back once it has waited that long. The `ticket` lets a caller that gives up `remove` it.
    */
-  offer(item: T, sandboxId: string, priority: number, nowMs: number): OfferResult<T> {
+  offer(item: T, sandboxId: string, priority: number, nowMs: number, maxWaitMs = Number.POSITIVE_INFINITY): OfferResult<T> {
+    this.#lastNowMs = nowMs;
     const evicted: Eviction<T>[] = [];
-    const lane = this.#lanes[this.laneOf(priority)]!;
+    const laneIndex = this.laneOf(priority);
+    const lane = this.#lanes[laneIndex]!;
     // A task a free worker takes at once does not wait: no bound applies to it. One held back by its
     // sandbox's concurrency cap waits, and counts against the bounds.
-    const runsNow = this.#groupFor(lane, priority) >= 0 && (this.#mayStart?.({ item, sandboxId }) ?? true);
+    const runsNow = this.#groupFor(lane, priority) >= 0 && (this.#mayStartItem?.(item) ?? true);
     const sandboxLimit = this.#sandboxLimit(sandboxId);
     if (
       !runsNow &&
@@ -270,10 +376,109 @@ export class TaskScheduler<T> {
         ),
       );
     }
-    lane.queue.push({ item, sandboxId }, priority, nowMs);
+    if (lane.queue.length === 0) lane.nonEmptySinceMs = nowMs;
+    const waiting = new Waiting(item, sandboxId, laneIndex, nowMs, maxWaitMs);
+    waiting.entry = lane.queue.push(waiting, priority, nowMs);
+    if (Number.isFinite(waiting.deadlineMs)) this.#deadlines.push(waiting);
     this.#queued++;
     this.#queuedPerSandbox.set(sandboxId, (this.#queuedPerSandbox.get(sandboxId) ?? 0) + 1);
-    return { accepted: true, evicted };
+    return { accepted: true, evicted, ticket: waiting };
+  }
+
+  /**
+   * Removes a queued task whose caller gave up (it never runs). False when it no longer waits
+   * (dispatched, evicted, expired or removed already).
+   */
+  remove(ticket: QueueTicket<T>): boolean {
+    const waiting = ticket as Waiting<T>;
+    if (!waiting.queued) return false;
+    const lane = this.#lanes[waiting.lane]!;
+    lane.queue.remove(waiting.entry);
+    this.#left(waiting);
+    this.#countersOf(waiting.entry.priority).removed++;
+    return true;
+  }
+
+  /**
+   * Removes and returns the tasks that must not wait any longer at `nowMs`: those past their own
+   * bound (`queue_wait`, earliest deadline first), then, in each overloaded lane with a controlled-delay
+   * target, those that waited longer than the target (`controlled_delay`). Call it before `next` so
+   * that nothing past its bound is dispatched, and again at `nextExpiryMs`.
+   */
+  expire(nowMs: number): Expiry<T>[] {
+    this.#lastNowMs = nowMs;
+    const out: Expiry<T>[] = [];
+    for (const waiting of this.#deadlines.popDue(nowMs)) {
+      const entry = waiting.entry;
+      this.#lanes[waiting.lane]!.queue.remove(entry);
+      this.#left(waiting, false);
+      this.#countersOf(entry.priority).expired++;
+      out.push({
+        item: waiting.item,
+        sandboxId: waiting.sandboxId,
+        priority: entry.priority,
+        reason: 'queue_wait',
+        waitedMs: nowMs - entry.arrivalMs,
+        boundMs: waiting.boundMs,
+        lane: this.#lanes[waiting.lane]!.spec.name,
+      });
+    }
+    const target = this.#overload?.targetMs;
+    if (target === undefined) return out;
+    for (const lane of this.#lanes) {
+      if (!this.#overloaded(lane, nowMs)) continue;
+      for (const entry of lane.queue.removeArrivedBy(nowMs - target)) {
+        const waiting = entry.item;
+        this.#left(waiting);
+        this.#countersOf(entry.priority).expired++;
+        out.push({
+          item: waiting.item,
+          sandboxId: waiting.sandboxId,
+          priority: entry.priority,
+          reason: 'controlled_delay',
+          waitedMs: nowMs - entry.arrivalMs,
+          boundMs: target,
+          lane: lane.spec.name,
+        });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * When `expire` next has something to do if nothing else changes, ms on the caller's clock; undefined
+   * when no queued task has a bound and no lane can become overloaded. May be in the past.
+   */
+  nextExpiryMs(): number | undefined {
+    let next = this.#deadlines.nextDeadlineMs();
+    const overload = this.#overload;
+    if (overload?.targetMs !== undefined) {
+      for (const lane of this.#lanes) {
+        const oldest = lane.queue.oldestArrivalMs();
+        if (oldest === undefined) continue;
+        const at = Math.max(lane.nonEmptySinceMs + overload.intervalMs, oldest + overload.targetMs);
+        if (next === undefined || at < next) next = at;
+      }
+    }
+    return next;
+  }
+
+  /** True while lane `lane`'s queue has not been empty for the overload interval. */
+  overloaded(lane: number, nowMs: number): boolean {
+    const state = this.#lanes[lane];
+    return state !== undefined && this.#overloaded(state, nowMs);
+  }
+
+  #overloaded(lane: LaneState<T>, nowMs: number): boolean {
+    const overload = this.#overload;
+    return overload !== undefined && lane.queue.length > 0 && nowMs - lane.nonEmptySinceMs >= overload.intervalMs;
+  }
+
+  /** Book-keeping for a task that left its lane's queue without being dispatched. */
+  #left(waiting: Waiting<T>, inHeap = Number.isFinite(waiting.deadlineMs)): void {
+    this.#queued--;
+    this.#decrementQueued(waiting.sandboxId);
+    if (inHeap) this.#deadlines.forgetOne();
   }
 
   /**
@@ -282,6 +487,7 @@ export class TaskScheduler<T> {
    * `release` when it ends.
    */
   next(nowMs: number): Dispatch<T> | undefined {
+    this.#lastNowMs = nowMs;
     for (let i = 0; i < this.#lanes.length; i++) {
       const dispatch = this.#nextIn(i, nowMs);
       if (dispatch !== undefined) return dispatch;
@@ -298,6 +504,7 @@ export class TaskScheduler<T> {
       if (lane.busy[i]! < groups[i]!.workers && groups[i]!.minPriority < floor) floor = groups[i]!.minPriority;
     }
     if (floor === Number.POSITIVE_INFINITY) return undefined;
+    if (this.#overload?.lifo === true) lane.queue.lifo = this.#overloaded(lane, nowMs);
     const mayStart = this.#mayStart;
     let entry = lane.queue.peek(floor, mayStart);
     let group = -1;
@@ -316,9 +523,10 @@ export class TaskScheduler<T> {
       lent = true;
     }
     if (entry === undefined || group < 0) return undefined;
-    lane.queue.remove(entry);
+    lane.queue.take(entry);
     this.#queued--;
     this.#decrementQueued(entry.item.sandboxId);
+    if (Number.isFinite(entry.item.deadlineMs)) this.#deadlines.forgetOne();
     lane.busy[group]!++;
     const waitMs = Math.max(0, nowMs - entry.arrivalMs);
     const counters = this.#countersOf(entry.priority);
@@ -399,6 +607,7 @@ export class TaskScheduler<T> {
     }
     this.#queued = 0;
     this.#queuedPerSandbox.clear();
+    this.#deadlines.clear();
     return out;
   }
 
@@ -431,6 +640,7 @@ export class TaskScheduler<T> {
         workers: lane.workers,
         busy: lane.busy.reduce((sum, n) => sum + n, 0),
         queued: lane.queue.length,
+        overloaded: this.#overloaded(lane, this.#lastNowMs),
         reservations: lane.plan.groups.map((group, i) => ({
           minPriority: Number.isFinite(group.minPriority) ? group.minPriority : null,
           workers: group.workers,
@@ -454,6 +664,8 @@ export class TaskScheduler<T> {
             queued: queuedByPriority.get(priority) ?? 0,
             dequeued: c?.dequeued ?? 0,
             evicted: c?.evicted ?? 0,
+            expired: c?.expired ?? 0,
+            removed: c?.removed ?? 0,
             lent: c?.lent ?? 0,
             waitMs: {
               count,
@@ -533,8 +745,7 @@ export class TaskScheduler<T> {
   ): Eviction<T> {
     const { lane, entry } = victim;
     lane.queue.remove(entry);
-    this.#queued--;
-    this.#decrementQueued(entry.item.sandboxId);
+    this.#left(entry.item);
     this.#countersOf(entry.priority).evicted++;
     return { item: entry.item.item, sandboxId: entry.item.sandboxId, priority: entry.priority, reason, message };
   }

@@ -14,6 +14,7 @@
  */
 import type { FastifyReply } from 'fastify';
 import {
+  AbortedError,
   AdmissionRejectedError,
   clientErrorStatusOf,
   DocumentWriteError,
@@ -24,6 +25,7 @@ import {
   CancelledError,
   InvalidBulkError,
   ShardsFailedError,
+  TimedOutError,
   WriteRejectedError,
 } from '../errors.js';
 
@@ -87,7 +89,15 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
       extra['sandbox_id'] = error.sandboxId;
       extra['resource'] = error.resource;
     }
-    if (error instanceof CancelledError) extra['hard'] = error.hard;
+    if (error instanceof RejectedError) extra['rejection_reason'] = error.reason;
+    if (error instanceof CancelledError) {
+      extra['hard'] = error.hard;
+      extra['cancellation_reason'] = error.reason;
+    }
+    if (error instanceof AbortedError || error instanceof TimedOutError) {
+      if (error.sandboxId !== undefined) extra['sandbox_id'] = error.sandboxId;
+      extra['queued'] = error.queued;
+    }
     if (error instanceof AdmissionRejectedError) {
       extra['node_id'] = error.nodeId;
       extra['resource'] = error.resource;

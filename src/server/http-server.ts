@@ -214,7 +214,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
     },
     connectionLimits: options.connectionLimits,
   });
-  registerSearchRoutes(app, (request) => runtime.search(request), sendError, { userHeader, sandboxHeader });
+  registerSearchRoutes(app, (request, call) => runtime.search(request, call), sendError, { userHeader, sandboxHeader });
   app.get('/_sandbox', async () => sandboxesView(runtime));
   app.get('/_sandbox/_stats', async (request, reply) => {
     try {
@@ -461,10 +461,14 @@ function shardRequestsParameter(value: unknown): number | undefined {
  * and `max_concurrent_shard_requests` are also handed on as such (the runtime resolves them against
  * the sandbox's `search_settings`); the user and explicit sandbox come from the named headers (or
  * `workloadGroupId`); `search` answers, `sendFailure` turns its errors into the error body.
+ *
+ * A client that goes away gives up its search: when the request's connection closes before the
+ * answer is ready, `call.signal` aborts, so a queued task is removed without running and a running
+ * one is cancelled (the answer, `QS_ABORTED`, has nobody to go to).
  */
 export function registerSearchRoutes(
   app: FastifyInstance,
-  search: (request: SearchRouteRequest) => Promise<unknown>,
+  search: (request: SearchRouteRequest, call: { readonly signal: AbortSignal }) => Promise<unknown>,
   sendFailure: (reply: FastifyReply, error: unknown) => FastifyReply,
   headers: { readonly userHeader: string; readonly sandboxHeader: string },
 ): void {
@@ -473,10 +477,18 @@ export function registerSearchRoutes(
     if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) {
       return sendError(reply, new InvalidArgumentError('body', 'must be a JSON object', body));
     }
+    // The connection closing before the answer is sent: the client is gone (HTTP/1.1 has no other way
+    // to cancel a request). Keep-alive sockets carry later requests, so the listener goes once answered.
+    const gone = new AbortController();
+    const socket = request.raw.socket;
+    const onClose = () => gone.abort(new Error('the client closed its connection before the answer'));
+    socket.once('close', onClose);
+    if (socket.destroyed) onClose();
     try {
       const query = (request.query as Record<string, unknown> | undefined) ?? {};
       const text = (name: string) => (typeof query[name] === 'string' ? (query[name] as string) : undefined);
-      const result = await search({
+      const result = await search(
+        {
         index,
         body: applySearchParameters(query, (body as Record<string, unknown> | undefined) ?? {}),
         user: headerValue(request, headers.userHeader),
@@ -484,10 +496,14 @@ export function registerSearchRoutes(
         timeout: text('timeout'),
         cancelAfterTimeInterval: text('cancel_after_time_interval'),
         maxConcurrentShardRequests: shardRequestsParameter(query['max_concurrent_shard_requests']),
-      });
+        },
+        { signal: gone.signal },
+      );
       return reply.send(result);
     } catch (error) {
       return sendFailure(reply, error);
+    } finally {
+      socket.off('close', onClose);
     }
   };
   // A search is a read whatever its method (POST carries the body).

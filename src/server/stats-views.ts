@@ -61,6 +61,11 @@ export function sandboxStatsView(
       wall_clock_cancellations: c.wallClockCancellations,
       timed_out: c.timedOut,
       failures: c.failures,
+      aborted: c.aborted,
+      call_timeouts: c.callTimeouts,
+      queue_wait_rejections: c.queueWaitRejections,
+      duress_rejections: c.duressRejections,
+      duress_cancellations: c.duressCancellations,
       cpu: {
         current_usage: s.usage.cpu,
         rejections: c.cpu.rejections,
@@ -91,6 +96,8 @@ export function nodeStatsView(runtime: Runtime): Record<string, unknown> {
         name: n.nodeId,
         cores: n.cores,
         duress: n.duress,
+        // Sandboxes shed while the node is in duress (docs/overload.md): id -> intervals shed so far.
+        duress_shed: Object.fromEntries(runtime.governorSnapshot().shed),
         enforcement: n.enforcement,
         cpu: { usage: n.usage.cpu },
         heap: { usage: n.usage.memory, main_thread_heap_used_bytes: mem.heapUsed, rss_bytes: mem.rss },
@@ -181,6 +188,7 @@ function schedulerView(runtime: Runtime) {
       workers: l.workers,
       busy: l.busy,
       queued: l.queued,
+      overloaded: l.overloaded,
       reservations_suspended: l.reservationsSuspended ?? null,
       reservations: l.reservations.map((r) => ({ min_priority: r.minPriority, workers: r.workers, busy: r.busy })),
     })),
@@ -189,6 +197,8 @@ function schedulerView(runtime: Runtime) {
       queued: p.queued,
       dequeued: p.dequeued,
       evicted: p.evicted,
+      expired: p.expired,
+      removed: p.removed,
       lent: p.lent,
       wait_ms: {
         count: p.waitMs.count,

@@ -100,6 +100,7 @@ describe('governor decisions told to a listener', () => {
         taskId: 1,
         sandboxId: 'analysts',
         breachedSandboxId: 'analysts',
+        reason: 'limit',
         resource: 'cpu',
         kind: 'soft',
         usage: 0.55,

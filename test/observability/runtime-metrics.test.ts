@@ -142,6 +142,7 @@ describe('Prometheus metrics of a runtime', () => {
       decision: 'cancellation',
       sandboxId: 'analysts',
       breachedSandboxId: 'analysts',
+      reason: 'limit',
       resource: 'cpu',
       kind: 'soft',
       highLimit: 0.6,

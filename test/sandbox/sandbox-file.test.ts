@@ -104,7 +104,7 @@ describe('parseSandboxDefinitions', () => {
     expectInvalid(
       [{ _id: '_root', priority: 10, mode: 'soft' }],
       'sandboxes[0].mode',
-      'sandboxes[0].mode is not allowed on the root sandbox entry (only _id, priority, cancellationGraceMs and search_settings may be set); received "soft"',
+      'sandboxes[0].mode is not allowed on the root sandbox entry (only _id, priority, max_queue_wait, cancellationGraceMs and search_settings may be set); received "soft"',
     );
   });
 
@@ -180,7 +180,7 @@ describe('parseSandboxDefinitions', () => {
         [entry('a', { limits: {} })],
         'sandboxes[0].limits',
         'sandboxes[0].limits is not allowed (expected one of _id, name, parent_id, priority, mode, ' +
-          'resourceConsumptionLimits, selectionAttributes, tags, cancellationGraceMs, search_settings, max_concurrent_tasks, ' +
+          'resourceConsumptionLimits, selectionAttributes, tags, max_queue_wait, cancellationGraceMs, search_settings, max_concurrent_tasks, ' +
           'max_concurrent_tasks_per_user, updated_at, version); received {}',
       );
     });

@@ -89,7 +89,7 @@ describe('SandboxRegistry', () => {
     );
     // @ts-expect-error: not a sandbox field
     await expect(registry.create({ ...team('y', 1), color: 'red' })).rejects.toThrow(
-      'color is not allowed (expected one of name, parent_id, priority, mode, resourceConsumptionLimits, selectionAttributes, tags, cancellationGraceMs, search_settings, max_concurrent_tasks, max_concurrent_tasks_per_user); received "red"',
+      'color is not allowed (expected one of name, parent_id, priority, mode, resourceConsumptionLimits, selectionAttributes, tags, max_queue_wait, cancellationGraceMs, search_settings, max_concurrent_tasks, max_concurrent_tasks_per_user); received "red"',
     );
     expect(registry.version).toBe(1); // nothing half-applied
   });

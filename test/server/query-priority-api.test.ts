@@ -47,6 +47,7 @@ describe('query-priority API', () => {
         workers: 2,
         busy: 0,
         queued: 0,
+        overloaded: false,
         reservations_suspended: null,
         reservations: [{ min_priority: null, workers: 2, busy: 0 }],
       },
@@ -56,6 +57,7 @@ describe('query-priority API', () => {
         workers: 2,
         busy: 0,
         queued: 0,
+        overloaded: false,
         reservations_suspended: null,
         reservations: [
           { min_priority: null, workers: 1, busy: 0 },

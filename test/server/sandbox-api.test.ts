@@ -111,6 +111,34 @@ describe('sandbox REST API', () => {
     expect(taken.statusCode).toBe(409);
   });
 
+  it('sets max_queue_wait at runtime, on a sandbox and on the root, refusing a bad one naming field and value', async () => {
+    const created = await call('PUT', '/_sandbox', { name: 'waits', priority: 7, max_queue_wait: '2s' });
+    expect(created.statusCode).toBe(201);
+    expect(created.json().max_queue_wait).toBe('2s');
+    const id = created.json()._id as string;
+    expect(runtime.sandboxRegistry.get(id)!.maxQueueWaitMs).toBe(2000);
+    const bad = await call('PUT', `/_sandbox/${id}`, { max_queue_wait: 'fast' });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.reason).toBe(
+      'max_queue_wait must be a time value such as "5s" or "500ms" (whole milliseconds, 1ms to 1d), or -1 for no bound; received "fast"',
+    );
+    expect((await call('PUT', `/_sandbox/${id}`, { max_queue_wait: '0ms' })).statusCode).toBe(400);
+    expect((await call('PUT', `/_sandbox/${id}`, { max_queue_wait: -1 })).json().max_queue_wait).toBe('-1');
+    expect(runtime.sandboxRegistry.get(id)!.maxQueueWaitMs).toBe(Number.POSITIVE_INFINITY);
+    expect((await call('PUT', `/_sandbox/${id}`, { max_queue_wait: '750ms' })).json().max_queue_wait).toBe('750ms');
+    // null: inherit again (the document no longer names it).
+    const inherit = await call('PUT', `/_sandbox/${id}`, { max_queue_wait: null });
+    expect(inherit.json().max_queue_wait).toBeUndefined();
+    const root = await call('PUT', '/_sandbox/_root', { max_queue_wait: '10s' });
+    expect(root.statusCode).toBe(200);
+    expect(root.json()).toMatchObject({ _id: '_root', max_queue_wait: '10s' });
+    const rootName = await call('PUT', '/_sandbox/_root', { name: 'x' });
+    expect(rootName.statusCode).toBe(400);
+    expect(rootName.json().error.reason).toContain('(only _id, priority, max_queue_wait, cancellationGraceMs and search_settings may be set)');
+    await call('PUT', '/_sandbox/_root', { max_queue_wait: null });
+    await call('DELETE', `/_sandbox/${id}`);
+  });
+
   it('takes If-Match as RFC 9110 says: quoted strong tags only, weak tags never match', async () => {
     const created = await call('PUT', '/_sandbox', {
       name: 'etag',
