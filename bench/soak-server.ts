@@ -53,7 +53,7 @@ class Window {
 }
 
 let windows = new Map<string, Window>();
-/** A task that ended this minute more than LATE_TASK_MS after it was queued (wait + run), at most 20 kept. */
+/** A task that ended this minute more than LATE_TASK_MS after it was queued (wait + run); the 20 latest are kept. */
 interface LateTask {
   readonly sandboxId: string;
   readonly lane: string;
@@ -85,7 +85,8 @@ const onTaskEnd = (e: TaskEndEvent) => {
     windows.set(e.sandboxId, w);
   }
   w.record(e);
-  if (e.waitMs + e.runMs > LATE_TASK_MS && lateTasks.length < 20) {
+  // The 20 latest of the minute.
+  if (e.waitMs + e.runMs > LATE_TASK_MS) {
     lateTasks.push({
       sandboxId: e.sandboxId,
       lane: e.lane,
@@ -95,6 +96,8 @@ const onTaskEnd = (e: TaskEndEvent) => {
       cpuMs: e.cpuTimeNs / 1e6,
       endedAt: Date.now(),
     });
+    lateTasks.sort((a, b) => b.waitMs + b.runMs - (a.waitMs + a.runMs));
+    if (lateTasks.length > 20) lateTasks.pop();
   }
 };
 

@@ -35,7 +35,8 @@
  *
  * Usage: `npm run bench:soak` (20 minutes), `npm run bench:soak -- --minutes 4` (`--warmup-seconds N`;
  * `--prefill-docs N`: index N documents first, in bulks of 1,000, so a large index is there from the
- * start; `--bulks-per-second N`, default 2).
+ * start; each worker's first task then replays them all (tens of seconds on a busy machine), so give it
+ * a longer `--warmup-seconds`; `--bulks-per-second N`, default 2).
  * Run it through `/work/tools/bench` on a shared machine. Writes `bench/results/soak.json`.
  */
 import { type ChildProcess, fork } from 'node:child_process';
@@ -272,7 +273,8 @@ async function main(): Promise<void> {
           });
           const text = await r.text();
           const latencyUs = Math.max(1, Math.round((performance.now() - intended) * 1000));
-          if (latencyUs > LATE_ANSWER_MS * 1000 && m.late.length < 20) {
+          // The 20 latest of the minute: the first late ones are not the ones that matter.
+          if (latencyUs > LATE_ANSWER_MS * 1000 && (m.late.length < 20 || latencyUs / 1000 > m.late.at(-1)!.latencyMs)) {
             let tookMs: number | undefined;
             let reason: string | undefined;
             try {
@@ -284,6 +286,8 @@ async function main(): Promise<void> {
             }
             const sentAt = Date.now() - (performance.now() - intended);
             m.late.push({ sentAt, user: u.user, sandbox: u.sandbox, status: r.status, latencyMs: latencyUs / 1000, tookMs, reason });
+            m.late.sort((a, b) => b.latencyMs - a.latencyMs);
+            if (m.late.length > 20) m.late.pop();
           }
           if (r.status === 200) {
             m.ok.get(u.sandbox)!.recordValue(latencyUs);
