@@ -14,7 +14,7 @@ import path from 'node:path';
 import v8 from 'node:v8';
 import diagnostics_channel from 'node:diagnostics_channel';
 import { NodeUsageAverages, type NodeUsageSnapshot } from './admission/node-usage-averages.js';
-import { createIoUsageSampler } from './admission/io-usage-sampler.js';
+import { createIoUsageSampler } from './tracking/io-usage-sampler.js';
 import { resolveIndexExpression } from './classify/index-expression.js';
 import { SandboxClassifier } from './classify/sandbox-classifier.js';
 import {

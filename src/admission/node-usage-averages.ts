@@ -23,7 +23,7 @@
 import { availableCores } from '../../native-shim/index.js';
 import { InvalidArgumentError } from '../errors.js';
 import { cpuUsageBetween, type NodeUsageSample, type NodeUsageSampler } from '../tracking/node-usage-sampler.js';
-import type { IoSource } from './io-usage-sampler.js';
+import type { IoSource } from '../tracking/io-usage-sampler.js';
 import { MovingAverage } from './moving-average.js';
 
 export interface NodeUsageAveragesOptions {

@@ -17,7 +17,7 @@
  * About 1 µs for the CPU read, 0.5 µs per isolate for the heap, a few µs for the resident set.
  */
 import { sampleHeap, type HeapSample } from '../../native-shim/index.js';
-import { NO_IO_SAMPLER, type IoSource, type IoUsageSampler } from '../admission/io-usage-sampler.js';
+import { NO_IO_SAMPLER, type IoSource, type IoUsageSampler } from './io-usage-sampler.js';
 
 /** Heap figures summed over the isolates that count (main thread and workers). */
 export interface HeapUsage {

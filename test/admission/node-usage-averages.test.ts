@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { IoUsageSampler } from '../../src/admission/io-usage-sampler.js';
+import type { IoUsageSampler } from '../../src/tracking/io-usage-sampler.js';
 import { MovingAverage } from '../../src/admission/moving-average.js';
 import { NodeUsageAverages, type NodeUsageAveragesOptions } from '../../src/admission/node-usage-averages.js';
 import { InvalidArgumentError } from '../../src/errors.js';

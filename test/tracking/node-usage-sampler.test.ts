@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 import { describe, expect, it } from 'vitest';
-import type { IoUsageSampler } from '../../src/admission/io-usage-sampler.js';
+import type { IoUsageSampler } from '../../src/tracking/io-usage-sampler.js';
 import { NodeUsageSampler, type NodeUsageSample } from '../../src/tracking/node-usage-sampler.js';
 
 /** A sampler on fake clocks: the main isolate holds `main` of 1000 bytes, the workers `workers` of 3000. */
@@ -143,7 +143,7 @@ describe('one node sampler', () => {
     const readers = files.filter((f) => reads.test(text(f)));
     expect(readers.filter((f) => !(f in allowed))).toEqual([]);
     // The IO source is built once, for the sampler, where the sampler is built.
-    const ioSources = files.filter((f) => /createIoUsageSampler\(/.test(text(f)) && f !== 'admission/io-usage-sampler.ts');
+    const ioSources = files.filter((f) => /createIoUsageSampler\(/.test(text(f)) && f !== 'tracking/io-usage-sampler.ts');
     expect(ioSources).toEqual(files.filter((f) => /new NodeUsageSampler\(/.test(text(f))));
   });
 
