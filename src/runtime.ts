@@ -736,6 +736,8 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     // A shared store (etcd) hands over the rules other nodes saved: applied here, not saved again.
     priorityStore.watch?.((document) => this.#applyStoredQueryPriority(document));
     this.#pool = pool;
+    // A replacement that has loaded takes the tasks held back while its lane had no free live worker.
+    pool.onWorkerReady(() => this.#pump());
     this.#log = log;
     this.#allocator = new SlotAllocator(pool.slots.slotCount);
     this.#tracker = new UsageTracker({
@@ -1213,6 +1215,11 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     if (!this.#closed) {
       const expired = this.#scheduler.expire(performance.now());
       if (expired.length > 0) this.#rejectExpired(expired);
+    }
+    // Each lane hands out no more tasks than it has live workers: with its spares used up by
+    // replacements still loading, a task given to the pool would wait there, unbounded and unseen.
+    for (let lane = 0; lane < this.#laneNames.length; lane++) {
+      this.#scheduler.setLiveWorkers(lane, this.#pool.readyWorkersOf(lane));
     }
     while (!this.#closed) {
       const dispatch = this.#scheduler.next(performance.now());
