@@ -91,10 +91,46 @@ export const ErrorCode = {
    * it saw. HTTP 503.
    */
   CLUSTER_STATE_UNAVAILABLE: 'QS_CLUSTER_STATE_UNAVAILABLE',
+  /**
+   * A coordinator passes on a data node's 4xx, the client's to fix (`RemoteClientError`): the status
+   * and the body are the data node's.
+   */
+  REMOTE_CLIENT_ERROR: 'QS_REMOTE_CLIENT_ERROR',
+  /**
+   * `query-sandbox cluster` could not start (`ClusterStartError`): a node exited during start-up, did
+   * not listen in time, another launcher holds the data directory, or start-up was stopped. A CLI
+   * failure, printed as one line; never an HTTP answer (500 if one ever carried it).
+   */
+  CLUSTER_START: 'QS_CLUSTER_START',
+  /**
+   * A coordinator cannot learn its data nodes (`ClusterDiscoveryError`): one did not answer in time,
+   * answers with another id, or two addresses are one node. A start-up failure, printed as one line;
+   * never an HTTP answer (500 if one ever carried it).
+   */
+  CLUSTER_DISCOVERY: 'QS_CLUSTER_DISCOVERY',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
-/** Base class: `code` is one of `ErrorCode`; `type` is the OpenSearch-style error type for HTTP bodies. */
+const classBrands = new Map<string, symbol>();
+
+/** The brand of one class (and, through the constructor, of every class above it). */
+function classBrand(name: string): symbol {
+  let brand = classBrands.get(name);
+  if (brand === undefined) {
+    brand = Symbol.for(`query-sandbox.error.${name}`);
+    classBrands.set(name, brand);
+  }
+  return brand;
+}
+
+/**
+ * Base class: `code` is one of `ErrorCode`; `type` is the OpenSearch-style error type for HTTP bodies.
+ *
+ * Every instance carries `Symbol.for('query-sandbox.error')` and one `Symbol.for('query-sandbox.error.<Class>')`
+ * per class of its chain (as undici brands its errors), and `instanceof` checks those brands
+ * (`Symbol.hasInstance`), not the prototype: an error made by another copy of this module (a `vm`
+ * context, a second bundle, another package version) is still `instanceof RejectedError` here.
+ */
 export class QuerySandboxError extends Error {
   readonly code: ErrorCode;
   readonly type: string;
@@ -104,6 +140,16 @@ export class QuerySandboxError extends Error {
     this.type = type;
     this.name = new.target.name;
     Object.defineProperty(this, kBrand, { value: true });
+    for (let c: unknown = new.target; typeof c === 'function' && c !== Error; c = Object.getPrototypeOf(c)) {
+      Object.defineProperty(this, classBrand((c as { name: string }).name), { value: true });
+    }
+  }
+
+  /** `value instanceof X` for this class or a subclass: true when `value` carries X's brand (any realm). */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class `instanceof` asks about, a subclass included
+    const brand = classBrand(this.name);
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[brand] === true;
   }
 }
 
@@ -562,6 +608,72 @@ export class ClusterStateUnavailableError extends QuerySandboxError {
   }
 }
 
+/**
+ * A data node's 4xx answer that is the client's to fix; the coordinator passes status and body on
+ * (`httpStatusOf` gives `status`, `toErrorResponse` the data node's `body`).
+ */
+export class RemoteClientError extends QuerySandboxError {
+  /** The data node's status, 400..499. */
+  readonly status: number;
+  /** The data node's error body, as it answered (or a minimal Elasticsearch-shaped one). */
+  readonly body: Readonly<Record<string, unknown>>;
+  readonly nodeId: string;
+  constructor(nodeId: string, status: number, body: Readonly<Record<string, unknown>> | undefined, reason: string) {
+    const error = (body as { error?: { type?: unknown } } | undefined)?.error;
+    super(
+      ErrorCode.REMOTE_CLIENT_ERROR,
+      typeof error?.type === 'string' ? error.type : 'exception',
+      `data node [${nodeId}] answered ${status}: ${reason}`,
+    );
+    this.nodeId = nodeId;
+    this.status = status;
+    this.body = body ?? { error: { type: 'exception', reason }, status };
+  }
+}
+
+/**
+ * The cluster could not start: a node exited during start-up (with its reason), did not listen in
+ * time, another launcher holds the data directory, or start-up was stopped. Its message is one line
+ * for the user (`query-sandbox` prints it without a stack).
+ */
+export class ClusterStartError extends QuerySandboxError {
+  /** The node at fault, when there is one. */
+  readonly nodeId: string | undefined;
+  constructor(message: string, nodeId?: string) {
+    super(ErrorCode.CLUSTER_START, 'cluster_start_exception', message);
+    this.nodeId = nodeId;
+  }
+}
+
+/**
+ * The coordinator cannot learn its data nodes: one did not answer in time, answers with an id other
+ * than the one listed, or two addresses are one node. A configuration the user fixes; its message is
+ * one line (`query-sandbox` prints it without a stack).
+ */
+export class ClusterDiscoveryError extends QuerySandboxError {
+  /** The address at fault. */
+  readonly url: string;
+  constructor(url: string, message: string) {
+    super(ErrorCode.CLUSTER_DISCOVERY, 'cluster_discovery_exception', message);
+    this.url = url;
+  }
+}
+
+/**
+ * A shard log file (`indices/shard-log.ts`) is damaged in a way recovery must not paper over: an
+ * engine failure (500) with the file and the byte offset where the damage starts.
+ */
+export class ShardLogCorruptedError extends EngineFailureError {
+  readonly path: string;
+  /** Where the damage starts, in bytes from the start of the file. */
+  readonly offsetBytes: number;
+  constructor(path: string, offsetBytes: number, what: string) {
+    super(`shard log ${path} is corrupted at byte ${offsetBytes}: ${what}`);
+    this.path = path;
+    this.offsetBytes = offsetBytes;
+  }
+}
+
 /** The runtime is not accepting work. */
 export class NotRunningError extends QuerySandboxError {
   constructor(message = 'the runtime is closed') {
@@ -633,6 +745,11 @@ export function httpStatusOf(error: unknown): number {
     case ErrorCode.SHARD_WRITE_FAILED:
     case ErrorCode.CLUSTER_STATE_UNAVAILABLE:
       return 503;
+    case ErrorCode.REMOTE_CLIENT_ERROR:
+      return (error as RemoteClientError).status;
+    case ErrorCode.CLUSTER_START:
+    case ErrorCode.CLUSTER_DISCOVERY:
+      return 500;
     default:
       return 500;
   }

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { availableCores } from '../native-shim/index.js';
-import { resolveNodeUsageTrackerOptions } from './admission/node-usage-tracker.js';
+import { resolveNodeUsageAveragesOptions } from './admission/node-usage-averages.js';
 import { InvalidArgumentError } from './errors.js';
 import { EnforcementMode, SelectionStrategy } from './governor/decide.js';
 import type { RuntimeLogger } from './runtime-logger.js';
@@ -237,11 +237,12 @@ export interface RuntimeOptions {
    */
   cores?: number;
   /**
-   * The node usage tracker behind the `Resource_Usage_Stats` header that data nodes send a cluster
-   * coordinator (see `admission/node-usage-tracker.ts`): CPU and heap sampled every `intervalMs`
-   * (integer 1..60000, default 500) and averaged over `windowMs` (default 30000), IO every
-   * `ioIntervalMs` (default 5000) over `ioWindowMs` (default 120000): OpenSearch's
-   * `node.resource.tracker.*` defaults. The tracker samples on its own timer, off the request path.
+   * The moving averages behind the `Resource_Usage_Stats` header that data nodes send a cluster
+   * coordinator (see `admission/node-usage-averages.ts`): CPU and heap recorded every `intervalMs`
+   * (integer 1..60000, default 500; rounded to a whole number of governor intervals, at least one)
+   * and averaged over `windowMs` (default 30000), IO every `ioIntervalMs` (default 5000) over
+   * `ioWindowMs` (default 120000): OpenSearch's `node.resource.tracker.*` defaults. They average the
+   * one node sampler's samples (taken once per governor interval), the figures duress reads.
    */
   resourceUsage?: { intervalMs?: number; windowMs?: number; ioIntervalMs?: number; ioWindowMs?: number };
   /** How long start-up waits for every worker to load the engine, ms. Default 300000. */
@@ -331,7 +332,7 @@ export interface ResolvedRuntimeOptions {
   /** `undefined`: 10 % of the heap limit. */
   readonly indexingPressureBytes: number | undefined;
   readonly writeQueueSize: number;
-  /** The node usage tracker's intervals and windows, ms (defaults filled in). */
+  /** The node usage averages' intervals and windows, ms (defaults filled in). */
   readonly resourceUsage: {
     readonly intervalMs: number;
     readonly windowMs: number;
@@ -537,7 +538,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
           minUsage: number('duressShedding.minUsage', shedding.minUsage, 0, 1, 0.05),
         });
   const usage = objectOption('resourceUsage', options.resourceUsage);
-  const tracker = resolveNodeUsageTrackerOptions({ ...usage, cores }, 'options.resourceUsage');
+  const tracker = resolveNodeUsageAveragesOptions({ ...usage, cores }, 'options.resourceUsage');
   return Object.freeze({
     engineUrl,
     engineOptions: Object.freeze({ ...engineOptions }),

@@ -13,7 +13,8 @@ import os from 'node:os';
 import path from 'node:path';
 import v8 from 'node:v8';
 import diagnostics_channel from 'node:diagnostics_channel';
-import { NodeUsageTracker, type HeapUsage, type NodeUsageSnapshot } from './admission/node-usage-tracker.js';
+import { NodeUsageAverages, type NodeUsageSnapshot } from './admission/node-usage-averages.js';
+import { createIoUsageSampler } from './tracking/io-usage-sampler.js';
 import { resolveIndexExpression } from './classify/index-expression.js';
 import { SandboxClassifier } from './classify/sandbox-classifier.js';
 import {
@@ -107,10 +108,10 @@ import { createRootSandbox, ROOT_SANDBOX_ID, type Resource, type Sandbox } from 
 import { loadSandboxFile, parseSandboxDefinitions } from './sandbox/sandbox-file.js';
 import { SandboxRegistry } from './sandbox/sandbox-registry.js';
 import { MemorySandboxStore, type SandboxStore } from './sandbox/sandbox-store.js';
-import { NodeUsageSampler } from './tracking/node-usage-sampler.js';
+import { NodeUsageSampler, type HeapUsage, type NodeUsageSample } from './tracking/node-usage-sampler.js';
 import { newTrackedTask, type TrackedTask } from './tracking/tracked-task.js';
 import { UsageTracker } from './tracking/usage-tracker.js';
-import { sampleHeap, WorkerHeapProbe } from '../native-shim/index.js';
+import { WorkerHeapProbe } from '../native-shim/index.js';
 
 export type { RuntimeOptions, TaskEndEvent } from './runtime-options.js';
 export type { SearchCallOptions } from './execution/search-call.js';
@@ -197,7 +198,11 @@ export interface NodeStats {
   readonly queued: number;
   readonly duress: boolean;
   readonly enforcement: EnforcementMode;
+  /** The node sampler's last interval, as duress read it: CPU and memory ratios (0..1). */
   readonly usage: { readonly cpu: number; readonly memory: number };
+  /** From the same sample: the main isolate's live heap and the process's resident set, bytes. */
+  readonly mainHeapUsedBytes: number;
+  readonly rssBytes: number;
   readonly workersStarted: number;
   /** Start-up of the initial workers, ms (engine indices loaded). */
   readonly workerStartupMs: readonly number[];
@@ -649,7 +654,7 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
   readonly #allocator: SlotAllocator;
   readonly #tracker: UsageTracker;
   readonly #nodeSampler: NodeUsageSampler;
-  readonly #usageTracker: NodeUsageTracker;
+  readonly #usageAverages: NodeUsageAverages;
   readonly #counters = new SandboxCounterTable();
   readonly #governor: Governor;
   readonly #scheduler: TaskScheduler<QueuedTask>;
@@ -743,13 +748,20 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
       parentOf: (id) => (id === ROOT_SANDBOX_ID ? null : (this.#byId.get(id)?.parentId ?? ROOT_SANDBOX_ID)),
       ...(heapProbe !== undefined ? { heapProbe, staleCheckpointMs: 2 * options.intervalMs } : {}),
     });
-    this.#nodeSampler = new NodeUsageSampler({ cores: options.cores });
-    this.#usageTracker = new NodeUsageTracker({
-      ...options.resourceUsage,
+    // The one node sampler: the governor calls it once per interval; duress, the node stats and the
+    // Resource_Usage_Stats averages all read its samples.
+    this.#nodeSampler = new NodeUsageSampler({
       cores: options.cores,
-      heapUsage: () => this.#heapUsage(),
+      intervalMs: options.intervalMs,
+      ioIntervalMs: options.resourceUsage.ioIntervalMs,
+      io: createIoUsageSampler(),
+      workersHeap: () => this.#workersHeap(),
     });
-    this.#usageTracker.start();
+    this.#usageAverages = new NodeUsageAverages(
+      { ...options.resourceUsage, cores: options.cores },
+      options.intervalMs,
+      this.#nodeSampler.ioSource,
+    ).attach(this.#nodeSampler);
     this.#governor = new Governor(
       {
         intervalMs: options.intervalMs,
@@ -841,9 +853,8 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     return cancelAfterOf(r.queued.requestedCancelAfterMs, this.#settingsOf(r.queued.sandbox.id));
   }
 
-  #sampleNode() {
-    const workers = this.#workersHeap();
-    return this.#nodeSampler.sample(workers.usedBytes, workers.limitBytes);
+  #sampleNode(): NodeUsageSample {
+    return this.#nodeSampler.sample();
   }
 
   /**
@@ -862,18 +873,8 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     return { usedBytes: workersHeap, limitBytes: heapLimit * this.#pool.threads };
   }
 
-  /** Heap over all isolates for the node usage tracker: the main isolate (heap + external) plus the workers. */
-  #heapUsage(): HeapUsage {
-    const main = sampleHeap();
-    const workers = this.#workersHeap();
-    return {
-      usedBytes: main.usedHeapBytes + main.externalBytes + workers.usedBytes,
-      limitBytes: main.heapLimitBytes + workers.limitBytes,
-    };
-  }
-
   resourceUsage(): NodeUsageSnapshot {
-    return this.#usageTracker.snapshot();
+    return this.#usageAverages.snapshot();
   }
 
   search(request: SearchRequest<Body>, options?: SearchCallOptions): Promise<Result> {
@@ -1529,6 +1530,8 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
       duress: snapshot.duress,
       enforcement: this.#governor.enforcement,
       usage: { cpu: snapshot.node.cpu, memory: snapshot.node.memory },
+      mainHeapUsedBytes: this.#nodeSampler.last.mainHeapUsedBytes,
+      rssBytes: this.#nodeSampler.last.rssBytes,
       workersStarted: this.#pool.workersStarted,
       workerStartupMs: this.#pool.initialStartups().map((s) => s.startupMs),
       lastReplacementStartupMs: this.#pool.lastReplacement()?.startupMs,
@@ -1646,7 +1649,6 @@ class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     this.#closed = true;
     this.#endDrain = undefined;
     this.#governor.stop();
-    this.#usageTracker.stop();
     if (this.#expiryTimer !== undefined) clearTimeout(this.#expiryTimer);
     for (const q of this.#scheduler.drain()) {
       this.#counters.countCancellation(q.sandbox.id, 'shutdown', false);

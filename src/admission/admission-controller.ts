@@ -56,7 +56,7 @@ export interface AdmissionControllerOptions {
 }
 
 /** Why a request is (or in `monitor_only` would be) refused. */
-export interface AdmissionRefusal {
+export interface AdmissionRejection {
   readonly action: AdmissionAction;
   /** Index into `candidateCopiesPerShard` of the first shard whose copies all refuse. */
   readonly shardIndex: number;
@@ -79,8 +79,8 @@ export interface AdmissionRefusal {
 
 /** `admitted: false` only in `enforced` mode; in `monitor_only` `wouldReject` says what would have been. */
 export type AdmissionDecision =
-  | { readonly admitted: true; readonly wouldReject: AdmissionRefusal | undefined }
-  | { readonly admitted: false; readonly refusal: AdmissionRefusal };
+  | { readonly admitted: true; readonly wouldReject: AdmissionRejection | undefined }
+  | { readonly admitted: false; readonly rejection: AdmissionRejection };
 
 /** Counters per action type. */
 export interface AdmissionActionCounters {
@@ -183,37 +183,37 @@ export class AdmissionController {
     for (let shard = 0; shard < candidateCopiesPerShard.length; shard++) {
       const copies = candidateCopiesPerShard[shard]!;
       if (copies.length === 0) continue;
-      let allRefuse = true;
+      let allReject = true;
       let first: NodeResourceStats | undefined;
       for (const nodeId of copies) {
         const s = stats.get(nodeId);
         if (s === undefined || (s.cpu < limits.cpu && s.heap < limits.heap)) {
-          allRefuse = false;
+          allReject = false;
           break;
         }
         first ??= s;
       }
-      if (!allRefuse || first === undefined) continue;
-      const refusal = this.#refusal(action, shard, copies, first, limits);
+      if (!allReject || first === undefined) continue;
+      const rejection = this.#rejection(action, shard, copies, first, limits);
       if (this.#mode === AdmissionMode.ENFORCED) {
-        if (refusal.resource === 'cpu') counters.rejectedCpu++;
+        if (rejection.resource === 'cpu') counters.rejectedCpu++;
         else counters.rejectedHeap++;
-        return { admitted: false, refusal };
+        return { admitted: false, rejection };
       }
-      if (refusal.resource === 'cpu') counters.wouldCpu++;
+      if (rejection.resource === 'cpu') counters.wouldCpu++;
       else counters.wouldHeap++;
-      return { admitted: true, wouldReject: refusal };
+      return { admitted: true, wouldReject: rejection };
     }
     return ADMITTED;
   }
 
-  #refusal(
+  #rejection(
     action: AdmissionAction,
     shardIndex: number,
     copies: readonly string[],
     s: NodeResourceStats,
     limits: AdmissionLimits,
-  ): AdmissionRefusal {
+  ): AdmissionRejection {
     const nodeId = copies[0]!;
     const resource = s.cpu >= limits.cpu ? 'cpu' : 'heap';
     const usage = resource === 'cpu' ? s.cpu : s.heap;

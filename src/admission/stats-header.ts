@@ -335,7 +335,7 @@ export function stripStatsHeader(headers: HeaderHolder): number {
   return removed;
 }
 
-/** The fields of a `NodeUsageTracker` snapshot that go into the header. */
+/** The fields of a `NodeUsageAverages` snapshot that go into the header. */
 export interface UsageSnapshotLike {
   readonly cpu: number;
   readonly heap: number;
@@ -344,7 +344,7 @@ export interface UsageSnapshotLike {
   readonly timestampMs: number;
 }
 
-/** The header entry for a node from a tracker snapshot; `io` is left empty when `ioSource` is `'none'`. */
+/** The header entry for a node from a `NodeUsageAverages` snapshot; `io` is left empty when `ioSource` is `'none'`. */
 export function statsEntryOf(nodeId: string, snapshot: UsageSnapshotLike): NodeResourceStats {
   return {
     nodeId,

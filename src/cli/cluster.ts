@@ -39,7 +39,7 @@ import { parseEngineOptions } from '../engine/engine-options.js';
 import { ensureIndexCache } from '../engine/index-cache.js';
 import { parseEtcdEndpoints } from '../etcd/etcd-endpoints.js';
 import { ETCD_INSTALL_HINT, findEtcdBinary, type LocalEtcd, startLocalEtcd } from '../cluster/local-etcd.js';
-import { InvalidArgumentError } from '../errors.js';
+import { ClusterStartError, InvalidArgumentError } from '../errors.js';
 import { isListeningMessage } from './node-lifecycle.js';
 import { packageRoot } from '../common/package-root.js';
 import { probePort } from './port-probe.js';
@@ -228,20 +228,7 @@ export interface RunningCluster {
   restartNode(id: string): Promise<ClusterNode>;
 }
 
-/**
- * The cluster could not start: a node exited during start-up (with its reason), did not listen in
- * time, another launcher holds the data directory, or start-up was stopped. Its message is one line
- * for the user (`query-sandbox` prints it without a stack).
- */
-export class ClusterStartError extends Error {
-  /** The node at fault, when there is one. */
-  readonly nodeId: string | undefined;
-  constructor(message: string, nodeId?: string) {
-    super(message);
-    this.name = 'ClusterStartError';
-    this.nodeId = nodeId;
-  }
-}
+export { ClusterStartError };
 
 /** How a caller can stop `startCluster` while it waits for the nodes. */
 export interface StartClusterControl {

@@ -55,6 +55,7 @@ import {
   AdmissionRejectedError,
   InvalidArgumentError,
   NotRunningError,
+  RemoteClientError,
   type ShardFailure,
   ShardsFailedError,
 } from '../errors.js';
@@ -73,7 +74,6 @@ import { EtcdMetadataPersistence } from './etcd-index-metadata.js';
 import type { EtcdConnection } from '../etcd/etcd-connection.js';
 import type { MembershipWatcher } from './membership.js';
 import type { NodeInfo } from './internal-protocol.js';
-import { RemoteClientError } from './remote-client-error.js';
 import { RoutingTable } from './routing-table.js';
 import {
   type MergeableHit,
@@ -86,7 +86,7 @@ import {
 import { pageOf } from './search-page.js';
 
 export type { CoordinatorStats, DataNodeStats } from './coordinator-stats.js';
-export { RemoteClientError } from './remote-client-error.js';
+export { RemoteClientError } from '../errors.js';
 
 export interface CoordinatorOptions {
   /** This node's id, 1..64 characters of `[A-Za-z0-9_.-]`. @default 'coordinator' */
@@ -554,26 +554,26 @@ export class Coordinator {
     );
     if (!decision.admitted) {
       this.#rejected++;
-      const { refusal } = decision;
-      const target = targets[refusal.shardIndex]!;
-      const refused = this.#nodes.get(refusal.nodeId);
-      if (refused !== undefined) refused.admissionRejections[refusal.resource]++;
+      const { rejection } = decision;
+      const target = targets[rejection.shardIndex]!;
+      const rejecting = this.#nodes.get(rejection.nodeId);
+      if (rejecting !== undefined) rejecting.admissionRejections[rejection.resource]++;
       this.#decisions.admissionRejected({
-        nodeId: refusal.nodeId,
-        resource: refusal.resource,
-        usage: refusal.usage,
-        limit: refusal.limit,
+        nodeId: rejection.nodeId,
+        resource: rejection.resource,
+        usage: rejection.usage,
+        limit: rejection.limit,
         index: target.index,
         shard: target.shard,
       });
       throw new AdmissionRejectedError(
-        refusal.nodeId,
-        refusal.resource,
+        rejection.nodeId,
+        rejection.resource,
         target.index,
         target.shard,
         `rejected search before fan-out: every copy of shard [${target.index}][${target.shard}] is on a node ` +
-          `over its admission limit (${refusal.nodeIds.join(', ')}); node [${refusal.nodeId}] ${refusal.resource} ` +
-          `usage ${refusal.usage.toFixed(3)} >= limit ${refusal.limit}`,
+          `over its admission limit (${rejection.nodeIds.join(', ')}); node [${rejection.nodeId}] ${rejection.resource} ` +
+          `usage ${rejection.usage.toFixed(3)} >= limit ${rejection.limit}`,
       );
     }
     if (decision.wouldReject !== undefined) {

@@ -11,6 +11,7 @@ import type pino from 'pino';
 import type { DataNodeAddress } from './cluster-spec.js';
 import { fetchNodeInfo } from './data-node-client.js';
 import type { NodeInfo } from './internal-protocol.js';
+import { ClusterDiscoveryError } from '../errors.js';
 
 const RETRY_MS = 250;
 /** First warning about a node that does not answer, ms after discovery started. */
@@ -18,20 +19,7 @@ const FIRST_WARNING_MS = 3000;
 /** Then one warning per node this often, ms. */
 const WARNING_EVERY_MS = 10_000;
 
-/**
- * The coordinator cannot learn its data nodes: one did not answer in time, answers with an id other
- * than the one listed, or two addresses are one node. A configuration the user fixes; its message is
- * one line (`query-sandbox` prints it without a stack).
- */
-export class ClusterDiscoveryError extends Error {
-  /** The address at fault. */
-  readonly url: string;
-  constructor(url: string, message: string) {
-    super(message);
-    this.name = 'ClusterDiscoveryError';
-    this.url = url;
-  }
-}
+export { ClusterDiscoveryError };
 
 /** A failed node-info call in a few words (`ECONNREFUSED`, `no answer within 5000 ms`, the HTTP status). */
 function describeFailure(error: unknown, timeoutMs: number): string {

@@ -30,7 +30,7 @@ import { type FileHandle, mkdir, open, readFile, truncate } from 'node:fs/promis
 import { dirname } from 'node:path';
 import * as zlib from 'node:zlib';
 import { syncDirectory } from '../common/durable-file.js';
-import { EngineFailureError, InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError, ShardLogCorruptedError } from '../errors.js';
 
 /** The operation kinds the log holds. */
 export type ShardOperationType = 'index' | 'create' | 'update' | 'delete';
@@ -80,17 +80,7 @@ export interface OpenedShardLog {
   readonly truncatedBytes: number;
 }
 
-/** The log file is damaged in a way recovery must not paper over. */
-export class ShardLogCorruptedError extends EngineFailureError {
-  readonly path: string;
-  /** Where the damage starts, in bytes from the start of the file. */
-  readonly offsetBytes: number;
-  constructor(path: string, offsetBytes: number, what: string) {
-    super(`shard log ${path} is corrupted at byte ${offsetBytes}: ${what}`);
-    this.path = path;
-    this.offsetBytes = offsetBytes;
-  }
-}
+export { ShardLogCorruptedError };
 
 const HEADER = Buffer.from('QSSLOG01', 'latin1');
 /** Bytes of the file header (`QSSLOG01`): the offset of the first record. */

@@ -14,7 +14,7 @@
  * governor state changes, worker replaced), this is the module that subscribes to them instead.
  */
 import type { GovernorSnapshot, GovernorStats } from '../governor/governor.js';
-import type { NodeUsageSnapshot } from '../admission/node-usage-tracker.js';
+import type { NodeUsageSnapshot } from '../admission/node-usage-averages.js';
 import type { NodeStats, Runtime, SandboxStats } from '../runtime.js';
 import type { RuntimeOptions, TaskEndEvent } from '../runtime-options.js';
 import type { Sandbox } from '../sandbox/sandbox.js';

@@ -12,13 +12,9 @@
  * before anything reads the request (stats are believed only from the data nodes the coordinator
  * called), and none is ever sent back (removed from every answer as a last guard).
  */
-import type {
-  FastifyBaseLogger,
-  FastifyInstance,
-  FastifyReply,
-} from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { stripStatsHeader } from '../admission/stats-header.js';
-import { type Coordinator, type CoordinatorStats, RemoteClientError } from '../cluster/coordinator.js';
+import type { Coordinator, CoordinatorStats } from '../cluster/coordinator.js';
 import type { ConnectionLimits } from './connection-limits.js';
 import { sendError } from './error-body.js';
 import { createApiServer, registerSearchRoutes } from './http-server.js';
@@ -47,11 +43,6 @@ export interface CoordinatorServerOptions {
   readonly insecureSkipAuth?: boolean | undefined;
   /** Header and body time-outs, the bound on open connections (`connection-limits.ts`). */
   readonly connectionLimits?: ConnectionLimits | undefined;
-}
-
-function sendCoordinatorError(reply: FastifyReply, error: unknown): FastifyReply {
-  if (error instanceof RemoteClientError) return reply.code(error.status).send(error.body);
-  return sendError(reply, error);
 }
 
 const round = (value: number, digits: number) => Math.round(value * 10 ** digits) / 10 ** digits;
@@ -184,7 +175,7 @@ export function buildCoordinatorServer(
     stripStatsHeader(reply);
     return payload;
   });
-  registerSearchRoutes(app, (request) => coordinator.search(request), sendCoordinatorError, {
+  registerSearchRoutes(app, (request) => coordinator.search(request), sendError, {
     userHeader,
     sandboxHeader,
   });

@@ -25,7 +25,7 @@ import {
   statsEntryOf,
   stripStatsHeader,
 } from '../admission/stats-header.js';
-import type { NodeUsageSnapshot } from '../admission/node-usage-tracker.js';
+import type { NodeUsageSnapshot } from '../admission/node-usage-averages.js';
 import { CpuHog, parseCpuHogRequest } from '../cluster/cpu-hog.js';
 import { HttpReplicator, recoverReplicas } from '../cluster/http-replicator.js';
 import {

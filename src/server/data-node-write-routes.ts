@@ -40,6 +40,39 @@ import type { WritableIndices } from '../indices/writable-indices.js';
 import { isPlainObject } from '../common/is-plain-object.js';
 import { sendError } from './error-body.js';
 
+/** Field schemas of the internal write bodies, with the messages of the checks they replace. */
+const NON_EMPTY_STRING = { type: 'string', minLength: 1, 'x-must': 'must be a non-empty string' };
+const SHARD = { type: 'integer', minimum: 0, maximum: 1023, 'x-must': 'must be an integer in 0..1023' };
+const SEQ_NO = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER, 'x-must': 'must be an integer >= 0' };
+
+/** A JSON-object body schema of the named fields (`required`: those that must be there). */
+function bodySchema(properties: Record<string, Record<string, unknown>>, required: readonly string[]) {
+  return {
+    body: { type: 'object', 'x-must': 'must be a JSON object', properties, required: [...required] },
+  };
+}
+
+/** `_internal/replicate`: the copy's index, uuid and shard, and the primary's position (operations are checked by hand). */
+const REPLICATE_SCHEMA = bodySchema(
+  {
+    index: NON_EMPTY_STRING,
+    uuid: NON_EMPTY_STRING,
+    shard: SHARD,
+    primary_next_seq_no: SEQ_NO,
+    primary_term: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, 'x-must': 'must be an integer >= 1' },
+  },
+  ['index', 'uuid', 'shard'],
+);
+const RECOVER_SCHEMA = bodySchema(
+  { index: NON_EMPTY_STRING, uuid: NON_EMPTY_STRING, shard: SHARD, from_seq_no: SEQ_NO },
+  ['index', 'uuid', 'shard', 'from_seq_no'],
+);
+const GET_SCHEMA = bodySchema({ index: NON_EMPTY_STRING, shard: SHARD, id: NON_EMPTY_STRING }, ['index', 'shard', 'id']);
+const REFRESH_SCHEMA = bodySchema(
+  { indices: { type: 'array', items: { type: 'string' }, 'x-must': 'must be an array of index names' } },
+  ['indices'],
+);
+
 /** Largest internal write body, bytes (a coordinator's whole bulk may go to one primary). */
 const INTERNAL_BODY_LIMIT = 200 * 1024 * 1024;
 
@@ -182,22 +215,17 @@ export function registerWriteRoutes(app: FastifyInstance, indices: WritableIndic
       }
     }),
   );
-  app.post(REPLICATE_PATH, { ...plain, bodyLimit: INTERNAL_BODY_LIMIT }, async (request, reply) => {
+  app.post(REPLICATE_PATH, { ...plain, bodyLimit: INTERNAL_BODY_LIMIT, schema: REPLICATE_SCHEMA }, async (request, reply) => {
     const arrived = performance.now();
     try {
-      const body = objectBody(request.body);
+      // Checked by REPLICATE_SCHEMA (but `operations`).
+      const body = request.body as Record<string, unknown>;
       const primaryNext = body['primary_next_seq_no'];
-      if (primaryNext !== undefined && (!Number.isSafeInteger(primaryNext) || (primaryNext as number) < 0)) {
-        throw new InvalidArgumentError('primary_next_seq_no', 'must be an integer >= 0', primaryNext);
-      }
       const primaryTerm = body['primary_term'];
-      if (primaryTerm !== undefined && (!Number.isSafeInteger(primaryTerm) || (primaryTerm as number) < 1)) {
-        throw new InvalidArgumentError('primary_term', 'must be an integer >= 1', primaryTerm);
-      }
       const outcome = await indices.applyReplica(
-        stringField(body, 'index'),
-        stringField(body, 'uuid'),
-        shardField(body),
+        body['index'] as string,
+        body['uuid'] as string,
+        body['shard'] as number,
         operationsField(body),
         parseRefreshPolicy(body['refresh'] ?? 'false'),
         primaryNext as number | undefined,
@@ -209,36 +237,32 @@ export function registerWriteRoutes(app: FastifyInstance, indices: WritableIndic
       return sendError(reply, error);
     }
   });
-  app.post(RECOVER_PATH, plain, (request, reply) =>
+  app.post(RECOVER_PATH, { ...plain, schema: RECOVER_SCHEMA }, (request, reply) =>
     answer(reply, async () => {
-      const body = objectBody(request.body);
-      const index = stringField(body, 'index');
-      const uuid = stringField(body, 'uuid');
-      const shard = shardField(body);
+      // Checked by RECOVER_SCHEMA.
+      const body = request.body as Record<string, unknown>;
+      const index = body['index'] as string;
+      const uuid = body['uuid'] as string;
+      const shard = body['shard'] as number;
       const from = body['from_seq_no'];
-      if (!Number.isSafeInteger(from) || (from as number) < 0) {
-        throw new InvalidArgumentError('from_seq_no', 'must be an integer >= 0', from);
-      }
       if (indices.metadata.get(index)?.uuid !== uuid) {
         throw new InvalidArgumentError('uuid', `must be the uuid of index [${index}] on this node`, uuid);
       }
       return { node_id: nodeId, operations: await indices.operationsSince(index, shard, from as number) };
     }),
   );
-  app.post(GET_PATH, plain, (request, reply) =>
+  app.post(GET_PATH, { ...plain, schema: GET_SCHEMA }, (request, reply) =>
     answer(reply, () => {
-      const body = objectBody(request.body);
-      return indices.getLocal(stringField(body, 'index'), shardField(body), stringField(body, 'id'));
+      // Checked by GET_SCHEMA.
+      const body = request.body as Record<string, unknown>;
+      return indices.getLocal(body['index'] as string, body['shard'] as number, body['id'] as string);
     }),
   );
   app.get(CAT_SHARDS_PATH, plain, async () => ({ node_id: nodeId, rows: indices.catLocal() }));
-  app.post(REFRESH_PATH, plain, (request, reply) =>
+  app.post(REFRESH_PATH, { ...plain, schema: REFRESH_SCHEMA }, (request, reply) =>
     answer(reply, () => {
-      const body = objectBody(request.body);
-      const names = body['indices'];
-      if (!Array.isArray(names) || !names.every((n) => typeof n === 'string')) {
-        throw new InvalidArgumentError('indices', 'must be an array of index names', names);
-      }
+      // Checked by REFRESH_SCHEMA.
+      const names = (request.body as Record<string, unknown>)['indices'];
       return { node_id: nodeId, refreshed: indices.shards.refresh(names as string[]) };
     }),
   );

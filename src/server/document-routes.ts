@@ -21,6 +21,10 @@ import {
 } from '../bulk/document-writes.js';
 import type { GetResponse, IndexApi } from '../indices/writable-indices.js';
 import { sendError } from './error-body.js';
+import { querySchema, REFRESH_PARAMETER } from './route-schemas.js';
+
+/** `?refresh=` of every document write (the other parameters keep their own checks). */
+const WRITE_QUERY_SCHEMA = querySchema({ refresh: REFRESH_PARAMETER });
 
 type Query = Readonly<Record<string, unknown>>;
 
@@ -106,6 +110,7 @@ export function registerDocumentRoutes(app: FastifyInstance, service: (what: str
       method,
       url: '/:index/_doc/:id',
       config: routeConfig(DOCUMENT_WRITE_PARAMETERS.index, 'write'),
+      schema: WRITE_QUERY_SCHEMA,
       handler: run('PUT /{index}/_doc/{id}', (api, r, reply) =>
         write(api, reply, query(r), {
           action: opTypeAction(query(r)['op_type']),
@@ -119,6 +124,7 @@ export function registerDocumentRoutes(app: FastifyInstance, service: (what: str
       method,
       url: '/:index/_create/:id',
       config: routeConfig(DOCUMENT_WRITE_PARAMETERS.create, 'write'),
+      schema: WRITE_QUERY_SCHEMA,
       handler: run('PUT /{index}/_create/{id}', (api, r, reply) =>
         write(api, reply, query(r), {
           action: 'create',
@@ -131,7 +137,7 @@ export function registerDocumentRoutes(app: FastifyInstance, service: (what: str
   }
   app.post<{ Params: { index: string } }>(
     '/:index/_doc',
-    { config: routeConfig(DOCUMENT_WRITE_PARAMETERS.index, 'write') },
+    { config: routeConfig(DOCUMENT_WRITE_PARAMETERS.index, 'write'), schema: WRITE_QUERY_SCHEMA },
     run('POST /{index}/_doc', (api, r, reply) =>
       write(api, reply, query(r), {
         action: opTypeAction(query(r)['op_type']),
@@ -142,14 +148,14 @@ export function registerDocumentRoutes(app: FastifyInstance, service: (what: str
   );
   app.post<{ Params: Doc }>(
     '/:index/_update/:id',
-    { config: routeConfig(DOCUMENT_WRITE_PARAMETERS.update, 'write') },
+    { config: routeConfig(DOCUMENT_WRITE_PARAMETERS.update, 'write'), schema: WRITE_QUERY_SCHEMA },
     run('POST /{index}/_update/{id}', (api, r, reply) =>
       write(api, reply, query(r), { action: 'update', index: r.params.index, id: r.params.id, body: r.body }),
     ),
   );
   app.delete<{ Params: Doc }>(
     '/:index/_doc/:id',
-    { config: routeConfig(DOCUMENT_WRITE_PARAMETERS.delete, 'write') },
+    { config: routeConfig(DOCUMENT_WRITE_PARAMETERS.delete, 'write'), schema: WRITE_QUERY_SCHEMA },
     run('DELETE /{index}/_doc/{id}', (api, r, reply) =>
       write(api, reply, query(r), { action: 'delete', index: r.params.index, id: r.params.id }),
     ),

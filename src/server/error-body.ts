@@ -22,6 +22,7 @@ import {
   IndexNotFoundError,
   isQuerySandboxError,
   RejectedError,
+  RemoteClientError,
   CancelledError,
   InvalidBulkError,
   ShardsFailedError,
@@ -84,6 +85,8 @@ function shardRootCauses(error: ShardsFailedError): RootCause[] {
 export function toErrorResponse(error: unknown): { status: number; body: ErrorBody } {
   if (isQuerySandboxError(error)) {
     const status = httpStatusOf(error);
+    // A data node's 4xx that a coordinator passes on: the data node's own body.
+    if (error instanceof RemoteClientError) return { status, body: error.body as unknown as ErrorBody };
     const extra: Record<string, unknown> = { code: error.code };
     if (error instanceof RejectedError || error instanceof CancelledError) {
       extra['sandbox_id'] = error.sandboxId;

@@ -9,6 +9,7 @@
  * each route's `config.auth`, checked by `route-auth.ts` before the body is read (sandbox and
  * query-priority changes: the admin token).
  */
+import { booleanParameter, installSchemaValidation, integerParameter, querySchema } from './route-schemas.js';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
@@ -129,21 +130,16 @@ const URL_PARAMETERS: Record<string, { readonly names: readonly string[]; readon
   '*': { names: ['pretty'], hint: '(only pretty)' },
 };
 
+/** `GET /_sandbox/_stats?breach=&from=&size=`: checked by the route's schema, converted here. */
+export const SANDBOX_STATS_QUERY_SCHEMA = querySchema({
+  breach: booleanParameter(),
+  from: integerParameter(0, 100_000, '^0*(?:\\d{1,5}|100000)$'),
+  size: integerParameter(1, 1000, '^0*(?:[1-9]\\d{0,2}|1000)$'),
+});
+
 function statsQuery(query: Record<string, unknown>): StatsQuery {
-  const breach = query['breach'];
-  if (breach !== undefined && breach !== 'true' && breach !== 'false') {
-    throw new InvalidArgumentError('breach', 'must be true or false', breach);
-  }
-  const int = (name: string, min: number, max: number, fallback: number): number => {
-    const text = query[name];
-    if (text === undefined) return fallback;
-    const n = Number(text);
-    if (typeof text !== 'string' || !/^\d+$/.test(text) || n < min || n > max) {
-      throw new InvalidArgumentError(name, `must be an integer in ${min}..${max}`, text);
-    }
-    return n;
-  };
-  return { breach: breach === 'true', from: int('from', 0, 100_000, 0), size: int('size', 1, 1000, 100) };
+  const int = (name: string, fallback: number) => (query[name] === undefined ? fallback : Number(query[name]));
+  return { breach: query['breach'] === 'true', from: int('from', 0), size: int('size', 100) };
 }
 
 /**
@@ -216,7 +212,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
   });
   registerSearchRoutes(app, (request, call) => runtime.search(request, call), sendError, { userHeader, sandboxHeader });
   app.get('/_sandbox', async () => sandboxesView(runtime));
-  app.get('/_sandbox/_stats', async (request, reply) => {
+  app.get('/_sandbox/_stats', { schema: SANDBOX_STATS_QUERY_SCHEMA }, async (request, reply) => {
     try {
       return sandboxStatsView(runtime, statsQuery(request.query as Record<string, unknown>));
     } catch (error) {
@@ -387,6 +383,8 @@ export function createApiServer(options: ApiServerOptions): FastifyInstance {
   // syntax error reports JSON.parse's own message, which says where the text went wrong. Routes with
   // `config.rawBody` (bulk: NDJSON) get the raw bytes instead.
   applyConnectionLimits(app, limits, options.logger);
+  // Route schemas: compiled once, failures answer 400 naming the field and the value (route-schemas.ts).
+  installSchemaValidation(app);
   // First of all hooks: a caller without the right token learns nothing else, and its body is never read.
   installRouteAuth(app, options.auth ?? {}, sendError);
   app.removeAllContentTypeParsers();

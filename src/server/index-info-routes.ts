@@ -30,9 +30,9 @@ import {
 } from '../indices/cluster-health.js';
 import { parseTimeValueMs } from '../common/time-value.js';
 import type { IndexApi } from '../indices/writable-indices.js';
-import { catFormat } from './index-routes.js';
 import { sendError } from './error-body.js';
 import { headerValue } from './header-value.js';
+import { CAT_FORMAT_PARAMETER, querySchema } from './route-schemas.js';
 import { CLUSTER_NAME } from './product-info.js';
 import { COUNT_URL_PARAMETERS, queryStringOf } from './search-parameters.js';
 
@@ -346,27 +346,34 @@ export function registerIndexInfoRoutes(
       };
       return row;
     });
+    // `health` and `format` are checked by the routes' schema (CAT_INDICES_SCHEMA).
     const wantedHealth = q['health'];
-    if (wantedHealth !== undefined && !['green', 'yellow', 'red'].includes(wantedHealth as string)) {
-      throw new InvalidArgumentError('url parameter [health]', 'must be green, yellow or red', wantedHealth);
-    }
     let out = wantedHealth === undefined ? table : table.filter((row) => row['health'] === wantedHealth);
     const columns = catColumns(q['h'], CAT_COLUMNS);
     const sort = q['s'];
     if (sort !== undefined) out = sortRows(out, String(sort), CAT_COLUMNS);
     out = out.map((row) => Object.fromEntries(columns.map((c) => [c, row[c] ?? null])));
-    if (catFormat(q) === 'json') return out;
+    if (q['format'] === 'json') return out;
     return reply.type('text/plain; charset=UTF-8').send(catText(out, columns, q['v'] !== undefined));
   };
   const catParameters = ['format', 'v', 'h', 's', 'health', 'bytes', 'pri', 'expand_wildcards'];
+  const CAT_INDICES_SCHEMA = querySchema({
+    format: CAT_FORMAT_PARAMETER,
+    health: {
+      type: 'string',
+      enum: ['green', 'yellow', 'red'],
+      'x-field': 'url parameter [health]',
+      'x-must': 'must be green, yellow or red',
+    },
+  });
   app.get(
     '/_cat/indices',
-    { config: routeConfig(catParameters) },
+    { config: routeConfig(catParameters), schema: CAT_INDICES_SCHEMA },
     run((r, reply) => catIndices('_all', query(r), reply)),
   );
   app.get<{ Params: { index: string } }>(
     '/_cat/indices/:index',
-    { config: routeConfig(catParameters) },
+    { config: routeConfig(catParameters), schema: CAT_INDICES_SCHEMA },
     run((r, reply) => catIndices(r.params.index, query(r), reply)),
   );
 

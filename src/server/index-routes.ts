@@ -19,6 +19,7 @@
  * Roles (`route-auth.ts`): index creation and deletion, settings changes and templates need the admin
  * token; `_bulk` and refresh the writer token (or the admin token); GETs and `_cat` are open.
  */
+import { booleanParameter, CAT_FORMAT_PARAMETER, querySchema, REFRESH_PARAMETER } from './route-schemas.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidArgumentError, TemplateNotFoundError } from '../errors.js';
 import { parseRefreshPolicy } from '../bulk/bulk-response.js';
@@ -51,14 +52,6 @@ export function catShardsText(rows: readonly CatShardRow[], header: boolean): st
   if (header) table.unshift([...columns]);
   const widths = columns.map((_, i) => Math.max(0, ...table.map((row) => row[i]!.length)));
   return table.map((row) => `${row.map((cell, i) => cell.padEnd(widths[i]!)).join(' ').trimEnd()}\n`).join('');
-}
-
-/** Checks `?format=` of a cat route. @throws InvalidArgumentError. */
-export function catFormat(query: Record<string, unknown>): 'json' | 'text' {
-  const format = query['format'];
-  if (format === undefined || format === 'text' || format === 'txt') return 'text';
-  if (format === 'json') return 'json';
-  throw new InvalidArgumentError('format', 'must be json or text', format);
 }
 
 /** `?routing=`: a string; the empty value means none. @throws InvalidArgumentError. */
@@ -119,11 +112,9 @@ export function registerIndexRoutes(
       method,
       url: '/_index_template/:name',
       config: config('admin', ['create']),
+      schema: querySchema({ create: booleanParameter(true) }),
       handler: handle('PUT /_index_template/{name}', (w, r) => {
         const create = query(r)['create'];
-        if (create !== undefined && create !== 'true' && create !== 'false' && create !== '') {
-          throw new InvalidArgumentError('create', 'must be true or false', create);
-        }
         return w.putTemplate(r.params.name, r.body, create === 'true' || create === '');
       }),
     });
@@ -157,6 +148,7 @@ export function registerIndexRoutes(
         url,
         bodyLimit: bulkBodyLimit,
         config: config('write', ['refresh', 'routing'], true),
+        schema: querySchema({ refresh: REFRESH_PARAMETER }),
         handler: handle('POST /_bulk', (w, r) => {
           const q = query(r);
           const body = r.body as Buffer | undefined;
@@ -172,9 +164,11 @@ export function registerIndexRoutes(
   const cat = async (w: IndexApi, r: FastifyRequest<{ Params: { index?: string } }>, reply: FastifyReply) => {
     const q = query(r);
     const rows = await w.catShards(r.params.index ?? '_all');
-    if (catFormat(q) === 'json') return rows;
+    // `?format=` is checked by the routes' schema (json, text or txt).
+    if (q['format'] === 'json') return rows;
     return reply.type('text/plain; charset=UTF-8').send(catShardsText(rows, q['v'] !== undefined));
   };
-  app.get('/_cat/shards', { config: config('read', ['format', 'v']) }, handle('GET /_cat/shards', cat));
-  app.get('/_cat/shards/:index', { config: config('read', ['format', 'v']) }, handle('GET /_cat/shards', cat));
+  const catOptions = { config: config('read', ['format', 'v']), schema: querySchema({ format: CAT_FORMAT_PARAMETER }) };
+  app.get('/_cat/shards', catOptions, handle('GET /_cat/shards', cat));
+  app.get('/_cat/shards/:index', catOptions, handle('GET /_cat/shards', cat));
 }

@@ -88,7 +88,6 @@ export function sandboxStatsView(
 /** `GET /_nodes/stats`. */
 export function nodeStatsView(runtime: Runtime): Record<string, unknown> {
   const n = runtime.nodeStats();
-  const mem = process.memoryUsage();
   return {
     _nodes: { total: 1, successful: 1, failed: 0 },
     nodes: {
@@ -100,7 +99,7 @@ export function nodeStatsView(runtime: Runtime): Record<string, unknown> {
         duress_shed: Object.fromEntries(runtime.governorSnapshot().shed),
         enforcement: n.enforcement,
         cpu: { usage: n.usage.cpu },
-        heap: { usage: n.usage.memory, main_thread_heap_used_bytes: mem.heapUsed, rss_bytes: mem.rss },
+        heap: { usage: n.usage.memory, main_thread_heap_used_bytes: n.mainHeapUsedBytes, rss_bytes: n.rssBytes },
         isolation: n.isolation,
         lanes: n.lanes.map((l) => ({
           name: l.name,

@@ -12,6 +12,7 @@
  *
  * Node ids and group ids are comma lists; `_all` (and, for nodes, `_local`) match everything here.
  */
+import { booleanParameter, integerParameter, querySchema } from './route-schemas.js';
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidArgumentError, SandboxNotFoundError } from '../errors.js';
@@ -96,10 +97,18 @@ function statsRows(
 
 function breachParameter(query: Record<string, unknown>): boolean | undefined {
   const breach = query['breach'];
-  if (breach === undefined) return undefined;
-  if (breach !== 'true' && breach !== 'false') throw new InvalidArgumentError('breach', 'must be true or false', breach);
-  return breach === 'true';
+  return breach === undefined ? undefined : breach === 'true';
 }
+
+/** `GET _wlm/stats?breach=`. */
+const STATS_QUERY_SCHEMA = querySchema({ breach: booleanParameter() });
+
+/** `GET _list/wlm_stats?size=&sort=&order=` (`next_token` is checked against the rows by `wlmListView`). */
+export const WLM_LIST_QUERY_SCHEMA = querySchema({
+  size: integerParameter(1, LIST_MAX_SIZE, '^0*(?:[1-9]\\d?|100)$', ' (the page size)'),
+  sort: { type: 'string', enum: ['node_id', 'workload_group'], 'x-must': "must be 'node_id' or 'workload_group'" },
+  order: { type: 'string', enum: ['asc', 'desc'], 'x-must': "must be 'asc' or 'desc'" },
+});
 
 /** `GET _wlm/stats`: `{ _nodes, cluster_name, "<nodeId>": { workload_groups: { "<id>": {...} } } }`. */
 export function wlmStatsView(
@@ -138,24 +147,19 @@ const TABLE_HEADERS = [
  * `GET _list/wlm_stats`: one row per (node, group), sorted, paged with a token that is refused (400)
  * when the set of groups changed since it was issued.
  * @returns the text table (or JSON rows with `format=json`) and its content type.
- * @throws InvalidArgumentError naming `size`, `sort`, `order` or `next_token` and the value.
+ * `size`, `sort` and `order` arrive checked (the routes' schema).
+ * @throws InvalidArgumentError naming `next_token` and the value.
  */
 export function wlmListView(
   runtime: Runtime,
   params: { nodeId?: string; workloadGroupId?: string },
   query: Record<string, unknown>,
 ): { body: string | Record<string, unknown>; contentType: string } {
+  // `size`, `sort` and `order` are checked by the routes' schema (WLM_LIST_QUERY_SCHEMA).
   const sizeText = query['size'];
   const size = sizeText === undefined ? LIST_DEFAULT_SIZE : Number(sizeText);
-  if (sizeText !== undefined && (typeof sizeText !== 'string' || !/^\d+$/.test(sizeText) || size < 1 || size > LIST_MAX_SIZE)) {
-    throw new InvalidArgumentError('size', `must be an integer in 1..${LIST_MAX_SIZE} (the page size)`, sizeText);
-  }
   const sort = query['sort'] ?? 'node_id';
-  if (sort !== 'node_id' && sort !== 'workload_group') {
-    throw new InvalidArgumentError('sort', "must be 'node_id' or 'workload_group'", sort);
-  }
   const order = query['order'] ?? 'asc';
-  if (order !== 'asc' && order !== 'desc') throw new InvalidArgumentError('order', "must be 'asc' or 'desc'", order);
   const rows = statsRows(runtime, params, undefined);
   const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
   rows.sort((a, b) => {
@@ -308,7 +312,11 @@ export function registerWlmRoutes(app: FastifyInstance, runtime: Runtime, option
     }
   };
   for (const url of ['/_wlm/stats', '/_wlm/:nodeId/stats', '/_wlm/stats/:workloadGroupId', '/_wlm/:nodeId/stats/:workloadGroupId']) {
-    app.get<{ Params: StatsParams }>(url, { config: { auth: 'read', urlParameters: STATS_PARAMETERS } }, stats);
+    app.get<{ Params: StatsParams }>(
+      url,
+      { config: { auth: 'read', urlParameters: STATS_PARAMETERS }, schema: STATS_QUERY_SCHEMA },
+      stats,
+    );
   }
   for (const url of [
     '/_list/wlm_stats',
@@ -316,6 +324,10 @@ export function registerWlmRoutes(app: FastifyInstance, runtime: Runtime, option
     '/_list/wlm_stats/stats/:workloadGroupId',
     '/_list/wlm_stats/:nodeId/stats/:workloadGroupId',
   ]) {
-    app.get<{ Params: StatsParams }>(url, { config: { auth: 'read', urlParameters: LIST_PARAMETERS } }, list);
+    app.get<{ Params: StatsParams }>(
+      url,
+      { config: { auth: 'read', urlParameters: LIST_PARAMETERS }, schema: WLM_LIST_QUERY_SCHEMA },
+      list,
+    );
   }
 }

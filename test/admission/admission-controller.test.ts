@@ -47,7 +47,7 @@ describe('AdmissionController', () => {
       const d = ac().decide('search', [['ok'], ['hot', 'edge']], usage);
       expect(d.admitted).toBe(false);
       if (d.admitted) return;
-      expect(d.refusal).toMatchObject({
+      expect(d.rejection).toMatchObject({
         action: 'search',
         shardIndex: 1,
         nodeId: 'hot',
@@ -58,15 +58,15 @@ describe('AdmissionController', () => {
         status: 429,
         type: 'rejected_execution_exception',
       });
-      expect(d.refusal.reason).toContain('node [hot] cpu usage 0.970 >= limit 0.95');
-      expect(d.refusal.reason).toContain('shard [1]');
+      expect(d.rejection.reason).toContain('node [hot] cpu usage 0.970 >= limit 0.95');
+      expect(d.rejection.reason).toContain('shard [1]');
     });
 
     it('names heap when the node is over its heap limit', () => {
       const d = ac().decide('bulk', [['full']], usage);
       expect(d).toMatchObject({
         admitted: false,
-        refusal: { resource: 'heap', nodeId: 'full', usage: 0.93, limit: 0.9 },
+        rejection: { resource: 'heap', nodeId: 'full', usage: 0.93, limit: 0.9 },
       });
     });
 
@@ -109,7 +109,7 @@ describe('AdmissionController', () => {
       expect(c.decide('search', [['ok']], usage).admitted).toBe(true);
       expect(c.decide('bulk', [['ok']], usage)).toMatchObject({
         admitted: false,
-        refusal: { resource: 'cpu', limit: 0.5 },
+        rejection: { resource: 'cpu', limit: 0.5 },
       });
       expect(c.limits('bulk')).toEqual({ cpu: 0.5, heap: 0.9 });
       expect(c.counters()).toEqual({

@@ -20,6 +20,8 @@ describe('data node routes', () => {
       threads: 1,
       spareWorkers: 0,
       nodeId: 'data-7',
+      // The governor interval paces the one node sampler, so the usage averages see samples soon.
+      intervalMs: 20,
       resourceUsage: { intervalMs: 20, windowMs: 200 },
     });
     app = buildHttpServer(runtime, { clusterSecret: SECRET, adminToken: ADMIN_TOKEN });

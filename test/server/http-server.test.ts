@@ -1,3 +1,4 @@
+import { routesWithSchemas } from '../../src/server/route-schemas.js';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -5,6 +6,11 @@ import { createRuntime, type Runtime } from '../../src/runtime.js';
 import { buildHttpServer } from '../../src/server/http-server.js';
 
 const echoEngine = fileURLToPath(new URL('../fixtures/echo-engine.mjs', import.meta.url));
+
+/** Routes of the single-node server that declare a schema (`routesWithSchemas`). */
+// GET /_sandbox/_stats; _wlm stats and _list/wlm_stats (4 paths each); PUT|POST /_index_template;
+// POST|PUT /_bulk and /{index}/_bulk; the 7 document writes; _cat/shards and _cat/indices (2 each).
+const EXPECTED_SCHEMA_ROUTES = 26;
 
 describe('HTTP server', () => {
   let runtime: Runtime;
@@ -34,6 +40,15 @@ describe('HTTP server', () => {
 
   const search = (url: string, payload: string, headers: Record<string, string> = {}) =>
     app.inject({ method: 'POST', url, payload, headers: { 'content-type': 'application/json', ...headers } });
+
+  it('checks its fixed-shape URL parameters by route schemas', async () => {
+    await app.ready();
+    // fastify's automatic HEAD routes copy their GET's schema; they are not counted.
+    const routes = routesWithSchemas(app).filter((r) => !r.startsWith('HEAD '));
+    if (process.env['PRINT_SCHEMA_ROUTES']) console.log(`${routes.length} routes with schemas:\n${routes.join('\n')}`);
+    expect(routes).toEqual(expect.arrayContaining(['GET /_sandbox/_stats', 'GET /_list/wlm_stats', 'PUT /_index_template/:name']));
+    expect(routes.length).toBe(EXPECTED_SCHEMA_ROUTES);
+  });
 
   it('runs a search and returns the engine result', async () => {
     const r = await search('/alpha,beta/_search', '{"echo":"x"}');

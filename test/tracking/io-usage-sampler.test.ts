@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parsePressureSomeAvg10, parseProcIoBytes } from '../../native-shim/index.js';
-import { createIoUsageSampler } from '../../src/admission/io-usage-sampler.js';
+import { createIoUsageSampler } from '../../src/tracking/io-usage-sampler.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'io-usage-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -1,0 +1,113 @@
+/**
+ * JSON schemas at the HTTP edge (fastify route `schema`, compiled by ajv) and the one formatter that
+ * turns a schema failure into this project's 400: `InvalidArgumentError` naming the field and showing
+ * the value received (`size must be an integer in 1..1000; received "0"`), in the same
+ * Elasticsearch-shaped body as every other error (`error-body.ts`).
+ *
+ * Each schema that can fail says what it wants in the `x-must` annotation (the message after the
+ * field name); `x-field` overrides the field's name. A schema without `x-must` fails with ajv's own
+ * words (`must be string`). The validator never changes the request: no type coercion, no defaults,
+ * no removal of unknown properties (they get the routes' own messages), so a schema only replaces a
+ * check and the handler reads what the client sent.
+ */
+import { Ajv, type ErrorObject } from 'ajv';
+import type { FastifyInstance, FastifySchema } from 'fastify';
+import { InvalidArgumentError } from '../errors.js';
+
+/** Schema annotations read by `schemaError`. */
+interface Annotated {
+  readonly 'x-must'?: string;
+  readonly 'x-field'?: string;
+}
+
+/**
+ * Compiles every route schema of `app` with one ajv instance (all parts: no coercion, no defaults, no
+ * removal, the value in each error) and formats failures with `schemaError`. Call before the routes.
+ */
+const compiledRoutes = new WeakMap<FastifyInstance, Set<string>>();
+
+/**
+ * The routes of `app` that declare a schema, as `METHOD url`, sorted (known once `app.ready()` has
+ * compiled them): what `GET`s and writes the edge checks by schema before any handler runs.
+ */
+export function routesWithSchemas(app: FastifyInstance): readonly string[] {
+  return [...(compiledRoutes.get(app) ?? [])].sort();
+}
+
+export function installSchemaValidation(app: FastifyInstance): void {
+  const routes = new Set<string>();
+  compiledRoutes.set(app, routes);
+  const ajv = new Ajv({
+    allErrors: false,
+    verbose: true,
+    coerceTypes: false,
+    useDefaults: false,
+    removeAdditional: false,
+    keywords: ['x-must', 'x-field'],
+  });
+  app.setValidatorCompiler(({ schema, method, url }) => {
+    routes.add(`${method} ${url}`);
+    return ajv.compile(schema);
+  });
+  app.setSchemaErrorFormatter((errors, dataVar) => schemaError(errors as ErrorObject[], dataVar));
+}
+
+/**
+ * The 400 for the first schema failure: the field (`x-field`, else the failing property's path in
+ * dots, else the request part: `body`, `params`, `querystring`), the message (`x-must`, else ajv's)
+ * and the value received.
+ */
+export function schemaError(errors: readonly ErrorObject[], part: string): InvalidArgumentError {
+  const e = errors[0];
+  if (e === undefined) return new InvalidArgumentError(part, 'is invalid', undefined);
+  const path = e.instancePath
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (e.keyword === 'required') {
+    // A missing field fails as its own check would have on `undefined`, when its schema says how.
+    const missing = (e.params as { missingProperty: string }).missingProperty;
+    const own = (e.parentSchema as { properties?: Record<string, Annotated> } | undefined)?.properties?.[missing];
+    return new InvalidArgumentError(own?.['x-field'] ?? [...path, missing].join('.'), own?.['x-must'] ?? 'is required', undefined);
+  }
+  const schema = (e.parentSchema ?? {}) as Annotated;
+  const field = schema['x-field'] ?? (path.length > 0 ? path.join('.') : part);
+  return new InvalidArgumentError(field, schema['x-must'] ?? e.message ?? 'is invalid', e.data);
+}
+
+/** A URL parameter that is `true` or `false` (and, with `emptyIsTrue`, present without a value). */
+export function booleanParameter(emptyIsTrue = false): Record<string, unknown> {
+  return {
+    type: 'string',
+    enum: emptyIsTrue ? ['true', 'false', ''] : ['true', 'false'],
+    'x-must': 'must be true or false',
+  };
+}
+
+/**
+ * A URL parameter holding a decimal integer in `min..max` (leading zeros allowed, no sign, no
+ * exponent): `pattern` is the regular expression for that range, written out by the caller and
+ * checked at the range's edges by the tests.
+ */
+export function integerParameter(min: number, max: number, pattern: string, hint = ''): Record<string, unknown> {
+  return { type: 'string', pattern, 'x-must': `must be an integer in ${min}..${max}${hint}` };
+}
+
+/** `?format=` of the cat routes. */
+export const CAT_FORMAT_PARAMETER: Record<string, unknown> = {
+  type: 'string',
+  enum: ['json', 'text', 'txt'],
+  'x-must': 'must be json or text',
+};
+
+/** `?refresh=` of bulk and document writes (Elasticsearch's: empty means true). */
+export const REFRESH_PARAMETER: Record<string, unknown> = {
+  type: 'string',
+  enum: ['true', 'false', 'wait_for', ''],
+  'x-must': 'must be true, false or wait_for',
+};
+
+/** `querystring` schema of named parameters (others are left to the unknown-parameter check). */
+export function querySchema(properties: Record<string, Record<string, unknown>>): FastifySchema {
+  return { querystring: { type: 'object', properties } };
+}
