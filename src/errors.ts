@@ -461,7 +461,7 @@ export class TemplateNotFoundError extends QuerySandboxError {
 }
 
 /**
- * A bulk body refused as a whole (see `routing/bulk-request.ts`): `type` and `status` are the
+ * A bulk body refused as a whole (see `bulk/bulk-request.ts`): `type` and `status` are the
  * parser's (400, or 413 over the size limits); `line` is the bulk line at fault, when there is one.
  */
 export class InvalidBulkError extends QuerySandboxError {

@@ -37,11 +37,11 @@ import { availableCores } from '../../native-shim/index.js';
 import { type ClusterSpec, formatClusterSpec } from '../cluster/cluster-spec.js';
 import { parseEngineOptions } from '../engine/engine-options.js';
 import { ensureIndexCache } from '../engine/index-cache.js';
-import { parseEtcdEndpoints } from '../cluster/etcd-endpoints.js';
+import { parseEtcdEndpoints } from '../etcd/etcd-endpoints.js';
 import { ETCD_INSTALL_HINT, findEtcdBinary, type LocalEtcd, startLocalEtcd } from '../cluster/local-etcd.js';
 import { InvalidArgumentError } from '../errors.js';
 import { isListeningMessage } from './node-lifecycle.js';
-import { packageRoot } from './package-root.js';
+import { packageRoot } from '../common/package-root.js';
 import { probePort } from './port-probe.js';
 
 export const CLUSTER_USAGE = `query-sandbox cluster [options]   (npm run cluster -- [options])

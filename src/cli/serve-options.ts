@@ -6,13 +6,13 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { AdmissionMode } from '../admission/admission-controller.js';
 import { type DataNodeAddress, parseDataNodeList } from '../cluster/cluster-spec.js';
-import { parseEtcdEndpoints } from '../cluster/etcd-endpoints.js';
+import { parseEtcdEndpoints } from '../etcd/etcd-endpoints.js';
 import { InvalidArgumentError } from '../errors.js';
 import { admissionModeOf, enforcementModeOf } from '../governor/node-mode.js';
 import type { RuntimeOptions } from '../runtime-options.js';
 import { DEFAULT_BACKGROUND_WEIGHT, DEFAULT_FOREGROUND_MIN_PRIORITY } from '../scheduler/lanes.js';
 import type { ConnectionLimits } from '../server/connection-limits.js';
-import { packageRoot } from './package-root.js';
+import { packageRoot } from '../common/package-root.js';
 
 /** `--role`: `single` (one node holding everything, the default), `data` or `coordinator` of a cluster. */
 export type ServeRole = 'single' | 'data' | 'coordinator';

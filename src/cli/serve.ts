@@ -21,7 +21,7 @@ import { InvalidArgumentError } from '../errors.js';
 import { RuntimeFeed, withTaskEnds } from '../observability/runtime-feed.js';
 import { createRuntime } from '../runtime.js';
 import { FileSandboxStore } from '../sandbox/file-sandbox-store.js';
-import { describeJsonError } from '../sandbox/json-error-position.js';
+import { describeJsonError } from '../common/json-error-position.js';
 import { FileQueryPriorityStore } from '../scheduler/query-priority-store.js';
 import { parseQueryPriority } from '../scheduler/query-priority.js';
 import { buildCoordinatorServer } from '../server/coordinator-server.js';
@@ -32,7 +32,7 @@ import { notifyListening, type StopWatch, watchStopRequests } from './node-lifec
 import { type NodeSecrets, readNodeSecrets } from './node-secrets.js';
 import { probePort } from './port-probe.js';
 import type { ServeOptions } from './serve-options.js';
-import type { EtcdConnection } from '../cluster/etcd-connection.js';
+import type { EtcdConnection } from '../etcd/etcd-connection.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import type { StoredSandboxes } from '../sandbox/sandbox-store.js';
 
@@ -43,7 +43,7 @@ import type { StoredSandboxes } from '../sandbox/sandbox-store.js';
  */
 async function connectClusterState(options: ServeOptions, log: pino.Logger): Promise<EtcdConnection | undefined> {
   if (options.etcd === undefined) return undefined;
-  const { EtcdConnection } = await import('../cluster/etcd-connection.js');
+  const { EtcdConnection } = await import('../etcd/etcd-connection.js');
   const connection = new EtcdConnection({
     endpoints: options.etcd,
     ...(options.etcdPrefix !== undefined ? { prefix: options.etcdPrefix } : {}),

@@ -17,7 +17,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError } from '../errors.js';
-import { describeJsonError } from '../sandbox/json-error-position.js';
+import { describeJsonError } from '../common/json-error-position.js';
 
 /** One data node of the cluster file. */
 export interface DataNodeAddress {

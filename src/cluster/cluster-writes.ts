@@ -47,7 +47,7 @@ import {
   type ShardBulkOutcome,
   shardFailureResponse,
   toShardWriteItem,
-} from '../indices/bulk-response.js';
+} from '../bulk/bulk-response.js';
 import { IndexingPressure } from '../indices/indexing-pressure.js';
 import {
   formatIndexMetadata,
@@ -76,9 +76,9 @@ import {
   settingsView,
   templateView,
 } from '../indices/writable-indices.js';
-import { BulkPlanner, type PlannedItem, type ShardBatch } from '../routing/bulk-planner.js';
-import { type BulkItem, BulkRequestParser, type BulkRequestParserOptions } from '../routing/bulk-request.js';
-import { isPlainObject } from '../sandbox/is-plain-object.js';
+import { BulkPlanner, type PlannedItem, type ShardBatch } from '../bulk/bulk-planner.js';
+import { type BulkItem, BulkRequestParser, type BulkRequestParserOptions } from '../bulk/bulk-request.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 import { callInternal, type InternalCallOptions } from './internal-call.js';
 import {
   CAT_SHARDS_PATH,

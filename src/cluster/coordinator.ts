@@ -61,7 +61,7 @@ import {
 import { SandboxClassifier } from '../classify/sandbox-classifier.js';
 import { requestedParameters } from '../execution/search-parameters.js';
 import { DecisionLog } from '../observability/decision-log.js';
-import { isPlainObject } from '../sandbox/is-plain-object.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { type EffectiveSearchSettings, effectiveSearchSettings, resolveSetting } from '../sandbox/search-settings.js';
 import type { DataNodeAddress } from './cluster-spec.js';
@@ -70,7 +70,7 @@ import type { CoordinatorStats, DataNodeStats } from './coordinator-stats.js';
 import { callShardSearch, type NodeCallOutcome } from './data-node-client.js';
 import { discoverDataNodes } from './discovery.js';
 import { EtcdMetadataPersistence } from './etcd-index-metadata.js';
-import type { EtcdConnection } from './etcd-connection.js';
+import type { EtcdConnection } from '../etcd/etcd-connection.js';
 import type { MembershipWatcher } from './membership.js';
 import type { NodeInfo } from './internal-protocol.js';
 import { RemoteClientError } from './remote-client-error.js';

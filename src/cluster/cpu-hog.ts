@@ -7,7 +7,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { InvalidArgumentError } from '../errors.js';
-import { isPlainObject } from '../sandbox/is-plain-object.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 
 /** What a hog request asks for. */
 export interface CpuHogRequest {

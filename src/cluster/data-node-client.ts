@@ -4,7 +4,7 @@
  * return an outcome the coordinator can act on (retry on another copy, pass a client error on).
  */
 import { STATS_HEADER_KEY } from '../admission/stats-header.js';
-import { isPlainObject } from '../sandbox/is-plain-object.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 import { internalHeaders } from './internal-call.js';
 import {
   NODE_INFO_PATH,

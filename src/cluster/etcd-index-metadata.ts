@@ -12,7 +12,7 @@
  */
 import type { Watcher } from 'etcd3';
 import type { MetadataPersistence } from '../indices/index-metadata-store.js';
-import type { EtcdConnection } from './etcd-connection.js';
+import type { EtcdConnection } from '../etcd/etcd-connection.js';
 
 /** The etcd backend (see module doc). */
 export class EtcdMetadataPersistence implements MetadataPersistence {

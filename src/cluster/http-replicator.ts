@@ -16,7 +16,7 @@
  * or by recovery when it restarts.
  */
 import type pino from 'pino';
-import type { RefreshPolicy } from '../indices/bulk-response.js';
+import type { RefreshPolicy } from '../bulk/bulk-response.js';
 import type { LocalCopy } from '../indices/local-shards.js';
 import type { LoggedOperation } from '../indices/shard-log.js';
 import type { Replicator, ReplicaTiming, WritableIndices } from '../indices/writable-indices.js';

@@ -5,7 +5,7 @@
  * or fails to answer: it returns an outcome to act on.
  */
 import { STATS_HEADER_KEY } from '../admission/stats-header.js';
-import { isPlainObject } from '../sandbox/is-plain-object.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 
 /** What one internal call came to. */
 export type InternalCallOutcome =

@@ -18,7 +18,7 @@
  *   `POST /_internal/refresh`.
  */
 import { InvalidArgumentError } from '../errors.js';
-import { isPlainObject } from '../sandbox/is-plain-object.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 
 export const NODE_INFO_PATH = '/_internal/node_info';
 export const SHARD_SEARCH_PATH = '/_internal/shard_search';

@@ -7,7 +7,7 @@
  * `DELETE` stops it. The delay is a timer, so the node's CPU is not used by it.
  */
 import { InvalidArgumentError } from '../errors.js';
-import { isPlainObject } from '../sandbox/is-plain-object.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 
 /** What a latency request asks for. */
 export interface LatencyRequest {

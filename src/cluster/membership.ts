@@ -11,7 +11,7 @@
  */
 import type { Lease, Watcher } from 'etcd3';
 import pino from 'pino';
-import type { EtcdConnection } from './etcd-connection.js';
+import type { EtcdConnection } from '../etcd/etcd-connection.js';
 import { type NodeInfo, parseNodeInfo } from './internal-protocol.js';
 
 /** One registered data node. */

@@ -16,7 +16,7 @@
  * Scores are shard-local (no global term statistics, as `query_then_fetch`), so a cluster with the
  * same shards as a single node returns the same hits in the same order.
  */
-import { isPlainObject } from '../sandbox/is-plain-object.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 
 /** One hit as the engine returns it; the coordinator reads these fields and keeps the rest. */
 export interface MergeableHit {

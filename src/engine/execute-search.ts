@@ -8,17 +8,8 @@ import MiniSearch, { type SearchOptions, type SearchResult } from 'minisearch';
 import { EngineRequestError, IndexNotFoundError } from '../errors.js';
 import type { LoadedIndices } from './index-cache.js';
 import { filterSource, type SortKey } from './search-options.js';
-import {
-  type BoolQueryPlan,
-  fuzzyDistance,
-  type MatchAllPlan,
-  type PrefixQueryPlan,
-  type QueryPlan,
-  resolveDateRange,
-  type SearchPlan,
-  type TermQueryPlan,
-  type TextQueryPlan,
-} from './search-request.js';
+import type { BoolQueryPlan, MatchAllPlan, PrefixQueryPlan, QueryPlan, TextQueryPlan } from './query-plan.js';
+import { fuzzyDistance, resolveDateRange, type SearchPlan, type TermQueryPlan } from './search-request.js';
 import { keywordMatches, sourcePath } from './term-queries.js';
 
 /** `_source` of a hit: the stored fields. `date` is epoch ms or null. */

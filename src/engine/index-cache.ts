@@ -6,20 +6,12 @@
  * (temp file, fsync, rename), so concurrent builders are safe and a crash leaves no partial cache.
  */
 
-import { createHash, randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type MiniSearch from 'minisearch';
+import { writeFileAtomicallySync } from '../common/durable-file.js';
 import type { MinisearchEngineOptions } from './engine-options.js';
 import { buildShards, MAIL_INDEX_OPTIONS } from './mail-index.js';
 import { decodeShard, encodeShard, SHARD_CODEC_VERSION } from './shard-codec.js';
@@ -128,7 +120,7 @@ export function ensureIndexCache(
   for (const [name, docs] of corpus) {
     const shards = buildShards(docs, options.shardsPerIndex);
     for (const [i, shard] of shards.entries())
-      writeFileAtomic(join(dir, `${name}.${i}.json`), encodeShard(shard));
+      writeFileAtomicallySync(join(dir, `${name}.${i}.json`), encodeShard(shard), 0o644);
     counts[name] = docs.length;
     corpus.delete(name);
   }
@@ -139,7 +131,7 @@ export function ensureIndexCache(
     indices: counts,
     buildMs: Math.round(performance.now() - started),
   };
-  writeFileAtomic(join(dir, 'manifest.json'), JSON.stringify(manifest));
+  writeFileAtomicallySync(join(dir, 'manifest.json'), JSON.stringify(manifest), 0o644);
   log(`minisearch engine: built index cache ${dir} in ${manifest.buildMs} ms`);
   return { dir, manifest, built: true };
 }
@@ -171,22 +163,4 @@ export function loadIndexCache(
     loaded.set(name, shards);
   }
   return loaded;
-}
-
-/** Write a file atomically: a unique temp file in the same directory, fsync, rename over the target. */
-export function writeFileAtomic(path: string, content: string): void {
-  const temp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  try {
-    const fd = openSync(temp, 'w');
-    try {
-      writeFileSync(fd, content);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(temp, path);
-  } catch (error) {
-    rmSync(temp, { force: true });
-    throw error;
-  }
 }

@@ -18,7 +18,7 @@
  */
 import { EngineRequestError, formatReceived } from '../errors.js';
 import { SEARCH_FIELDS, type SearchField, tokenizeMail } from './mail-index.js';
-import type { QueryPlan } from './search-request.js';
+import type { QueryPlan } from './query-plan.js';
 
 /** Options of a `query_string` query (or of the `q` parameter's `df` and `default_operator`). */
 export interface QueryStringOptions {

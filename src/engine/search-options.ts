@@ -7,7 +7,7 @@
  * `FetchSourceContext`, `SortBuilder.fromXContent`, `TimeValue`.
  */
 import { EngineRequestError, formatReceived } from '../errors.js';
-import { parseTimeValueMs } from '../indices/time-value.js';
+import { parseTimeValueMs } from '../common/time-value.js';
 
 /**
  * Elasticsearch's default `track_total_hits`: totals are exact up to this many hits, beyond it

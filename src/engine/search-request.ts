@@ -19,8 +19,24 @@
  * (see `search-options.ts`). Aggregations are refused with a 400 that says so.
  */
 
+import { isPlainObject } from '../common/is-plain-object.js';
 import { EngineRequestError, formatReceived } from '../errors.js';
 import { SEARCH_FIELDS, type SearchField, tokenizeMail } from './mail-index.js';
+import {
+  type BoolQueryPlan,
+  DATE_MATH_UNITS,
+  type DateExpression,
+  type DateMathStep,
+  type DateMathUnit,
+  type Fuzziness,
+  type PrefixQueryPlan,
+  type QueryPlan,
+  RANGE_FIELDS,
+  type RangeBound,
+  type RangeField,
+  type RangeQueryPlan,
+  type TextQueryPlan,
+} from './query-plan.js';
 import { parseQueryString } from './query-string.js';
 import {
   parseAllowPartial,
@@ -32,7 +48,7 @@ import {
   type SourceFilter,
   type TrackTotalHits,
 } from './search-options.js';
-import { parseIdsQuery, parseTermQuery, parseTermsQuery, type TermQueryPlan } from './term-queries.js';
+import { parseIdsQuery, parseTermQuery, parseTermsQuery } from './term-queries.js';
 
 export type { TermQueryPlan } from './term-queries.js';
 
@@ -55,105 +71,11 @@ export const QUERY_TYPES = [
   'query_string',
 ] as const;
 
-/** The fields a `range` query may name: the stored `date` (epoch ms, or null when the mail had none). */
-export const RANGE_FIELDS = ['date'] as const;
-export type RangeField = (typeof RANGE_FIELDS)[number];
-
 /**
  * Deepest nesting of `bool` queries (a top-level bool is depth 1). Each level costs a full evaluation
  * of its clauses per shard; deeper bodies are refused with a `parsing_exception`.
  */
 export const MAX_BOOL_DEPTH = 8;
-
-/** Fuzziness as an edit distance per term: fixed, or OpenSearch's AUTO:low,high by term length. */
-export type Fuzziness =
-  | { readonly kind: 'fixed'; readonly distance: 0 | 1 | 2 }
-  | { readonly kind: 'auto'; readonly low: number; readonly high: number };
-
-/** A full-text query over one or more fields (match, multi_match). */
-export interface TextQueryPlan {
-  readonly kind: 'text';
-  readonly text: string;
-  readonly fields: readonly SearchField[];
-  /** Per-field boost (multi_match `field^n`); fields absent here have boost 1. */
-  readonly boost: Readonly<Partial<Record<SearchField, number>>>;
-  readonly fuzziness: Fuzziness;
-  readonly operator: 'or' | 'and';
-  /** Terms of at most this many characters are not fuzzed (see `fuzzyDistance`). */
-  readonly prefixLength: number;
-}
-
-/** A prefix query on one field. */
-export interface PrefixQueryPlan {
-  readonly kind: 'prefix';
-  readonly field: SearchField;
-  readonly value: string;
-}
-
-/** Every document, score 1. */
-export interface MatchAllPlan {
-  readonly kind: 'match_all';
-}
-
-/** The units of Elasticsearch date math: year, month, week, day, hour (h or H), minute, second. */
-export const DATE_MATH_UNITS = ['y', 'M', 'w', 'd', 'h', 'H', 'm', 's'] as const;
-export type DateMathUnit = (typeof DATE_MATH_UNITS)[number];
-
-/** One date-math step: add a signed number of units, or round to the unit (`/d`). */
-export type DateMathStep =
-  | { readonly op: 'add'; readonly amount: number; readonly unit: DateMathUnit }
-  | { readonly op: 'round'; readonly unit: DateMathUnit };
-
-/**
- * A date as written in a range bound, resolved only when the query runs: an anchor (`now`, or a fixed
- * epoch ms) and the date-math steps applied to it in order, in UTC. See `resolveDate`.
- */
-export interface DateExpression {
-  readonly anchor: 'now' | number;
-  readonly steps: readonly DateMathStep[];
-}
-
-/** One end of a range: `gte`/`lte` are inclusive, `gt`/`lt` are not. */
-export interface RangeBound {
-  readonly inclusive: boolean;
-  readonly date: DateExpression;
-}
-
-/**
- * A range filter on a stored date: matching documents score 1 (as OpenSearch's constant_score);
- * a document whose date is null never matches.
- */
-export interface RangeQueryPlan {
-  readonly kind: 'range';
-  readonly field: RangeField;
-  /** From `gte` or `gt`; null when there is no lower bound. */
-  readonly lower: RangeBound | null;
-  /** From `lte` or `lt`; null when there is no upper bound. */
-  readonly upper: RangeBound | null;
-}
-
-/**
- * A boolean combination, as OpenSearch's bool query: a document must match every `must` and `filter`
- * clause and no `must_not` clause; when there is no `must` or `filter` clause it must match at least
- * one `should` clause. The score is the sum of the scores of the `must` and the matching `should`
- * clauses (`filter` and `must_not` score nothing); a bool with only `must_not` clauses scores 0 and
- * an empty bool matches every document with score 1.
- */
-export interface BoolQueryPlan {
-  readonly kind: 'bool';
-  readonly must: readonly QueryPlan[];
-  readonly filter: readonly QueryPlan[];
-  readonly should: readonly QueryPlan[];
-  readonly mustNot: readonly QueryPlan[];
-}
-
-export type QueryPlan =
-  | TextQueryPlan
-  | PrefixQueryPlan
-  | MatchAllPlan
-  | RangeQueryPlan
-  | BoolQueryPlan
-  | TermQueryPlan;
 
 /** A validated search body. */
 export interface SearchPlan {
@@ -327,7 +249,7 @@ function parseBool(raw: unknown, at: string, budget: ParseBudget, depth: number)
     const entries = spec[occur];
     const path = `${where}[${occur}]`;
     if (entries === undefined) return [];
-    if (isObject(entries)) return [parseQuery(entries, path, budget, depth)];
+    if (isPlainObject(entries)) return [parseQuery(entries, path, budget, depth)];
     if (!Array.isArray(entries)) {
       fail(`${path} must be a query object or an array of them; received ${formatReceived(entries)}`);
     }
@@ -350,7 +272,7 @@ function parseBool(raw: unknown, at: string, budget: ParseBudget, depth: number)
 function parseMatch(raw: unknown, at: string, budget: ParseBudget): TextQueryPlan {
   const [field, spec] = singleField(raw, at, 'match');
   const where = `${at}[match][${field}]`;
-  if (isObject(spec)) {
+  if (isPlainObject(spec)) {
     checkKeys(spec, where, ['query', 'fuzziness', 'operator', 'prefix_length']);
     return {
       kind: 'text',
@@ -377,7 +299,7 @@ function parsePrefix(raw: unknown, at: string, budget: ParseBudget): PrefixQuery
   const [field, spec] = singleField(raw, at, 'prefix');
   let value = spec;
   let where = `${at}[prefix][${field}]`;
-  if (isObject(spec)) {
+  if (isPlainObject(spec)) {
     checkKeys(spec, where, ['value']);
     value = spec['value'];
     where += '[value]';
@@ -849,12 +771,8 @@ function isSearchField(name: unknown): name is SearchField {
   return (SEARCH_FIELDS as readonly unknown[]).includes(name);
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function asObject(value: unknown, what: string): Record<string, unknown> {
-  if (!isObject(value)) fail(`${what} must be a JSON object; received ${formatReceived(value)}`);
+  if (!isPlainObject(value)) fail(`${what} must be a JSON object; received ${formatReceived(value)}`);
   return value;
 }
 

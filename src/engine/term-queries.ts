@@ -16,6 +16,7 @@
  *   numbers or booleans, or an array holding one. Score 1. A field no document has matches nothing,
  *   as an unmapped field in Elasticsearch.
  */
+import { isPlainObject } from '../common/is-plain-object.js';
 import { EngineRequestError, formatReceived } from '../errors.js';
 import { SEARCH_FIELDS, type SearchField } from './mail-index.js';
 
@@ -41,10 +42,6 @@ function fail(message: string): never {
   throw new EngineRequestError('parsing_exception', message);
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function isTermValue(value: unknown): value is TermValue {
   return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
 }
@@ -59,7 +56,7 @@ function targetOf(field: string): Pick<TermQueryPlan, 'target' | 'field'> {
 }
 
 function singleField(raw: unknown, where: string): [string, unknown] {
-  if (!isObject(raw)) fail(`${where} must be a JSON object; received ${formatReceived(raw)}`);
+  if (!isPlainObject(raw)) fail(`${where} must be a JSON object; received ${formatReceived(raw)}`);
   const fields = Object.keys(raw).filter((k) => k !== 'boost' && k !== '_name');
   if (fields.length !== 1)
     fail(`${where} query must name exactly one field; received ${formatReceived(raw)}`);
@@ -80,7 +77,7 @@ export function parseTermQuery(
   const [field, spec] = singleField(raw, where);
   let value: unknown = spec;
   let caseInsensitive = false;
-  if (isObject(spec)) {
+  if (isPlainObject(spec)) {
     for (const key of Object.keys(spec)) {
       if (!['value', 'boost', 'case_insensitive', '_name'].includes(key)) {
         fail(`${where}[${field}] does not support [${key}]; expected value, boost or case_insensitive`);
@@ -112,7 +109,7 @@ export function parseTermsQuery(
 ): TermQueryPlan {
   const where = `${at}[terms]`;
   const [field, spec] = singleField(raw, where);
-  if (isObject(spec)) fail(`${where}[${field}]: terms lookup is not supported; give the values as an array`);
+  if (isPlainObject(spec)) fail(`${where}[${field}]: terms lookup is not supported; give the values as an array`);
   if (!Array.isArray(spec))
     fail(`${where}[${field}] must be an array of values; received ${formatReceived(spec)}`);
   if (spec.length > MAX_TERMS_COUNT) {
@@ -140,7 +137,7 @@ export function parseIdsQuery(
   charge: (where: string, n: number) => void,
 ): TermQueryPlan {
   const where = `${at}[ids]`;
-  if (!isObject(raw)) fail(`${where} must be a JSON object; received ${formatReceived(raw)}`);
+  if (!isPlainObject(raw)) fail(`${where} must be a JSON object; received ${formatReceived(raw)}`);
   for (const key of Object.keys(raw)) {
     if (key !== 'values' && key !== 'boost' && key !== '_name')
       fail(`${where} does not support [${key}]; expected values`);
@@ -188,5 +185,5 @@ export function sourcePath(source: Readonly<Record<string, unknown>>, path: stri
   const dot = path.indexOf('.');
   if (dot <= 0) return undefined;
   const inner = source[path.slice(0, dot)];
-  return isObject(inner) ? sourcePath(inner, path.slice(dot + 1)) : undefined;
+  return isPlainObject(inner) ? sourcePath(inner, path.slice(dot + 1)) : undefined;
 }

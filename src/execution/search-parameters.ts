@@ -11,8 +11,8 @@
  * (`EngineRequest.timeoutMs`) instead.
  */
 import { InvalidArgumentError } from '../errors.js';
-import { parseTimeValueMs } from '../indices/time-value.js';
-import { isPlainObject } from '../sandbox/is-plain-object.js';
+import { parseTimeValueMs } from '../common/time-value.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 import { type EffectiveSearchSettings, resolveSetting, type SettingSource } from '../sandbox/search-settings.js';
 
 /** What a request asks for itself. Times in ms; -1: explicitly none; undefined: not given. */

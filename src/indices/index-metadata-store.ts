@@ -16,15 +16,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { writeFileAtomically } from '../durable-file.js';
+import { writeFileAtomically } from '../common/durable-file.js';
 import {
   IndexExistsError,
   IndexNotFoundError,
   InvalidArgumentError,
   TemplateNotFoundError,
 } from '../errors.js';
-import { isPlainObject } from '../sandbox/is-plain-object.js';
-import { assertIndexName } from './index-name.js';
+import { isPlainObject } from '../common/is-plain-object.js';
+import { assertIndexName } from '../common/index-name.js';
 import {
   applySettingsUpdate,
   type CreateIndexBody,

@@ -30,6 +30,8 @@
  * `bulk_routing.mode: id` cannot be combined with `routing_partition_size` > 1, because a partitioned
  * index routes by its routing value, so an id alone cannot choose the shard.
  */
+import { isPlainObject } from '../common/is-plain-object.js';
+import type { BulkRoutingMode } from '../bulk/bulk-planner.js';
 import { InvalidArgumentError } from '../errors.js';
 import {
   resolveShardRouting,
@@ -37,13 +39,10 @@ import {
   MAX_NUMBER_OF_SHARDS,
   type ShardRouting,
 } from '../routing/shard-routing.js';
-import { parseTimeValueMs } from './time-value.js';
+import { parseTimeValueMs } from '../common/time-value.js';
 
 const MAX_INT = 0x7fffffff;
 
-/** The two ways a single-shard bulk is made (see `src/routing/bulk-planner.ts`). */
-export type BulkRoutingMode = 'routing' | 'id';
-export const BULK_ROUTING_MODES: readonly BulkRoutingMode[] = ['routing', 'id'];
 
 /** Explicitly given settings, each checked on its own. Keys are camelCase forms of `index.*` keys. */
 export interface IndexSettingValues {
@@ -173,10 +172,6 @@ function parseBooleanSetting(value: unknown, path: string): boolean {
   if (value === true || value === 'true') return true;
   if (value === false || value === 'false') return false;
   throw new InvalidArgumentError(path, 'must be true or false (only [true] or [false] are allowed)', value);
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**

@@ -10,7 +10,7 @@
  *   here).
  * - Name: no space, `,`, `#`, `*`, no leading `_`, lowercase (`validate(...)`: "name must not contain a
  *   space", ...); and, stricter than Elasticsearch, which checks only those, the rest of the index-name
- *   rules (`index-name.ts`): none of `\ / ? " < > |` or `:`, no leading `-` or `+`, not `.` or `..`, at
+ *   rules (`common/index-name.ts`): none of `\ / ? " < > |` or `:`, no leading `-` or `+`, not `.` or `..`, at
  *   most 255 UTF-8 bytes, so that a template name is as safe in a path or a URL as an index name.
  *   Patterns: no space, `,`, `#`, `:`, no leading `_`, none of `\ / ? " < > |` (`*` is the
  *   wildcard).
@@ -25,8 +25,9 @@
  * - A missing priority counts as 0 (`priorityOrZero`).
  */
 import { compileWildcardPattern, type WildcardPattern } from '../classify/wildcard-pattern.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 import { InvalidArgumentError } from '../errors.js';
-import { INVALID_FILENAME_CHARS, INVALID_FILENAME_CHARS_TEXT, MAX_INDEX_NAME_BYTES } from './index-name.js';
+import { INVALID_FILENAME_CHARS, INVALID_FILENAME_CHARS_TEXT, MAX_INDEX_NAME_BYTES } from '../common/index-name.js';
 import {
   type IndexSettings,
   type IndexSettingValues,
@@ -51,10 +52,6 @@ export interface IndexTemplate {
 
 const TEMPLATE_KEYS = new Set(['index_patterns', 'template', 'priority', 'version', '_meta', 'composed_of']);
 const MAX_LONG = Number.MAX_SAFE_INTEGER;
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** Problems of a template name, in Elasticsearch's words. */
 function nameProblems(name: string): string[] {

@@ -24,6 +24,8 @@
  * acknowledges only when that append resolves (durable in `request` mode). If the append fails, the
  * copy is failed: every later write is refused until the node restarts and recovers from the log.
  */
+import { isPlainObject } from '../common/is-plain-object.js';
+import type { ShardItemResult, ShardWriteItem } from '../bulk/shard-write-item.js';
 import { EngineFailureError } from '../errors.js';
 import {
   type AppendResult,
@@ -32,40 +34,6 @@ import {
   type ShardLogDurability,
   type ShardOperation,
 } from './shard-log.js';
-
-/** One write for a shard copy, as the planner placed it. Plain JSON (it travels to data nodes). */
-export interface ShardWriteItem {
-  /** The item's place in the bulk request (its place in the response's `items`). */
-  readonly position: number;
-  readonly action: 'index' | 'create' | 'update' | 'delete';
-  readonly id: string;
-  /** The routing value stored with the document (`_routing`), if any. */
-  readonly routing?: string | undefined;
-  /** `index` / `create`: the document. */
-  readonly source?: Readonly<Record<string, unknown>> | undefined;
-  /** `update`: the partial document. */
-  readonly doc?: Readonly<Record<string, unknown>> | undefined;
-  /** `update`: the document to create when none exists. */
-  readonly upsert?: Readonly<Record<string, unknown>> | undefined;
-  /** `update`: create `doc` itself when none exists. @default false */
-  readonly docAsUpsert?: boolean | undefined;
-  /** `update`: skip writes that change nothing. @default true */
-  readonly detectNoop?: boolean | undefined;
-  /** Write only when the stored document has this sequence number (`if_seq_no`)... */
-  readonly ifSeqNo?: number | undefined;
-  /** ...and this primary term (`if_primary_term`; always 1 here). */
-  readonly ifPrimaryTerm?: number | undefined;
-}
-
-/** What happened to one item on the primary. */
-export interface ShardItemResult {
-  readonly position: number;
-  readonly status: number;
-  readonly result?: 'created' | 'updated' | 'deleted' | 'not_found' | 'noop';
-  readonly version?: number;
-  readonly seqNo?: number;
-  readonly error?: { readonly type: string; readonly reason: string };
-}
 
 /** A live document. */
 export interface StoredDocument {
@@ -85,10 +53,6 @@ export interface ShardCopyOptions {
   readonly durability?: ShardLogDurability | undefined;
   /** fsync period in `async` mode, ms. @default 5000 */
   readonly syncIntervalMs?: number | undefined;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**

@@ -29,7 +29,7 @@
 import { type FileHandle, mkdir, open, readFile, truncate } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import * as zlib from 'node:zlib';
-import { syncDirectory } from '../durable-file.js';
+import { syncDirectory } from '../common/durable-file.js';
 import { EngineFailureError, InvalidArgumentError } from '../errors.js';
 
 /** The operation kinds the log holds. */

@@ -33,8 +33,8 @@ import {
   httpStatusOf,
 } from '../errors.js';
 import { resolveIndexExpression } from '../classify/index-expression.js';
-import { BulkPlanner, type ChooseShard, type FailedItem, type PlannedItem } from '../routing/bulk-planner.js';
-import { type BulkItem, BulkRequestParser, type BulkRequestParserOptions } from '../routing/bulk-request.js';
+import { BulkPlanner, type ChooseShard, type FailedItem, type PlannedItem } from '../bulk/bulk-planner.js';
+import { type BulkItem, BulkRequestParser, type BulkRequestParserOptions } from '../bulk/bulk-request.js';
 import { shardId } from '../routing/shard-routing.js';
 import {
   type BulkParameters,
@@ -47,7 +47,7 @@ import {
   shardFailureResponse,
   shardItemResponse,
   toShardWriteItem,
-} from './bulk-response.js';
+} from '../bulk/bulk-response.js';
 import { IndexingPressure } from './indexing-pressure.js';
 import { WriteQueue } from './write-queue.js';
 import {
@@ -66,10 +66,10 @@ import {
 } from './index-settings.js';
 import type { IndexTemplate } from './index-templates.js';
 import { type LocalCopy, LocalShards } from './local-shards.js';
-import type { ShardWriteItem } from './shard-copy.js';
+import type { ShardWriteItem } from '../bulk/shard-write-item.js';
 import { decodeShardLogRecords, type LoggedOperation, SHARD_LOG_HEADER_BYTES } from './shard-log.js';
 
-export type { BulkParameters, BulkResponse, RefreshPolicy } from './bulk-response.js';
+export type { BulkParameters, BulkResponse, RefreshPolicy } from '../bulk/bulk-response.js';
 
 /** How a primary's operations reach its replicas (a cluster data node passes one; a single node none). */
 export interface Replicator {

@@ -19,8 +19,8 @@
  * store re-reads (the watch also resumes from the revision it had), so every node converges.
  */
 import type { Watcher } from 'etcd3';
-import type { EtcdConnection } from '../cluster/etcd-connection.js';
-import { isPlainObject } from './is-plain-object.js';
+import type { EtcdConnection } from '../etcd/etcd-connection.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 import type { SandboxStore, StoredSandboxes } from './sandbox-store.js';
 
 interface Seen {

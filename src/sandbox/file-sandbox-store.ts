@@ -1,7 +1,7 @@
 import { readdir, readFile, unlink } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { writeFileAtomically } from '../durable-file.js';
-import { isPlainObject } from './is-plain-object.js';
+import { writeFileAtomically } from '../common/durable-file.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 import type { SandboxStore, StoredSandboxes } from './sandbox-store.js';
 
 /**

@@ -1,5 +1,5 @@
 import { InvalidSandboxError } from '../errors.js';
-import { isPlainObject } from './is-plain-object.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 import type { Resource, ResourceLimit } from './sandbox.js';
 
 /** `low` when a definition gives only `high`: this fraction of `high`. */

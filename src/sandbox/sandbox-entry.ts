@@ -1,6 +1,6 @@
 import { InvalidSandboxError } from '../errors.js';
-import { parseTimeValueMs } from '../indices/time-value.js';
-import { isPlainObject } from './is-plain-object.js';
+import { isPlainObject } from '../common/is-plain-object.js';
+import { parseTimeValueMs } from '../common/time-value.js';
 import { type ParsedResourceLimits, parseResourceLimits } from './resource-limits.js';
 import { type CancellationGrace, parseCancellationGrace } from './cancellation-grace.js';
 import { ROOT_SANDBOX_ID, SandboxMode, type SelectionAttributes } from './sandbox.js';

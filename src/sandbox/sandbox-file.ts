@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { InvalidSandboxError } from '../errors.js';
-import { isPlainObject } from './is-plain-object.js';
-import { describeJsonError, jsonErrorPosition } from './json-error-position.js';
+import { isPlainObject } from '../common/is-plain-object.js';
+import { describeJsonError, jsonErrorPosition } from '../common/json-error-position.js';
 import type { ParsedResourceLimit } from './resource-limits.js';
 import {
   createRootSandbox,

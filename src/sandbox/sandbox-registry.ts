@@ -23,7 +23,7 @@ import {
   SandboxLimitError,
   SandboxNotFoundError,
 } from '../errors.js';
-import { isPlainObject } from './is-plain-object.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 import { ROOT_SANDBOX_ID, type Sandbox } from './sandbox.js';
 import type { SandboxInput, SandboxPatch } from './sandbox-input.js';
 import { toSandboxDocument } from './sandbox-document.js';

@@ -21,8 +21,8 @@
  * true the sandbox's value wins over the request's.
  */
 import { InvalidSandboxError } from '../errors.js';
-import { parseTimeValueMs } from '../indices/time-value.js';
-import { isPlainObject } from './is-plain-object.js';
+import { parseTimeValueMs } from '../common/time-value.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 
 /** A time value as written (`text`) and in ms (`-1`: none, which cancels an inherited value). */
 export interface TimeSetting {

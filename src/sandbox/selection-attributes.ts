@@ -1,5 +1,5 @@
 import { InvalidSandboxError } from '../errors.js';
-import { isPlainObject } from './is-plain-object.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 import type { SelectionAttributes } from './sandbox.js';
 
 /** Attribute names a selection attribute entry may have. */

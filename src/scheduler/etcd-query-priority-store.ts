@@ -12,7 +12,7 @@
  * `ClusterStateUnavailableError` (503) and the rules in force stay; when it is back the store re-reads.
  */
 import type { Watcher } from 'etcd3';
-import type { EtcdConnection } from '../cluster/etcd-connection.js';
+import type { EtcdConnection } from '../etcd/etcd-connection.js';
 import type { QueryPriorityStore } from './query-priority-store.js';
 
 /** Most retries of a save that keeps losing to saves of other nodes. */

@@ -5,7 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { writeFileAtomically } from '../durable-file.js';
+import { writeFileAtomically } from '../common/durable-file.js';
 import { InvalidArgumentError } from '../errors.js';
 import { DEFAULT_QUERY_PRIORITY, parseQueryPriority, type QueryPriorityConfig } from './query-priority.js';
 import { checkReservations, type ReservationLane } from './worker-reservations.js';

@@ -52,7 +52,7 @@
 import { RE2JS } from 're2js';
 import { compileWildcardPattern, type WildcardPattern } from '../classify/wildcard-pattern.js';
 import { InvalidArgumentError } from '../errors.js';
-import { isPlainObject } from '../sandbox/is-plain-object.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 
 /** The most entries in `priorities`. */
 export const MAX_PRIORITY_RULES = 64;

@@ -20,7 +20,8 @@ import type {
 import { stripStatsHeader } from '../admission/stats-header.js';
 import { type Coordinator, type CoordinatorStats, RemoteClientError } from '../cluster/coordinator.js';
 import type { ConnectionLimits } from './connection-limits.js';
-import { createApiServer, registerSearchRoutes, sendError } from './http-server.js';
+import { sendError } from './error-body.js';
+import { createApiServer, registerSearchRoutes } from './http-server.js';
 import { coordinatorCatalog } from './index-catalogs.js';
 import { registerIndexInfoRoutes } from './index-info-routes.js';
 import { registerIndexRoutes } from './index-routes.js';

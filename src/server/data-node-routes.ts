@@ -42,7 +42,8 @@ import {
 import { LatencyInjector, parseLatencyRequest } from '../cluster/latency-injector.js';
 import { EngineRequestError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
-import { headerValue, sendError } from './http-server.js';
+import { sendError } from './error-body.js';
+import { headerValue } from './header-value.js';
 import { registerWriteRoutes } from './data-node-write-routes.js';
 import { isInternalCaller } from './route-auth.js';
 

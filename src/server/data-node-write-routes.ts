@@ -31,14 +31,14 @@ import {
   SHARD_BULK_PATH,
 } from '../cluster/internal-protocol.js';
 import { InvalidArgumentError, isQuerySandboxError, httpStatusOf } from '../errors.js';
-import { parseRefreshPolicy } from '../indices/bulk-response.js';
+import { parseRefreshPolicy } from '../bulk/bulk-response.js';
 import { parseIndexMetadata } from '../indices/index-metadata-store.js';
 import { parseSettingValues, resolveIndexSettings } from '../indices/index-settings.js';
-import type { ShardWriteItem } from '../indices/shard-copy.js';
+import type { ShardWriteItem } from '../bulk/shard-write-item.js';
 import type { LoggedOperation } from '../indices/shard-log.js';
 import type { WritableIndices } from '../indices/writable-indices.js';
-import { isPlainObject } from '../sandbox/is-plain-object.js';
-import { sendError } from './http-server.js';
+import { isPlainObject } from '../common/is-plain-object.js';
+import { sendError } from './error-body.js';
 
 /** Largest internal write body, bytes (a coordinator's whole bulk may go to one primary). */
 const INTERNAL_BODY_LIMIT = 200 * 1024 * 1024;

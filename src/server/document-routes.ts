@@ -1,5 +1,5 @@
 /**
- * The single-document routes, in Elasticsearch's shapes (see `indices/document-writes.ts` for the
+ * The single-document routes, in Elasticsearch's shapes (see `bulk/document-writes.ts` for the
  * writes):
  *
  * - `PUT|POST /{index}/_doc/{id}`, `POST /{index}/_doc`, `PUT|POST /{index}/_create/{id}`,
@@ -11,16 +11,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { filterSource, parseSourceFilter, type SourceFilter } from '../engine/search-options.js';
 import { DocumentMissingError, InvalidArgumentError } from '../errors.js';
-import { parseRefreshPolicy } from '../indices/bulk-response.js';
+import { parseRefreshPolicy } from '../bulk/bulk-response.js';
 import {
   DOCUMENT_WRITE_PARAMETERS,
   type DocumentWrite,
   documentWriteOptions,
   opTypeAction,
   writeDocument,
-} from '../indices/document-writes.js';
+} from '../bulk/document-writes.js';
 import type { GetResponse, IndexApi } from '../indices/writable-indices.js';
-import { sendError } from './http-server.js';
+import { sendError } from './error-body.js';
 
 type Query = Readonly<Record<string, unknown>>;
 

@@ -12,6 +12,7 @@
  * `index_uuid`, `resource.type`, `resource.id` for a missing index; `phase`, `grouped`, `failed_shards`
  * for a search). The one place where errors become HTTP.
  */
+import type { FastifyReply } from 'fastify';
 import {
   AbortedError,
   AdmissionRejectedError,
@@ -146,4 +147,10 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
     return { status, body: errorBody(status, type, text, code) };
   }
   return { status: 500, body: errorBody(500, 'exception', 'internal error; see the server log') };
+}
+
+/** Answers `error` with its OpenSearch-shaped body and status (`toErrorResponse`). */
+export function sendError(reply: FastifyReply, error: unknown): FastifyReply {
+  const { status, body } = toErrorResponse(error);
+  return reply.code(status).send(body);
 }

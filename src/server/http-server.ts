@@ -26,7 +26,8 @@ import {
   fastifyConnectionOptions,
   resolveConnectionLimits,
 } from './connection-limits.js';
-import { errorBody, toErrorResponse } from './error-body.js';
+import { errorBody, sendError, toErrorResponse } from './error-body.js';
+import { headerValue } from './header-value.js';
 import { nodeCatalog } from './index-catalogs.js';
 import { registerIndexInfoRoutes } from './index-info-routes.js';
 import { registerIndexRoutes } from './index-routes.js';
@@ -71,18 +72,6 @@ export interface HttpServerOptions {
    * Default: a feed of the runtime's snapshots alone.
    */
   readonly feed?: RuntimeFeed;
-}
-
-/** The first value of a request header (lower-case `name`), or `undefined`. */
-export function headerValue(request: FastifyRequest, name: string): string | undefined {
-  const v = request.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
-/** Answers `error` with its OpenSearch-shaped body and status (`toErrorResponse`). */
-export function sendError(reply: FastifyReply, error: unknown): FastifyReply {
-  const { status, body } = toErrorResponse(error);
-  return reply.code(status).send(body);
 }
 
 /**

@@ -28,10 +28,11 @@ import {
   type ShardCopyState,
   statusAtLeast,
 } from '../indices/cluster-health.js';
-import { parseTimeValueMs } from '../indices/time-value.js';
+import { parseTimeValueMs } from '../common/time-value.js';
 import type { IndexApi } from '../indices/writable-indices.js';
 import { catFormat } from './index-routes.js';
-import { headerValue, sendError } from './http-server.js';
+import { sendError } from './error-body.js';
+import { headerValue } from './header-value.js';
 import { CLUSTER_NAME } from './product-info.js';
 import { COUNT_URL_PARAMETERS, queryStringOf } from './search-parameters.js';
 

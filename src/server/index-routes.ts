@@ -21,10 +21,10 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidArgumentError, TemplateNotFoundError } from '../errors.js';
-import { parseRefreshPolicy } from '../indices/bulk-response.js';
+import { parseRefreshPolicy } from '../bulk/bulk-response.js';
 import type { CatShardRow, IndexApi } from '../indices/writable-indices.js';
 import { registerDocumentRoutes } from './document-routes.js';
-import { sendError } from './http-server.js';
+import { sendError } from './error-body.js';
 import type { RouteAuth } from './route-auth.js';
 
 export interface IndexRoutesOptions {

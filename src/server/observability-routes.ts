@@ -13,7 +13,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ServerResponse } from 'node:http';
-import { packageRoot } from '../cli/package-root.js';
+import { packageRoot } from '../common/package-root.js';
 import type { Coordinator } from '../cluster/coordinator.js';
 import { CoordinatorFeed, CoordinatorMetrics } from '../observability/coordinator-metrics.js';
 import {

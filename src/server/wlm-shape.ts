@@ -20,7 +20,7 @@
  * with 400 rather than stored and ignored.
  */
 import { InvalidSandboxError } from '../errors.js';
-import { isPlainObject } from '../sandbox/is-plain-object.js';
+import { isPlainObject } from '../common/is-plain-object.js';
 import { RESOURCES, ROOT_SANDBOX_ID, type Sandbox } from '../sandbox/sandbox.js';
 import { toSearchSettingsDocument } from '../sandbox/search-settings.js';
 

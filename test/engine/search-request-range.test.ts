@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  type DateExpression,
-  parseSearchBody,
-  type RangeQueryPlan,
-  resolveDate,
-  resolveDateRange,
-} from '../../src/engine/search-request.js';
+import type { DateExpression, RangeQueryPlan } from '../../src/engine/query-plan.js';
+import { parseSearchBody, resolveDate, resolveDateRange } from '../../src/engine/search-request.js';
 import { errorOf } from './parse-error-of.js';
 
 const ms = (iso: string): number => {

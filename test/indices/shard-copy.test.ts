@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { mergeDocument, ShardCopy, type ShardWriteItem } from '../../src/indices/shard-copy.js';
+import type { ShardWriteItem } from '../../src/bulk/shard-write-item.js';
+import { mergeDocument, ShardCopy } from '../../src/indices/shard-copy.js';
 
 const dirs: string[] = [];
 afterEach(() => {

@@ -265,7 +265,7 @@ describe('ShardLog: crash test', () => {
   beforeAll(() => {
     // The writer runs in a plain Node process: transpile the log and its imports to JavaScript.
     compiledDir = mkdtempSync(join(tmpdir(), 'shard-log-compiled-'));
-    for (const file of ['src/indices/shard-log.ts', 'src/errors.ts', 'src/durable-file.ts']) {
+    for (const file of ['src/indices/shard-log.ts', 'src/errors.ts', 'src/common/durable-file.ts']) {
       const source = readFileSync(join(REPO, file), 'utf8');
       const { outputText } = ts.transpileModule(source, {
         compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },

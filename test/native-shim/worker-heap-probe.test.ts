@@ -31,7 +31,7 @@ describe('WorkerHeapProbe', () => {
     const probe = new WorkerHeapProbe();
     const started = performance.now();
     expect(await probe.heapUsedBytes(987654, 1000)).toBeUndefined();
-    expect(performance.now() - started).toBeLessThan(100);
+    expect(performance.now() - started).toBeLessThan(500); // well under the 1000 ms it could wait
     probe.close();
   });
 });

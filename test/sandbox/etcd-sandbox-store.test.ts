@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { EtcdConnection } from '../../src/cluster/etcd-connection.js';
+import { EtcdConnection } from '../../src/etcd/etcd-connection.js';
 import { ClusterStateUnavailableError, isQuerySandboxError, SandboxLimitError } from '../../src/errors.js';
 import { EtcdSandboxStore } from '../../src/sandbox/etcd-sandbox-store.js';
 import { SandboxRegistry } from '../../src/sandbox/sandbox-registry.js';

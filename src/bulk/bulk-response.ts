@@ -20,9 +20,9 @@ import {
   InvalidBulkError,
   isQuerySandboxError,
 } from '../errors.js';
-import { type BulkItem, type BulkRequestParser, failedItemResponse } from '../routing/bulk-request.js';
-import type { BulkPlanner, FailedItem, PlannedItem, ShardBatch } from '../routing/bulk-planner.js';
-import type { ShardItemResult, ShardWriteItem } from './shard-copy.js';
+import { type BulkItem, type BulkRequestParser, failedItemResponse } from './bulk-request.js';
+import type { BulkPlanner, FailedItem, PlannedItem, ShardBatch } from './bulk-planner.js';
+import type { ShardItemResult, ShardWriteItem } from './shard-write-item.js';
 
 /** `?refresh`: `false` (default), `true` (refresh the written shards before answering), `wait_for`. */
 export type RefreshPolicy = 'false' | 'true' | 'wait_for';

@@ -21,7 +21,7 @@
  */
 import { DocumentWriteError, InvalidArgumentError, InvalidBulkError } from '../errors.js';
 import type { BulkResponse, RefreshPolicy } from './bulk-response.js';
-import { parseTimeValueMs } from './time-value.js';
+import { parseTimeValueMs } from '../common/time-value.js';
 
 /** One single-document write as the routes read it. */
 export interface DocumentWrite {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../../src/errors.js';
-import { assertIndexName, indexNameProblem, invalidIndexNameReason } from '../../src/indices/index-name.js';
+import { assertIndexName, indexNameProblem, invalidIndexNameReason } from '../../src/common/index-name.js';
 
 const CHARS = 'must not contain the following characters [ , ", *, \\, <, |, ,, >, /, ?]';
 

@@ -5,7 +5,7 @@ import {
   BulkRequestParser,
   type BulkParseResult,
   failedItemResponse,
-} from '../../src/routing/bulk-request.js';
+} from '../../src/bulk/bulk-request.js';
 
 const parser = new BulkRequestParser();
 

@@ -6,8 +6,8 @@ import {
   BulkPlanner,
   type IndexRoutingInfo,
   type PlannedItem,
-} from '../../src/routing/bulk-planner.js';
-import { type BulkItem, BulkRequestParser } from '../../src/routing/bulk-request.js';
+} from '../../src/bulk/bulk-planner.js';
+import { type BulkItem, BulkRequestParser } from '../../src/bulk/bulk-request.js';
 import { DocumentIdGenerator } from '../../src/routing/document-id.js';
 import { murmur3Hash } from '../../src/routing/murmur3.js';
 import { hashToShardId, resolveShardRouting, shardId } from '../../src/routing/shard-routing.js';

@@ -58,8 +58,10 @@
  * Ids of documents without `_id` are not made here: the planner (`bulk-planner.ts`) makes them, because
  * in bulk-routing `id` mode the id itself chooses the shard.
  */
+import { isPlainObject } from '../common/is-plain-object.js';
+import { jsonDepth } from '../common/json-depth.js';
 import { formatReceived, InvalidArgumentError } from '../errors.js';
-import { indexNameProblem, invalidIndexNameReason } from '../indices/index-name.js';
+import { indexNameProblem, invalidIndexNameReason } from '../common/index-name.js';
 
 /** The four bulk actions. */
 export type BulkAction = 'index' | 'create' | 'update' | 'delete';
@@ -195,10 +197,6 @@ function tokenOf(value: unknown): string {
     default:
       return 'START_OBJECT';
   }
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** A bounded excerpt of a line for messages. */
@@ -650,20 +648,6 @@ function indexNameError(index: string, line: number): BulkError | undefined {
  */
 export const MAX_DOCUMENT_DEPTH = 20;
 
-/** Object and array nesting of `value` (a document is 1), counted without recursion. */
-function nestingDepth(value: unknown): number {
-  let deepest = 0;
-  const stack: Array<[unknown, number]> = [[value, 1]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!;
-    if (typeof v !== 'object' || v === null) continue;
-    if (depth > deepest) deepest = depth;
-    if (depth > MAX_DOCUMENT_DEPTH) return depth;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
-  }
-  return deepest;
-}
-
 /** Elasticsearch's message for a document over the depth limit. */
 function depthReason(line: number): string {
   return `failed to parse: Limit of mapping depth [${MAX_DOCUMENT_DEPTH}] has been exceeded (bulk line ${line})`;
@@ -704,7 +688,7 @@ function parseDocument(
       },
     };
   }
-  if (nestingDepth(parsed) > MAX_DOCUMENT_DEPTH) {
+  if (jsonDepth(parsed, MAX_DOCUMENT_DEPTH) > MAX_DOCUMENT_DEPTH) {
     return { error: { type: 'document_parsing_exception', reason: depthReason(line), status: 400 } };
   }
   return { source: parsed };
@@ -778,7 +762,7 @@ function parseUpdateBody(text: string, line: number): UpdateBody {
     }
   }
   for (const part of [doc, upsert]) {
-    if (part !== undefined && nestingDepth(part) > MAX_DOCUMENT_DEPTH)
+    if (part !== undefined && jsonDepth(part, MAX_DOCUMENT_DEPTH) > MAX_DOCUMENT_DEPTH)
       throw new RequestFailure('document_parsing_exception', depthReason(line), line);
   }
   return { doc, upsert, docAsUpsert, detectNoop };

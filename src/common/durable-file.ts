@@ -1,5 +1,9 @@
-/** Durable, atomic replacement of a small file (sandbox definitions, query-priority configuration). */
+/**
+ * Durable, atomic replacement of a file: sandbox definitions, query-priority configuration, index
+ * metadata (async), the engine's index cache (sync).
+ */
 import { randomBytes } from 'node:crypto';
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { type FileHandle, mkdir, open, rename, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
@@ -43,5 +47,44 @@ export async function syncDirectory(directory: string): Promise<void> {
     if (!DIRECTORY_SYNC_REFUSED.has((error as NodeJS.ErrnoException).code ?? '')) throw error;
   } finally {
     await handle?.close();
+  }
+}
+
+/**
+ * `writeFileAtomically` for code that cannot await (the engine's index cache, built at start-up):
+ * the same steps, blocking. `mode` is the new file's permission bits (default 0o600).
+ * @throws the file system's error; the temp file is removed and `path` is unchanged (unless only the
+ *   final directory fsync failed).
+ */
+export function writeFileAtomicallySync(path: string, text: string, mode = 0o600): void {
+  const directory = dirname(path);
+  mkdirSync(directory, { recursive: true });
+  const temp = `${path}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
+  try {
+    const fd = openSync(temp, 'wx', mode);
+    try {
+      writeFileSync(fd, text, 'utf8');
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temp, path);
+  } catch (error) {
+    rmSync(temp, { force: true });
+    throw error;
+  }
+  syncDirectorySync(directory);
+}
+
+/** `syncDirectory`, blocking. */
+function syncDirectorySync(directory: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(directory, 'r');
+    fsyncSync(fd);
+  } catch (error) {
+    if (!DIRECTORY_SYNC_REFUSED.has((error as NodeJS.ErrnoException).code ?? '')) throw error;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }

@@ -21,11 +21,17 @@
  */
 import { randomInt } from 'node:crypto';
 import { InvalidArgumentError } from '../errors.js';
-import type { BulkRoutingMode } from '../indices/index-settings.js';
 import type { BulkError, BulkItem } from './bulk-request.js';
-import { DocumentIdGenerator, idForShard } from './document-id.js';
-import { murmur3Hash } from './murmur3.js';
-import { hashToShardId, type ShardRouting, shardId } from './shard-routing.js';
+import { DocumentIdGenerator, idForShard } from '../routing/document-id.js';
+import { murmur3Hash } from '../routing/murmur3.js';
+import { hashToShardId, type ShardRouting, shardId } from '../routing/shard-routing.js';
+
+/**
+ * The two ways a single-shard bulk is made, as the index setting `index.bulk_routing.mode` names them
+ * (parsed in `src/indices/index-settings.ts`): `routing` gives every document of the shard a routing
+ * value that hashes to it; `id` generates ids that hash to it.
+ */
+export type BulkRoutingMode = 'routing' | 'id';
 
 /** What the planner needs to know about an index (`IndexSettings` has these fields). */
 export interface IndexRoutingInfo {
