@@ -3,14 +3,18 @@
  * channel): the default runtime (`createRuntime` defaults, the bundled `config/sandboxes.json`, the
  * built-in engine with writable indices) behind the default HTTP server, as `query-sandbox serve`
  * builds them, plus an `onTaskEnd` hook that keeps per-sandbox histograms of queue wait and run time,
- * and the main thread's event-loop delay (p99, max), which the parent collects once a minute (`{type: 'minute'}` -> `{type: 'minute', ...}`, then reset).
+ * and the main thread's event-loop delay (p99, max), the tasks that ended more than 5 s after they were
+ * queued (wait, run, CPU, lane; 20 at most) and the worker replacements (when, lane, start-up ms), which
+ * the parent collects once a minute (`{type: 'minute'}` -> `{type: 'minute', ...}`, then reset).
  * Differences from `serve`: sandbox and query-priority stores in memory (nothing persists between
  * runs), no start-up log. Argument: the data directory; `--cache-dir DIR`.
  */
+import diagnostics_channel from 'node:diagnostics_channel';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import * as hdr from 'hdr-histogram-js';
+import { ChannelName, type WorkerReplacedEvent } from '../src/diagnostics.js';
 import { createRuntime, type TaskEndEvent } from '../src/runtime.js';
 import { buildHttpServer } from '../src/server/http-server.js';
 
@@ -49,6 +53,27 @@ class Window {
 }
 
 let windows = new Map<string, Window>();
+/** A task that ended this minute more than LATE_TASK_MS after it was queued (wait + run); the 20 latest are kept. */
+interface LateTask {
+  readonly sandboxId: string;
+  readonly lane: string;
+  readonly outcome: string;
+  readonly waitMs: number;
+  readonly runMs: number;
+  readonly cpuMs: number;
+  /** When it ended, epoch ms (the driver's clock too). */
+  readonly endedAt: number;
+}
+const LATE_TASK_MS = 5000;
+let lateTasks: LateTask[] = [];
+/** Worker replacements of the minute: when loaded (epoch ms), lane, start-up ms. */
+let replacements: Array<{ readonly at: number; readonly lane: string; readonly startupMs: number }> = [];
+const replacedChannel = diagnostics_channel.channel(ChannelName.WORKER_REPLACED);
+const onReplaced = (message: unknown) => {
+  const e = message as WorkerReplacedEvent;
+  replacements.push({ at: Date.now(), lane: e.lane, startupMs: e.startupMs });
+};
+replacedChannel.subscribe(onReplaced);
 // The main thread's event-loop delay: the HTTP edge, bulk parsing and refreshes share it with every
 // task's dispatch and end, so a stall there lengthens every sandbox's latency, whatever its lane.
 const loopDelay = monitorEventLoopDelay({ resolution: 10 });
@@ -60,6 +85,20 @@ const onTaskEnd = (e: TaskEndEvent) => {
     windows.set(e.sandboxId, w);
   }
   w.record(e);
+  // The 20 latest of the minute.
+  if (e.waitMs + e.runMs > LATE_TASK_MS) {
+    lateTasks.push({
+      sandboxId: e.sandboxId,
+      lane: e.lane,
+      outcome: e.outcome,
+      waitMs: e.waitMs,
+      runMs: e.runMs,
+      cpuMs: e.cpuTimeNs / 1e6,
+      endedAt: Date.now(),
+    });
+    lateTasks.sort((a, b) => b.waitMs + b.runMs - (a.waitMs + a.runMs));
+    if (lateTasks.length > 20) lateTasks.pop();
+  }
 };
 
 const runtime = await createRuntime({
@@ -79,6 +118,10 @@ process.on('message', async (message: { type?: string }) => {
   if (message?.type === 'minute') {
     const done = windows;
     windows = new Map();
+    const late = lateTasks;
+    lateTasks = [];
+    const replaced = replacements;
+    replacements = [];
     const mem = process.memoryUsage();
     const loop = { p99Ms: loopDelay.percentile(99) / 1e6, maxMs: loopDelay.max / 1e6 };
     loopDelay.reset();
@@ -97,6 +140,8 @@ process.on('message', async (message: { type?: string }) => {
         lanes: runtime.nodeStats().lanes.map((l) => ({ name: l.name, workers: l.workers, spare: l.spareWorkers, live: l.liveWorkers })),
       },
       governor: runtime.governorStats(),
+      lateTasks: late,
+      replacements: replaced,
     });
   } else if (message?.type === 'stop') {
     await app.close();

@@ -28,7 +28,15 @@
  * Prints a line per minute, then the table, `check 1 PASS|FAIL`, `check 2 PASS|FAIL` and
  * `soak N min: PASS|FAIL` (exit code 1 on FAIL), the machine's load average before and after.
  *
- * Usage: `npm run bench:soak` (20 minutes), `npm run bench:soak -- --minutes 4` (`--warmup-seconds N`).
+ * Per minute it also lists the answers later than the queue-wait bound (sent when, status, latency,
+ * the answer's `took`), the server's tasks that ended more than 5 s after they were queued (wait, run
+ * and CPU: a run far above its CPU waited somewhere after dispatch) and the worker replacements (when,
+ * lane, load time), to tell where a late answer's time went.
+ *
+ * Usage: `npm run bench:soak` (20 minutes), `npm run bench:soak -- --minutes 4` (`--warmup-seconds N`;
+ * `--prefill-docs N`: index N documents first, in bulks of 1,000, so a large index is there from the
+ * start; each worker's first task then replays them all (tens of seconds on a busy machine), so give it
+ * a longer `--warmup-seconds`; `--bulks-per-second N`, default 2).
  * Run it through `/work/tools/bench` on a shared machine. Writes `bench/results/soak.json`.
  */
 import { type ChildProcess, fork } from 'node:child_process';
@@ -48,7 +56,10 @@ const QUEUE_WAIT_BOUND_MS = 5000;
 const SLACK_MS = 250;
 const INDEX = 'soak-docs';
 const DOCS_PER_BULK = 100;
-const BULKS_PER_SECOND = 2;
+/** Bulks a second into INDEX (`--bulks-per-second`, default 2). */
+let bulksPerSecond = 2;
+/** Answers later than this are listed one by one per minute (20 at most), ms. */
+const LATE_ANSWER_MS = QUEUE_WAIT_BOUND_MS;
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(name);
@@ -143,6 +154,8 @@ class Minute {
   bulkRefused = 0;
   bulkErrors = 0;
   readonly bulkLatency = histogram();
+  /** Answers later than LATE_ANSWER_MS: when sent (epoch ms), who, status, latency and the answer's `took`. */
+  readonly late: Array<{ sentAt: number; user: string; sandbox: string; status: number; latencyMs: number; tookMs: number | undefined; reason: string | undefined }> = [];
   readonly governorCpu: number[] = [];
   readonly processCpu: number[] = [];
   duressPolls = 0;
@@ -159,6 +172,8 @@ interface ServerMinute {
   memory: { rss: number; heapUsed: number; external: number; arrayBuffers: number };
   loop: { p99Ms: number; maxMs: number };
   workers: unknown;
+  lateTasks: Array<{ sandboxId: string; lane: string; outcome: string; waitMs: number; runMs: number; cpuMs: number; endedAt: number }>;
+  replacements: Array<{ at: number; lane: string; startupMs: number }>;
 }
 
 async function startServer(dataDir: string): Promise<{ child: ChildProcess; url: string }> {
@@ -199,6 +214,8 @@ const avg = (v: readonly number[]) => (v.length === 0 ? 0 : v.reduce((a, b) => a
 async function main(): Promise<void> {
   const minutes = arg('--minutes', 20);
   const warmupMs = arg('--warmup-seconds', 30) * 1000;
+  bulksPerSecond = arg('--bulks-per-second', 2);
+  const prefillDocs = process.argv.includes('--prefill-docs') ? arg('--prefill-docs', 1) : 0;
   const cores = os.availableParallelism();
   // The machine's load before and after: figures taken on a busy machine must say so.
   const loadBefore = os.loadavg().map((l) => Number(l.toFixed(2)));
@@ -210,14 +227,29 @@ async function main(): Promise<void> {
     body: JSON.stringify({ settings: { index: { refresh_interval: '1s' } } }),
   });
   if (created.status !== 200) throw new Error(`PUT /${INDEX} answered ${created.status}: ${await created.text()}`);
+  let docs = 0;
+  if (prefillDocs > 0) {
+    // A large index from the start, so that what happens at 200,000 documents shows in minutes, not
+    // after 18 of them: bulks of 1,000 documents, one at a time.
+    const prefillStarted = performance.now();
+    while (docs < prefillDocs) {
+      let body = '';
+      for (let i = 0; i < 10; i++) body += bulkBody();
+      const r = await fetch(`${url}/${INDEX}/_bulk`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', ...auth }, body });
+      const answer = (await r.json()) as { errors?: boolean };
+      if (r.status !== 200 || answer.errors === true) throw new Error(`prefill bulk answered ${r.status}`);
+      docs += 10 * DOCS_PER_BULK;
+    }
+    await (await fetch(`${url}/${INDEX}/_refresh`, { method: 'POST', headers: auth })).arrayBuffer();
+    console.log(`prefilled ${INDEX} with ${docs} documents in ${((performance.now() - prefillStarted) / 1000).toFixed(1)} s`);
+  }
   console.log(
     `\nsoak: ${minutes} min after ${warmupMs / 1000} s of warm-up; ${USERS.map((u) => `${u.user} (${u.sandbox}) ${u.perSecond}/s`).join(', ')}; ` +
-      `${BULKS_PER_SECOND} bulks/s of ${DOCS_PER_BULK} docs into ${INDEX}; stats every 2 s; server pid ${child.pid}, ${cores} cores; load before ${loadBefore.join(' ')}`,
+      `${bulksPerSecond} bulks/s of ${DOCS_PER_BULK} docs into ${INDEX}; stats every 2 s; server pid ${child.pid}, ${cores} cores; load before ${loadBefore.join(' ')}`,
   );
 
   let current = new Minute();
   let counting = false;
-  let docs = 0;
   const pending = new Set<Promise<void>>();
   const track = (p: Promise<void>, m: Minute) => {
     pending.add(p);
@@ -241,6 +273,22 @@ async function main(): Promise<void> {
           });
           const text = await r.text();
           const latencyUs = Math.max(1, Math.round((performance.now() - intended) * 1000));
+          // The 20 latest of the minute: the first late ones are not the ones that matter.
+          if (latencyUs > LATE_ANSWER_MS * 1000 && (m.late.length < 20 || latencyUs / 1000 > m.late.at(-1)!.latencyMs)) {
+            let tookMs: number | undefined;
+            let reason: string | undefined;
+            try {
+              const parsed = JSON.parse(text) as { took?: number; error?: { rejection_reason?: string; type?: string } };
+              tookMs = parsed.took;
+              reason = parsed.error?.rejection_reason ?? parsed.error?.type;
+            } catch {
+              // not JSON: left undefined
+            }
+            const sentAt = Date.now() - (performance.now() - intended);
+            m.late.push({ sentAt, user: u.user, sandbox: u.sandbox, status: r.status, latencyMs: latencyUs / 1000, tookMs, reason });
+            m.late.sort((a, b) => b.latencyMs - a.latencyMs);
+            if (m.late.length > 20) m.late.pop();
+          }
           if (r.status === 200) {
             m.ok.get(u.sandbox)!.recordValue(latencyUs);
             m.answered.recordValue(latencyUs);
@@ -331,7 +379,7 @@ async function main(): Promise<void> {
           sentBy[k]!++;
         }
       });
-      for (let at = (bulksSent * 1000) / BULKS_PER_SECOND; at <= sendUntil && at < totalMs; at = (bulksSent * 1000) / BULKS_PER_SECOND) {
+      for (let at = (bulksSent * 1000) / bulksPerSecond; at <= sendUntil && at < totalMs; at = (bulksSent * 1000) / bulksPerSecond) {
         bulk();
         bulksSent++;
       }
@@ -432,6 +480,11 @@ function summarise(minute: number, m: Minute, server: ServerMinute, docs: number
     mainHeapMb: server.memory.heapUsed / 1048576,
     mainExternalMb: (server.memory.external + server.memory.arrayBuffers) / 1048576,
     server: { counters: server.counters, workers: server.workers },
+    // Where a late answer's time went: the client's view (sent when, latency, took), the server's
+    // tasks that ended more than 5 s after they were queued (wait, run, CPU), and the worker replacements.
+    lateAnswers: m.late,
+    lateTasks: server.lateTasks,
+    replacements: server.replacements,
   };
 }
 
@@ -445,6 +498,16 @@ function printMinute(r: Record<string, unknown>): void {
       `; 429 ${JSON.stringify(r['refusedByReason'])}; queue wait p99 ${f(r['queueWaitP99Ms'])} max ${f(r['queueWaitMaxMs'])} ms; ` +
       `cpu ${f(r['nodeCpu'])}; event-loop delay p99 ${f(r['loopDelayP99Ms'])} max ${f(r['loopDelayMaxMs'])} ms; rss ${f(r['rssMb'])} MB; timeouts ${r['clientTimeouts']}`,
   );
+  const clock = (at: number) => new Date(at).toISOString().slice(11, 23);
+  for (const a of r['lateAnswers'] as Minute['late']) {
+    console.log(`    late answer: ${a.user} (${a.sandbox}) sent ${clock(a.sentAt)}, ${a.status}${a.reason ? ` ${a.reason}` : ''} after ${f(a.latencyMs)} ms, took ${f(a.tookMs)} ms`);
+  }
+  for (const t of r['lateTasks'] as ServerMinute['lateTasks']) {
+    console.log(`    late task: ${t.sandboxId} (${t.lane}) ${t.outcome} at ${clock(t.endedAt)}: waited ${f(t.waitMs)} ms, ran ${f(t.runMs)} ms (cpu ${f(t.cpuMs)} ms)`);
+  }
+  for (const w of r['replacements'] as ServerMinute['replacements']) {
+    console.log(`    worker replaced: ${w.lane} at ${clock(w.at)}, loaded in ${f(w.startupMs)} ms`);
+  }
 }
 
 function report(rows: Array<Record<string, unknown>>, minutes: number, load: { before: number[]; after: number[] }): void {
@@ -512,7 +575,7 @@ function report(rows: Array<Record<string, unknown>>, minutes: number, load: { b
     minutes,
     load,
     users: USERS.map((u) => ({ user: u.user, sandbox: u.sandbox, perSecond: u.perSecond, index: u.index })),
-    bulksPerSecond: BULKS_PER_SECOND,
+    bulksPerSecond,
     docsPerBulk: DOCS_PER_BULK,
     queueWaitBoundMs: QUEUE_WAIT_BOUND_MS,
     checks: {

@@ -182,6 +182,8 @@ export class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     registry.onChange((list) => this.#applySandboxes(list));
     // A shared store (etcd) hands over the rules other nodes saved: applied here, not saved again.
     parts.priorityStore.watch?.((document) => this.#applyStoredQueryPriority(document));
+    // A replacement that has loaded takes the tasks held back while its lane had no free live worker.
+    pool.onWorkerReady(() => pump(this.#x));
     this.#nodeSampler = new NodeUsageSampler({ cores: options.cores });
     this.#usageTracker = new NodeUsageTracker({
       ...options.resourceUsage,

@@ -250,3 +250,62 @@ describe('runtime under overload: queue-wait bounds and callers that give up', (
     expect(runtime.nodeStats().queued).toBe(0);
   });
 });
+
+describe('runtime under overload: a lane whose workers are all being replaced', () => {
+  let runtime: Runtime;
+  const ended: TaskEndEvent[] = [];
+  beforeAll(async () => {
+    runtime = await createRuntime({
+      engine: echoEngine,
+      // Each worker takes 2 s to load (an engine loading a large index), and there is no spare: while
+      // the one worker's replacement loads, the lane has no live worker at all.
+      engineOptions: { initDelayMs: 2000 },
+      lanes: false,
+      threads: 1,
+      spareWorkers: 0,
+      sandboxes: {
+        sandboxes: [
+          { _id: '_root', priority: 10 },
+          { name: 'patient', priority: 10, max_queue_wait: '6s', selectionAttributes: [{ name: 'userPattern', value: 'patient_*' }] },
+        ],
+      },
+      maxQueueWaitMs: 300,
+      duressShedding: false,
+      dataDir: mkdtempSync(path.join(tmpdir(), 'qs-overload-replaced-')),
+      onTaskEnd: (e) => ended.push(e),
+    });
+  });
+  afterAll(async () => {
+    await runtime.close();
+  });
+
+  it('keeps a task in the queue, under its queue-wait bound, while no live worker can take it, and runs the next one on the replacement', async () => {
+    // An uncooperative task whose caller gives up: its worker is terminated after the grace.
+    const controller = new AbortController();
+    const spin = runtime.search({ index: 'alpha', body: { spinWallMs: 6000 }, user: 'x' }, { signal: controller.signal });
+    await sleep(100);
+    controller.abort();
+    await expect(spin).rejects.toBeInstanceOf(AbortedError);
+    for (let i = 0; i < 150 && !ended.some((e) => e.cancellation?.hard === true); i++) await sleep(20);
+    expect(ended).toMatchObject([{ outcome: 'cancelled', cancellation: { hard: true, reason: 'aborted' } }]);
+    expect(runtime.nodeStats().liveWorkers).toBe(0);
+    // Sent while the replacement loads: they wait in the queue, where their bounds apply, not inside
+    // the pool until the replacement has loaded (2 s), unseen as waiting. The one bounded at 300 ms is
+    // refused when its bound passes; the one bounded at 6 s runs as soon as the replacement has loaded.
+    const t0 = performance.now();
+    const [bounded, patient] = await Promise.all([
+      settle(runtime.search({ index: 'alpha', body: { echo: 'bounded' }, user: 'x' }), t0),
+      settle(runtime.search({ index: 'alpha', body: { echo: 'patient' }, user: 'patient_1' }), t0),
+    ]);
+    expect(bounded.error).toBeInstanceOf(RejectedError);
+    expect((bounded.error as RejectedError).reason).toBe('queue_wait');
+    expect(bounded.ms).toBeLessThan(1500);
+    expect(patient.value).toMatchObject({ echo: 'patient' });
+    expect(runtime.nodeStats().workersStarted).toBe(2);
+    // It waited for the replacement in the queue (its wait counted there), and ran at once.
+    const patientEnd = ended.find((e) => e.sandboxId === 'patient')!;
+    expect(patientEnd.waitMs).toBeGreaterThan(1000);
+    expect(patientEnd.runMs).toBeLessThan(1000);
+    expect(patient.ms).toBeLessThan(5500);
+  });
+});

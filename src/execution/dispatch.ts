@@ -36,6 +36,11 @@ function dispatchQueued(x: TaskExecution): void {
     const expired = x.scheduler.expire(performance.now());
     if (expired.length > 0) rejectExpired(x, expired);
   }
+  // Each lane hands out no more tasks than it has live workers: with its spares used up by
+  // replacements still loading, a task given to the pool would wait there, unbounded and unseen.
+  for (let lane = 0; lane < x.laneNames.length; lane++) {
+    x.scheduler.setLiveWorkers(lane, x.pool.readyWorkersOf(lane));
+  }
   while (!x.closed) {
     const dispatch = x.scheduler.next(performance.now());
     if (dispatch === undefined) break;

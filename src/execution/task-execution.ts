@@ -31,6 +31,8 @@ export interface ExecutionPool {
   run(lane: number, envelope: TaskEnvelope): Promise<TaskOutcome>;
   /** Terminates the worker running `taskId` in `slot` (a hard cancellation); its `run` then rejects. */
   terminateWorkerOf(lane: number, slot: number, taskId: number): boolean;
+  /** Workers of lane `lane` loaded and taking tasks, spares included. */
+  readyWorkersOf(lane: number): number;
 }
 
 /** What the steps need of the governor (`Governor`). */

@@ -64,6 +64,7 @@ export class LanePool {
   readonly slots: TaskSlots;
   readonly #lanes: readonly WorkerPool[];
   readonly #specs: readonly PoolLane[];
+  #onWorkerReady: (() => void) | undefined;
 
   private constructor(lanes: readonly WorkerPool[], specs: readonly PoolLane[]) {
     this.#lanes = lanes;
@@ -77,14 +78,16 @@ export class LanePool {
    */
   static async start(options: LanePoolOptions): Promise<LanePool> {
     if (options.lanes.length === 0) throw new RangeError('a pool needs at least one lane');
+    let made: LanePool | undefined;
     const slotCount = options.lanes.reduce((sum, l) => sum + (l.workers + l.spareWorkers) * options.depthPerWorker, 0);
     const slots = allocateTaskSlotBuffers(slotCount);
     const started = await Promise.allSettled(
       options.lanes.map((lane, index) =>
         WorkerPool.start({
-          ...(options.onReplacement !== undefined
-            ? { onReplacement: (report: WorkerStartupReport) => options.onReplacement?.(index, report) }
-            : {}),
+          onReplacement: (report: WorkerStartupReport) => {
+            options.onReplacement?.(index, report);
+            if (made !== undefined) made.#onWorkerReady?.();
+          },
           engineUrl: options.engineUrl,
           engineOptions: options.engineOptions,
           cacheDir: options.cacheDir,
@@ -107,10 +110,25 @@ export class LanePool {
         { cause: reason },
       );
     }
-    return new LanePool(
+    made = new LanePool(
       started.map((r) => (r as PromiseFulfilledResult<WorkerPool>).value),
       options.lanes,
     );
+    return made;
+  }
+
+  /**
+   * `listener` is called each time a replacement worker of any lane has loaded the engine (after
+   * `onReplacement`), so that tasks held back for want of a live worker are handed out. One listener;
+   * a second call replaces it.
+   */
+  onWorkerReady(listener: () => void): void {
+    this.#onWorkerReady = listener;
+  }
+
+  /** Workers of lane `lane` loaded and taking tasks, spares included (0 for no such lane). */
+  readyWorkersOf(lane: number): number {
+    return this.#lanes[lane]?.readyWorkers ?? 0;
   }
 
   /** Number of lanes. */

@@ -231,6 +231,18 @@ class LaneState<T> {
   busy!: number[];
   /** When its queue last went from empty to holding a task, ms. */
   nonEmptySinceMs = 0;
+  /**
+   * Workers of the lane loaded and taking tasks (see `setLiveWorkers`); Infinity: not told, as many
+   * as `workers`. Fewer than `workers` while hard-cancelled workers' replacements load and the spares
+   * are used up: the lane then takes no more tasks than it has live workers.
+   */
+  live = Number.POSITIVE_INFINITY;
+
+  get busyTotal(): number {
+    let n = 0;
+    for (const b of this.busy) n += b;
+    return n;
+  }
 
   constructor(spec: ResolvedLane, aging: number, overtakeEvery: number) {
     this.spec = spec;
@@ -329,7 +341,8 @@ export class TaskScheduler<T> {
     const lane = this.#lanes[laneIndex]!;
     // A task a free worker takes at once does not wait: no bound applies to it. One held back by its
     // sandbox's concurrency cap waits, and counts against the bounds.
-    const runsNow = this.#groupFor(lane, priority) >= 0 && (this.#mayStartItem?.(item) ?? true);
+    const runsNow =
+      lane.busyTotal < lane.live && this.#groupFor(lane, priority) >= 0 && (this.#mayStartItem?.(item) ?? true);
     const sandboxLimit = this.#sandboxLimit(sandboxId);
     if (
       !runsNow &&
@@ -497,7 +510,7 @@ export class TaskScheduler<T> {
 
   #nextIn(laneIndex: number, nowMs: number): Dispatch<T> | undefined {
     const lane = this.#lanes[laneIndex]!;
-    if (lane.queue.length === 0) return undefined;
+    if (lane.queue.length === 0 || lane.busyTotal >= lane.live) return undefined;
     const groups = lane.plan.groups;
     let floor = Number.POSITIVE_INFINITY;
     for (let i = 0; i < groups.length; i++) {
@@ -594,6 +607,21 @@ export class TaskScheduler<T> {
     if (state === undefined) throw new RangeError(`no lane ${lane}`);
     state.workers = capacity;
     this.#replan(state);
+  }
+
+  /**
+   * Tells how many workers of lane `lane` are loaded and taking tasks (integer >= 0; Infinity: no
+   * limit beyond `workers`). The lane hands out no more tasks than that at once: a task handed to a
+   * pool with no free live worker would wait inside the pool, past every queue-wait bound and
+   * unseen as waiting, until a replacement loads (a large index: seconds). Here it waits in the
+   * queue, where its bound applies. @throws RangeError for a negative or fractional count.
+   */
+  setLiveWorkers(lane: number, live: number): void {
+    if (!(live === Number.POSITIVE_INFINITY || (Number.isInteger(live) && live >= 0)))
+      throw new RangeError(`live workers must be an integer >= 0; received ${live}`);
+    const state = this.#lanes[lane];
+    if (state === undefined) throw new RangeError(`no lane ${lane}`);
+    state.live = live;
   }
 
   /** Removes and returns every queued task (at shutdown). */

@@ -22,7 +22,8 @@
 import { InvalidSandboxError } from '../errors.js';
 import { isPlainObject } from '../common/is-plain-object.js';
 import { RESOURCES, ROOT_SANDBOX_ID, type Sandbox } from '../sandbox/sandbox.js';
-import { toSearchSettingsDocument } from '../sandbox/search-settings.js';
+import { parseSearchSettings, toSearchSettingsDocument } from '../sandbox/search-settings.js';
+import { MAX_CONCURRENT_TASKS } from '../sandbox/sandbox-entry.js';
 
 /** OpenSearch's default node-level rejection and cancellation thresholds, as fractions of a group's limit. */
 export const WLM_REJECTION_FRACTION = 0.8;
@@ -145,6 +146,7 @@ function searchSettingsOf(settings: unknown, searchSettings: unknown): Record<st
         throw new InvalidSandboxError(at, `is not a workload group setting (expected one of ${Object.keys(SETTING_KEYS).join(', ')})`, value);
       }
       out[native] = settingValue(native, value);
+      checkSetting(at, native, out[native], value);
     }
   }
   if (searchSettings !== undefined && searchSettings !== null) {
@@ -159,6 +161,22 @@ function searchSettingsOf(settings: unknown, searchSettings: unknown): Record<st
     }
   }
   return out;
+}
+
+/**
+ * Checks one translated setting with the sandbox's own parser, so that a refusal names the field as
+ * the client sent it (`settings.search.default_search_timeout`), not its `search_settings` name.
+ * `null` (remove the setting) is left to the merge.
+ * @throws InvalidSandboxError naming `at` and the value as received.
+ */
+function checkSetting(at: string, native: string, translated: unknown, received: unknown): void {
+  if (translated === null) return;
+  try {
+    parseSearchSettings({ [native]: translated }, 'settings');
+  } catch (error) {
+    if (!(error instanceof InvalidSandboxError)) throw error;
+    throw new InvalidSandboxError(at, error.expectation, received);
+  }
 }
 
 function isEmpty(value: unknown): boolean {
@@ -202,6 +220,10 @@ function capsOf(raw: unknown, create: boolean): Record<string, unknown> {
   }
   const limit = raw['node_limit'];
   if (limit === undefined) throw new InvalidSandboxError('throttling.node_limit', 'is required when throttling is set', undefined);
+  if (limit !== null && (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_CONCURRENT_TASKS)) {
+    // Checked here as well as by the sandbox, so that the message names the field the client sent.
+    throw new InvalidSandboxError('throttling.node_limit', `must be an integer in 1..${MAX_CONCURRENT_TASKS} (tasks running at once)`, limit);
+  }
   return by === 'username'
     ? { ...cleared, max_concurrent_tasks_per_user: limit }
     : { ...cleared, max_concurrent_tasks: limit };

@@ -63,6 +63,8 @@ describe('query-sandbox command', () => {
       'serve',
       '--sandboxes',
       file,
+      '--port',
+      '0',
       '--log-level',
       'silent',
       '--data-dir',

@@ -59,6 +59,11 @@ export class FakePool implements ExecutionPool {
     return true;
   }
 
+  /** Every worker stays live: a termination's replacement is ready at once. */
+  readyWorkersOf(_lane: number): number {
+    return 2;
+  }
+
   /** The worker answers: the cancel code its slot holds if one was asked (a cooperative stop), else `outcome`. */
   answer(taskId: number, outcome: TaskOutcome): void {
     const run = this.runs.get(taskId)!;

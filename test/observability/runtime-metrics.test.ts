@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RuntimeFeed } from '../../src/observability/runtime-feed.js';
 import { createRuntime, type Runtime } from '../../src/runtime.js';
 import { buildHttpServer } from '../../src/server/http-server.js';
@@ -164,14 +164,25 @@ describe('Prometheus metrics of a runtime', () => {
       selectionAttributes: [{ name: 'userPattern', value: 'batch_*' }],
     });
     await runtime.search({ index: 'alpha', body: { echo: 1 }, user: 'batch_1' });
-    let m = await scrape();
-    expect(samplesOf(m, `${P}sandbox_usage_ratio`, { sandbox_id: batch.id, sandbox_name: 'batch-jobs' })).toHaveLength(2);
-    expect(samplesOf(m, `${P}task_queue_wait_seconds_count`, { sandbox_id: batch.id })).toHaveLength(1);
+    // The scrape reads the snapshot of the governor's last tick: on a busy host the first tick after
+    // the create may come late, so wait for it rather than for a fixed time.
+    await vi.waitFor(
+      async () => {
+        const m = await scrape();
+        expect(samplesOf(m, `${P}sandbox_usage_ratio`, { sandbox_id: batch.id, sandbox_name: 'batch-jobs' })).toHaveLength(2);
+        expect(samplesOf(m, `${P}task_queue_wait_seconds_count`, { sandbox_id: batch.id })).toHaveLength(1);
+      },
+      { timeout: 10_000, interval: 50 },
+    );
     await runtime.sandboxRegistry.delete(batch.id);
-    await new Promise((r) => setTimeout(r, 150));
-    m = await scrape();
-    expect(samplesOf(m, `${P}sandbox_usage_ratio`, { sandbox_id: batch.id })).toHaveLength(0);
-    expect(samplesOf(m, `${P}task_queue_wait_seconds_count`, { sandbox_id: batch.id })).toHaveLength(0);
+    await vi.waitFor(
+      async () => {
+        const m = await scrape();
+        expect(samplesOf(m, `${P}sandbox_usage_ratio`, { sandbox_id: batch.id })).toHaveLength(0);
+        expect(samplesOf(m, `${P}task_queue_wait_seconds_count`, { sandbox_id: batch.id })).toHaveLength(0);
+      },
+      { timeout: 10_000, interval: 50 },
+    );
   });
 });
 

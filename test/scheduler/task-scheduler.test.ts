@@ -63,6 +63,33 @@ describe('worker reservations', () => {
 });
 
 describe('TaskScheduler', () => {
+  it('hands out no more tasks than the lane has live workers, and the held ones wait under their bounds', () => {
+    const s = scheduler(2);
+    s.setLiveWorkers(0, 1);
+    for (const t of ['a', 'b', 'c']) s.offer(t, 'x', 5, 0, 300);
+    const first = takeAll(s, 10);
+    expect(first.map((d) => d.item)).toEqual(['a']);
+    // No live worker at all (the one left was replaced too): nothing more, whatever frees up.
+    s.setLiveWorkers(0, 0);
+    s.release(first[0]!);
+    expect(s.next(20)).toBeUndefined();
+    // The held tasks are still queued, so their queue-wait bound takes them.
+    expect(s.expire(301).map((e) => [e.item, e.reason])).toEqual([
+      ['b', 'queue_wait'],
+      ['c', 'queue_wait'],
+    ]);
+    s.offer('d', 'x', 5, 400, 300);
+    s.offer('e', 'x', 5, 400, 300);
+    s.offer('f', 'x', 5, 400, 300);
+    // Replacements loaded: up to the lane's workers again (2), not its live count (3, a spare).
+    s.setLiveWorkers(0, 3);
+    expect(takeAll(s, 410).map((d) => d.item)).toEqual(['d', 'e']);
+    s.setLiveWorkers(0, Number.POSITIVE_INFINITY);
+    expect(() => s.setLiveWorkers(0, -1)).toThrow(RangeError);
+    expect(() => s.setLiveWorkers(0, 1.5)).toThrow(RangeError);
+    expect(() => s.setLiveWorkers(3, 1)).toThrow(RangeError);
+  });
+
   it('keeps FIFO order within a priority (stable)', () => {
     const s = scheduler(1);
     s.offer('first', 'a', 0, 0);

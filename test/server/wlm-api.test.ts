@@ -97,8 +97,13 @@ describe('the _wlm API over the sandboxes', () => {
       [{ name: 'x', resiliency_mode: 'soft', resource_limits: { cpu: 1.5 } }, 'resource_limits.cpu must be a ratio greater than 0 and at most 1; received 1.5'],
       [{ name: 'x', resiliency_mode: 'soft', resource_limits: { disk: 0.1 } }, 'resource_limits.disk is not a resource'],
       [{ name: 'x', resiliency_mode: 'soft', resource_limits: { cpu: 0.1 }, settings: { 'search.max_buckets': 100 } }, 'settings.search.max_buckets is not supported here'],
-      [{ name: 'x', resiliency_mode: 'soft', resource_limits: { cpu: 0.1 }, settings: { 'search.default_search_timeout': '5 parsecs' } }, 'search_settings.timeout must be a time value with a unit'],
-      [{ name: 'x', resiliency_mode: 'soft', resource_limits: { cpu: 0.1 }, throttling: { node_limit: 0 } }, 'max_concurrent_tasks must be an integer in 1..100000'],
+      // Refusals name the field as the client sent it, not its /_sandbox name.
+      [{ name: 'x', resiliency_mode: 'soft', resource_limits: { cpu: 0.1 }, settings: { 'search.default_search_timeout': '5 parsecs' } }, 'settings.search.default_search_timeout must be a time value with a unit (nanos, micros, ms, s, m, h, d), or -1 to disable (unit is missing or unrecognized); received "5 parsecs"'],
+      [{ name: 'x', resiliency_mode: 'soft', resource_limits: { cpu: 0.1 }, settings: { search: { max_concurrent_shard_requests: '0' } } }, 'settings.search.max_concurrent_shard_requests must be an integer in 1..65536; received "0"'],
+      [{ name: 'x', resiliency_mode: 'soft', resource_limits: { cpu: 0.1 }, settings: { override_request_values: 'yes' } }, 'settings.override_request_values must be true or false; received "yes"'],
+      [{ name: 'x', resiliency_mode: 'soft', resource_limits: { cpu: 0.1 }, search_settings: { timeout: '0s' } }, 'search_settings.timeout must be a positive time value'],
+      [{ name: 'x', resiliency_mode: 'soft', resource_limits: { cpu: 0.1 }, throttling: { node_limit: 0 } }, 'throttling.node_limit must be an integer in 1..100000 (tasks running at once); received 0'],
+      [{ name: 'x', resiliency_mode: 'soft', resource_limits: { cpu: 0.1 }, throttling: { node_limit: '2', by: 'username' } }, 'throttling.node_limit must be an integer in 1..100000 (tasks running at once); received "2"'],
       [{ name: 'x', resiliency_mode: 'soft', resource_limits: { cpu: 0.1 }, throttling: { node_limit: 3, by: 'role' } }, 'throttling.by cannot be role here'],
       [{ name: 'x', resiliency_mode: 'soft', resource_limits: { cpu: 0.1 }, _id: 'mine' }, '_id is set by the server'],
     ];
