@@ -88,7 +88,8 @@ function rejectExpired(x: TaskExecution, expired: readonly Expiry<QueuedTask>[])
   for (const e of expired) {
     x.counters.countRejection(e.sandboxId, 'queue');
     x.counters.of(e.sandboxId).queueWaitRejections++;
-    const waited = Math.round(e.waitedMs);
+    // Whole ms, unless rounding would make the wait look no longer than its bound (a 1 ms bound).
+    const waited = Math.round(e.waitedMs) > e.boundMs ? Math.round(e.waitedMs) : e.waitedMs.toFixed(2);
     const message =
       e.reason === 'queue_wait'
         ? `rejected: the task waited ${waited} ms in the queue, past its bound of ${e.boundMs} ms (${e.item.boundFrom})`
