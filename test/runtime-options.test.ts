@@ -61,3 +61,20 @@ describe('runtime options for cluster nodes', () => {
     expect(() => resolveRuntimeOptions(options as never)).toThrow(message);
   });
 });
+
+describe('worker heap cap and memory budget', () => {
+  it('caps each worker at 2,048 MiB by default while the budget stays 1,024 MiB per worker', () => {
+    const o = resolveRuntimeOptions({ cores: 2 });
+    expect(o.workerHeapMb).toBe(2048);
+    const workers = o.lanes.reduce((sum, lane) => sum + lane.workers, 0);
+    expect(workers).toBe(4);
+    expect(o.memoryBudgetBytes).toBe(workers * 1024 * 1024 * 1024);
+  });
+
+  it('follows a given workerHeapMb in the budget, and a given budget wins', () => {
+    const o = resolveRuntimeOptions({ cores: 2, workerHeapMb: 512 });
+    expect(o.workerHeapMb).toBe(512);
+    expect(o.memoryBudgetBytes).toBe(4 * 512 * 1024 * 1024);
+    expect(resolveRuntimeOptions({ cores: 2, workerHeapMb: 4096, memoryBudgetBytes: 1000 }).memoryBudgetBytes).toBe(1000);
+  });
+});
