@@ -41,6 +41,8 @@ import {
   InvalidArgumentError,
 } from '../errors.js';
 import {
+  type BulkParameters,
+  type BulkResponse,
   prepareBulkIndices,
   runBulk,
   type RefreshPolicy,
@@ -66,8 +68,6 @@ import {
 } from '../indices/index-settings.js';
 import {
   assignResults,
-  type BulkParameters,
-  type BulkResponse,
   type CatShardRow,
   type GetResponse,
   getShard,
@@ -75,7 +75,7 @@ import {
   mappingsView,
   settingsView,
   templateView,
-} from '../indices/writable-indices.js';
+} from '../indices/index-api.js';
 import { BulkPlanner, type PlannedItem, type ShardBatch } from '../bulk/bulk-planner.js';
 import { type BulkItem, BulkRequestParser, type BulkRequestParserOptions } from '../bulk/bulk-request.js';
 import { isPlainObject } from '../common/is-plain-object.js';

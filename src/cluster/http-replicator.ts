@@ -19,7 +19,7 @@ import type pino from 'pino';
 import type { RefreshPolicy } from '../bulk/bulk-response.js';
 import type { LocalCopy } from '../indices/local-shards.js';
 import type { LoggedOperation } from '../indices/shard-log.js';
-import type { Replicator, ReplicaTiming, WritableIndices } from '../indices/writable-indices.js';
+import type { LocalPlacement, Replicator, ReplicaTiming } from '../indices/local-placement.js';
 import { callInternal } from './internal-call.js';
 import { RECOVER_PATH, REPLICATE_PATH } from './internal-protocol.js';
 
@@ -88,7 +88,7 @@ class ReplicaQueue {
 /** Options of `HttpReplicator`. */
 export interface HttpReplicatorOptions {
   /** This node's writable indices (for its log when a replica needs a resend). */
-  readonly indices: WritableIndices;
+  readonly indices: LocalPlacement;
   /** Time a replica has to answer, ms. @default 30000 */
   readonly timeoutMs?: number;
   /**
@@ -107,7 +107,7 @@ export interface HttpReplicatorOptions {
 
 /** The data node's `Replicator` (see module doc). */
 export class HttpReplicator implements Replicator {
-  readonly #indices: WritableIndices;
+  readonly #indices: LocalPlacement;
   readonly #timeoutMs: number;
   readonly #secret: string | undefined;
   readonly #log: pino.Logger;
@@ -320,7 +320,7 @@ export class HttpReplicator implements Replicator {
  * Runs in the background; resolves when every replica has recovered or given up.
  */
 export async function recoverReplicas(
-  indices: WritableIndices,
+  indices: LocalPlacement,
   log: pino.Logger,
   options: {
     readonly retryMs?: number;

@@ -211,7 +211,7 @@ export function registerDataNodeRoutes(
     });
   }
 
-  const indices = runtime.indices;
+  const indices = runtime.indices?.placement;
   if (indices === undefined) return { recover: async () => undefined };
   const log = options.logger ?? pino({ level: 'silent' });
   const replicator = new HttpReplicator({

@@ -36,7 +36,7 @@ import { parseIndexMetadata } from '../indices/index-metadata-store.js';
 import { parseSettingValues, resolveIndexSettings } from '../indices/index-settings.js';
 import type { ShardWriteItem } from '../bulk/shard-write-item.js';
 import type { LoggedOperation } from '../indices/shard-log.js';
-import type { WritableIndices } from '../indices/writable-indices.js';
+import type { LocalPlacement } from '../indices/local-placement.js';
 import { isPlainObject } from '../common/is-plain-object.js';
 import { sendError } from './error-body.js';
 
@@ -137,7 +137,7 @@ async function answer(reply: FastifyReply, run: () => unknown): Promise<FastifyR
 }
 
 /** Adds the write routes (see module doc) to a data node's app. */
-export function registerWriteRoutes(app: FastifyInstance, indices: WritableIndices, nodeId: string): void {
+export function registerWriteRoutes(app: FastifyInstance, indices: LocalPlacement, nodeId: string): void {
   const plain = { config: { auth: 'internal' as const, urlParameters: { names: ['pretty'], hint: '(pretty)' } } };
   app.put<{ Params: { index: string } }>(`${INDICES_PATH}/:index`, plain, (request, reply) =>
     answer(reply, async () => {
