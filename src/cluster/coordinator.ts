@@ -66,7 +66,6 @@ import { isPlainObject } from '../common/is-plain-object.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { type EffectiveSearchSettings, effectiveSearchSettings, resolveSetting } from '../sandbox/search-settings.js';
 import type { DataNodeAddress } from './cluster-spec.js';
-import { ClusterWrites } from './cluster-writes.js';
 import type { CoordinatorStats, DataNodeStats } from './coordinator-stats.js';
 import { callShardSearch, type NodeCallOutcome } from './data-node-client.js';
 import { discoverDataNodes } from './discovery.js';
@@ -84,6 +83,7 @@ import {
   readNodeHits,
 } from './search-merge.js';
 import { pageOf } from './search-page.js';
+import { type ClusterIndices, clusterWriteStats, openClusterIndices } from './remote-placement.js';
 
 export type { CoordinatorStats, DataNodeStats } from './coordinator-stats.js';
 export { RemoteClientError } from '../errors.js';
@@ -296,7 +296,7 @@ export class Coordinator {
   /** Admission rejections at info, rate-limited. */
   readonly #decisions: DecisionLog;
   readonly #closing = new AbortController();
-  #writes: ClusterWrites | undefined;
+  #writes: ClusterIndices | undefined;
   #membership: MembershipWatcher | undefined;
   #sandboxes: (() => readonly Sandbox[]) | undefined;
   /** The classifier and settings of the last sandbox list seen (rebuilt when the list changes). */
@@ -428,7 +428,7 @@ export class Coordinator {
     coordinator.#membership = state?.membership;
     coordinator.#sandboxes = options.sandboxes;
     const isLive = state === undefined ? undefined : (id: string) => state.membership.isLive(id);
-    coordinator.#writes = await ClusterWrites.open({
+    coordinator.#writes = await openClusterIndices({
       nodes: urls,
       readOnlyIndices: table.indices,
       metadataPersistence: state === undefined ? undefined : new EtcdMetadataPersistence(state.connection),
@@ -457,7 +457,7 @@ export class Coordinator {
     });
     if (state !== undefined) {
       const failOver = () => {
-        void coordinator.#writes!.failOver().then(
+        void coordinator.#writes!.placement.failOver().then(
           (promotions) => {
             coordinator.#failovers += promotions.length;
           },
@@ -484,15 +484,15 @@ export class Coordinator {
     return this.#membership === undefined || this.#membership.isLive(nodeId);
   }
 
-  /** The write side: writable indices, templates, bulks (see `cluster-writes.ts`). */
-  get writes(): ClusterWrites {
+  /** The write side: the index service over the data nodes (see `remote-placement.ts`). */
+  get writes(): ClusterIndices {
     return this.#writes!;
   }
 
   /** The data nodes' indices followed by the writable ones. */
   #searchableIndices(): readonly string[] {
-    const writable = this.#writes?.names() ?? [];
-    return writable.length === 0 ? this.#table.indices : [...this.#table.indices, ...writable];
+    // Read on every search: the service rebuilds the list only when the writable indices change.
+    return this.#writes?.searchableIndices(this.#table.indices) ?? this.#table.indices;
   }
 
   /** The routing table learnt at start. */
@@ -533,14 +533,14 @@ export class Coordinator {
     this.#searches++;
     const targets: Target[] = [];
     for (const index of indices) {
-      const writable = this.#writes?.shardsOf(index);
+      const writable = this.#writes?.placement.shardsOf(index);
       const shards = writable ?? this.#table.shardsOf(index);
       for (let shard = 0; shard < shards; shard++) {
         targets.push({
           index,
           shard,
           copies:
-            writable === undefined ? this.#table.copiesOf(index, shard) : this.#writes!.copiesOf(index, shard),
+            writable === undefined ? this.#table.copiesOf(index, shard) : this.#writes!.placement.copiesOf(index, shard),
           tried: [],
           failure: undefined,
           hitsFrom: -1,
@@ -861,7 +861,7 @@ export class Coordinator {
       },
       duressThresholds: this.#ranking.duressThresholds,
       dataNodes,
-      ...(this.#writes !== undefined ? { writes: this.#writes.stats() } : {}),
+      ...(this.#writes !== undefined ? { writes: clusterWriteStats(this.#writes) } : {}),
     };
   }
 

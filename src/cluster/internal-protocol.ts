@@ -11,7 +11,7 @@
  *   Errors use the usual `{"error": {...}, "status": N}` body and status.
  * - `POST|DELETE /_internal/debug/cpu_hog` (only with `--debug-routes`): see `cpu-hog.ts`; and
  *   `POST|DELETE /_internal/debug/latency`: see `latency-injector.ts`.
- * - Writable indices (see `cluster-writes.ts` and `data-node-routes.ts`): `PUT|DELETE
+ * - Writable indices (see `remote-placement.ts` and `data-node-routes.ts`): `PUT|DELETE
  *   /_internal/indices/{index}` (metadata from the coordinator), `PUT /_internal/indices/{index}/_settings`,
  *   `POST /_internal/bulk` (shard bulks on primaries), `POST /_internal/replicate` (primary to replica),
  *   `POST /_internal/recover` (replica from primary), `POST /_internal/get`, `GET /_internal/cat_shards`,
