@@ -60,7 +60,13 @@ import { explicitSettingsToFlat, type IndexSettings } from '../indices/index-set
 import { IndexingPressure } from '../indices/indexing-pressure.js';
 import { failOverPlacement } from './failover.js';
 import { callInternal, type InternalCallOptions } from './internal-call.js';
-import { CAT_SHARDS_PATH, GET_PATH, INDICES_PATH, REFRESH_PATH, SHARD_BULK_PATH } from './internal-protocol.js';
+import {
+  CAT_SHARDS_PATH,
+  GET_PATH,
+  INDICES_PATH,
+  REFRESH_PATH,
+  SHARD_BULK_PATH,
+} from './internal-protocol.js';
 
 /** What the coordinator lends its remote placement. */
 export interface RemotePlacementOptions {
@@ -176,11 +182,13 @@ export class RemotePlacement implements IndexPlacement {
     const made = new Map<string, string>();
     await this.#metadata.updateShardTables((meta, p, shard) => {
       const next = failOverPlacement(p, isLive);
-      if (next !== p) made.set(`[${meta.name}][${shard}]`, `${p.primary} -> ${next.primary} (term ${next.primaryTerm})`);
+      if (next !== p)
+        made.set(`[${meta.name}][${shard}]`, `${p.primary} -> ${next.primary} (term ${next.primaryTerm})`);
       return next;
     });
     const promotions = [...made].map(([shard, change]) => `${shard} ${change}`);
-    if (promotions.length > 0) this.#options.log.warn({ promotions }, 'primaries failed over to in-sync replicas');
+    if (promotions.length > 0)
+      this.#options.log.warn({ promotions }, 'primaries failed over to in-sync replicas');
     return promotions;
   }
 
@@ -207,7 +215,9 @@ export class RemotePlacement implements IndexPlacement {
       const primary = nodes[k % n]!;
       const copies = Array.from({ length: replicas }, (_, r) => nodes[(k + r + 1) % n]!);
       // With cluster state: every copy starts empty, hence in sync, at term 1.
-      return tracked ? { primary, replicas: copies, inSync: [primary, ...copies], primaryTerm: 1 } : { primary, replicas: copies };
+      return tracked
+        ? { primary, replicas: copies, inSync: [primary, ...copies], primaryTerm: 1 }
+        : { primary, replicas: copies };
     });
     return { layout, nodes: Object.fromEntries(this.#options.nodes) };
   }
@@ -215,9 +225,18 @@ export class RemotePlacement implements IndexPlacement {
   /** Sends the metadata to every live data node. @throws EngineFailureError naming the nodes that refused. */
   async openIndex(meta: IndexMetadata): Promise<void> {
     await this.#everyNode((url) =>
-      callInternal(url, `${INDICES_PATH}/${encodeURIComponent(meta.name)}`, 'PUT', formatIndexMetadata(meta), this.#callOptions()),
+      callInternal(
+        url,
+        `${INDICES_PATH}/${encodeURIComponent(meta.name)}`,
+        'PUT',
+        formatIndexMetadata(meta),
+        this.#callOptions(),
+      ),
     );
-    this.#options.log.info({ index: meta.name, uuid: meta.uuid, layout: meta.layout }, 'index created on the cluster');
+    this.#options.log.info(
+      { index: meta.name, uuid: meta.uuid, layout: meta.layout },
+      'index created on the cluster',
+    );
   }
 
   async abandonIndex(meta: IndexMetadata): Promise<void> {
@@ -227,7 +246,10 @@ export class RemotePlacement implements IndexPlacement {
   /** Deletes the copies on every data node; a node that does not answer reads the deletion later. */
   async removeIndex(meta: IndexMetadata): Promise<void> {
     await this.#deleteEverywhere(meta).catch((error: unknown) => {
-      this.#options.log.warn({ index: meta.name, error: String(error) }, 'index deleted, but not on every data node');
+      this.#options.log.warn(
+        { index: meta.name, error: String(error) },
+        'index deleted, but not on every data node',
+      );
     });
   }
 
@@ -285,12 +307,19 @@ export class RemotePlacement implements IndexPlacement {
     const found = new Map<string, CatShardRow>();
     await Promise.all(
       this.#nodeIds.map(async (node) => {
-        const outcome = await callInternal(this.#options.nodes.get(node)!, CAT_SHARDS_PATH, 'GET', undefined, {
-          ...this.#callOptions(),
-          timeoutMs: Math.min(5000, this.#options.timeoutMs),
-        });
+        const outcome = await callInternal(
+          this.#options.nodes.get(node)!,
+          CAT_SHARDS_PATH,
+          'GET',
+          undefined,
+          {
+            ...this.#callOptions(),
+            timeoutMs: Math.min(5000, this.#options.timeoutMs),
+          },
+        );
         if (!outcome.ok || !Array.isArray(outcome.body['rows'])) return;
-        for (const row of outcome.body['rows'] as CatShardRow[]) found.set(`${row.index}/${row.shard}/${row.node}`, row);
+        for (const row of outcome.body['rows'] as CatShardRow[])
+          found.set(`${row.index}/${row.shard}/${row.node}`, row);
       }),
     );
     const rows: CatShardRow[] = [];
@@ -306,7 +335,14 @@ export class RemotePlacement implements IndexPlacement {
         rows.push(copy(placement.primary, 'p'));
         for (const node of placement.replicas) rows.push(copy(node, 'r'));
         for (let r = placement.replicas.length; r < meta.settings.numberOfReplicas; r++) {
-          rows.push({ index: name, shard: String(shard), prirep: 'r', state: 'UNASSIGNED', docs: null, node: null });
+          rows.push({
+            index: name,
+            shard: String(shard),
+            prirep: 'r',
+            state: 'UNASSIGNED',
+            docs: null,
+            node: null,
+          });
         }
       });
     }
@@ -374,7 +410,8 @@ export class RemotePlacement implements IndexPlacement {
     const probes = new Set<string>();
     for (const n of nodes) {
       const stats = ranking.nodeStats(n);
-      let slow = median !== undefined && stats !== undefined && stats.responseTimeNs > this.#slowFactor * median;
+      let slow =
+        median !== undefined && stats !== undefined && stats.responseTimeNs > this.#slowFactor * median;
       if (slow) {
         // Slow figures go stale after slowNodeRetryMs without news: the node may take one probe bulk.
         const since = Math.max(this.#lastSampleMs.get(n) ?? 0, this.#probeSentMs.get(n) ?? 0);
@@ -383,7 +420,10 @@ export class RemotePlacement implements IndexPlacement {
           probes.add(n);
         }
       }
-      healthy.set(n, !slow && !this.#options.isDown(n) && !ranking.isInDuress(this.#options.collector.get(n)));
+      healthy.set(
+        n,
+        !slow && !this.#options.isDown(n) && !ranking.isInDuress(this.#options.collector.get(n)),
+      );
     }
     const ok = (n: string) => healthy.get(n) === true;
     const tiers = [
@@ -397,7 +437,8 @@ export class RemotePlacement implements IndexPlacement {
     const tier = tiers.find((t) => t.length > 0)!;
     const shard = tier[Math.min(tier.length - 1, Math.floor(this.#random() * tier.length))]!;
     const primary = meta.layout[shard]!.primary;
-    for (const n of [primary, ...meta.layout[shard]!.replicas]) if (probes.has(n)) this.#probeSentMs.set(n, nowMs);
+    for (const n of [primary, ...meta.layout[shard]!.replicas])
+      if (probes.has(n)) this.#probeSentMs.set(n, nowMs);
     this.#chosen.set(primary, (this.#chosen.get(primary) ?? 0) + 1);
     return shard;
   };
@@ -421,7 +462,11 @@ export class RemotePlacement implements IndexPlacement {
         'POST',
         {
           refresh,
-          shards: batches.map((b) => ({ index: b.index, shard: b.shard, items: b.items.map(toShardWriteItem) })),
+          shards: batches.map((b) => ({
+            index: b.index,
+            shard: b.shard,
+            items: b.items.map(toShardWriteItem),
+          })),
         },
         this.#callOptions(),
       );
@@ -429,7 +474,11 @@ export class RemotePlacement implements IndexPlacement {
       ranking.onDone(node);
     }
     this.#options.collector.ingest(node, outcome.statsHeader);
-    const failAll = (items: readonly PlannedItem[], status: number, error: { type: string; reason: string }) => {
+    const failAll = (
+      items: readonly PlannedItem[],
+      status: number,
+      error: { type: string; reason: string },
+    ) => {
       if (status === 429) this.#rejectedItems += items.length;
       else this.#failedItems += items.length;
       for (const planned of items) responses[planned.position] = shardFailureResponse(planned, status, error);
@@ -437,7 +486,8 @@ export class RemotePlacement implements IndexPlacement {
     if (!outcome.ok) {
       if (outcome.status === 0) this.#options.markDown(node);
       const status = outcome.status === 429 ? 429 : 503;
-      const type = outcome.status === 429 ? 'es_rejected_execution_exception' : 'unavailable_shards_exception';
+      const type =
+        outcome.status === 429 ? 'es_rejected_execution_exception' : 'unavailable_shards_exception';
       for (const b of batches) {
         failAll(b.items, status, {
           type,
@@ -450,7 +500,8 @@ export class RemotePlacement implements IndexPlacement {
     // The primary's answer waited for its replicas: their time is theirs (reported below), not its own.
     let replicationNs = 0;
     for (const r of results) {
-      const ns = isPlainObject(r) && isPlainObject(r['outcome']) ? Number(r['outcome']['replicationNs'] ?? 0) : 0;
+      const ns =
+        isPlainObject(r) && isPlainObject(r['outcome']) ? Number(r['outcome']['replicationNs'] ?? 0) : 0;
       if (Number.isFinite(ns) && ns > replicationNs) replicationNs = ns;
     }
     const own = Math.max(0, outcome.responseTimeNs - replicationNs);
@@ -458,7 +509,8 @@ export class RemotePlacement implements IndexPlacement {
     this.#lastSampleMs.set(node, performance.now());
     ranking.recordResponse(node, {
       responseTimeNs: own,
-      serviceTimeNs: Number.isFinite(service) && service >= 0 ? Math.min(Math.max(0, service - replicationNs), own) : 0,
+      serviceTimeNs:
+        Number.isFinite(service) && service >= 0 ? Math.min(Math.max(0, service - replicationNs), own) : 0,
       queueSize: 0,
     });
     for (const batch of batches) {
@@ -504,7 +556,11 @@ export class RemotePlacement implements IndexPlacement {
 
   /** How every internal call of the write side is made: the shard time-out, the secret, the closing signal. */
   #callOptions(): InternalCallOptions {
-    return { timeoutMs: this.#options.timeoutMs, secret: this.#options.clusterSecret, signal: this.#options.signal };
+    return {
+      timeoutMs: this.#options.timeoutMs,
+      secret: this.#options.clusterSecret,
+      signal: this.#options.signal,
+    };
   }
 
   /** Runs `call` on every data node; throws EngineFailureError naming the nodes that failed. */
@@ -552,7 +608,11 @@ export async function openClusterIndices(options: ClusterIndicesOptions): Promis
     reservedNames: options.readOnlyIndices,
     maxShardCopies: 1000 * Math.max(1, options.nodes.size),
   });
-  const placement = new RemotePlacement({ ...options, metadata, tracked: options.metadataPersistence !== undefined });
+  const placement = new RemotePlacement({
+    ...options,
+    metadata,
+    tracked: options.metadataPersistence !== undefined,
+  });
   return new IndexService(metadata, placement, {
     pressure: new IndexingPressure(options.indexingPressureBytes),
     bulk: options.bulk,

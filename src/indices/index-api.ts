@@ -91,7 +91,10 @@ export function settingsView(meta: IndexMetadata): Record<string, unknown> {
 }
 
 /** `GET /{index}/_mapping` entries of `names`: the mappings each index was created with, else `{}`. */
-export function mappingsView(metadata: IndexMetadataStore, names: readonly string[]): Record<string, unknown> {
+export function mappingsView(
+  metadata: IndexMetadataStore,
+  names: readonly string[],
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const name of names) out[name] = { mappings: metadata.get(name)?.mappings ?? {} };
   return out;
@@ -120,7 +123,12 @@ export function templateView(template: IndexTemplate): Record<string, unknown> {
 }
 
 /** The routing shard of a GET. @throws InvalidArgumentError (path `routing`) on a partitioned index without one. */
-export function getShard(settings: IndexSettings, index: string, id: string, routing: string | undefined): number {
+export function getShard(
+  settings: IndexSettings,
+  index: string,
+  id: string,
+  routing: string | undefined,
+): number {
   if (settings.routingPartitionSize !== 1 && routing === undefined) {
     throw new InvalidArgumentError(
       'routing',
@@ -143,7 +151,10 @@ export function assignResults(
     const result = byPosition.get(planned.position);
     responses[planned.position] =
       result === undefined
-        ? shardFailureResponse(planned, 500, { type: 'exception', reason: 'the shard gave no result for the item' })
+        ? shardFailureResponse(planned, 500, {
+            type: 'exception',
+            reason: 'the shard gave no result for the item',
+          })
         : shardItemResponse(planned, shard, result, outcome);
   }
 }

@@ -210,7 +210,8 @@ export class IndexService<P extends IndexPlacement = IndexPlacement> implements 
   /** `GET /{index}/_settings`: `{"<index>": {"settings": {"index": {...}}}}`. */
   getSettings(expression: string): Record<string, unknown> {
     const out: Record<string, unknown> = {};
-    for (const name of this.#resolve(expression, undefined)) out[name] = settingsView(this.metadata.get(name)!);
+    for (const name of this.#resolve(expression, undefined))
+      out[name] = settingsView(this.metadata.get(name)!);
     return out;
   }
 
@@ -235,7 +236,8 @@ export class IndexService<P extends IndexPlacement = IndexPlacement> implements 
 
   /** `GET /_index_template[/{name}]`: `{"index_templates": [{"name", "index_template"}]}`. */
   getTemplates(name?: string): Record<string, unknown> {
-    const list = name === undefined ? this.metadata.templates() : [this.metadata.template(name)].flatMap((t) => t ?? []);
+    const list =
+      name === undefined ? this.metadata.templates() : [this.metadata.template(name)].flatMap((t) => t ?? []);
     return { index_templates: list.map(templateView) };
   }
 

@@ -19,7 +19,13 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { RuntimeLogger } from '../runtime-logger.js';
-import { EngineRequestError, IndexNotFoundError, InvalidArgumentError, isQuerySandboxError, httpStatusOf } from '../errors.js';
+import {
+  EngineRequestError,
+  IndexNotFoundError,
+  InvalidArgumentError,
+  isQuerySandboxError,
+  httpStatusOf,
+} from '../errors.js';
 import type { ChooseShard, ShardBatch } from '../bulk/bulk-planner.js';
 import {
   type RefreshPolicy,
@@ -31,7 +37,12 @@ import type { ShardWriteItem } from '../bulk/shard-write-item.js';
 import { assignResults, type CatShardRow, type GetResponse } from './index-api.js';
 import type { IndexPlacement } from './index-service.js';
 import type { IndexingPressure } from './indexing-pressure.js';
-import type { IndexMetadata, IndexMetadataStore, PlaceIndex, ShardPlacement } from './index-metadata-store.js';
+import type {
+  IndexMetadata,
+  IndexMetadataStore,
+  PlaceIndex,
+  ShardPlacement,
+} from './index-metadata-store.js';
 import type { IndexSettings } from './index-settings.js';
 import { type LocalCopy, LocalShards } from './local-shards.js';
 import { decodeShardLogRecords, type LoggedOperation, SHARD_LOG_HEADER_BYTES } from './shard-log.js';
@@ -156,7 +167,10 @@ export class LocalPlacement implements IndexPlacement {
   place(settings: IndexSettings): ReturnType<PlaceIndex> {
     const nodeId = this.#options.nodeId;
     return {
-      layout: Array.from({ length: settings.numberOfShards }, (): ShardPlacement => ({ primary: nodeId, replicas: [] })),
+      layout: Array.from(
+        { length: settings.numberOfShards },
+        (): ShardPlacement => ({ primary: nodeId, replicas: [] }),
+      ),
     };
   }
 
@@ -233,7 +247,12 @@ export class LocalPlacement implements IndexPlacement {
       batches.map(async (batch) => {
         let outcome: ShardBulkOutcome;
         try {
-          outcome = await this.executePrimary(batch.index, batch.shard, batch.items.map(toShardWriteItem), refresh);
+          outcome = await this.executePrimary(
+            batch.index,
+            batch.shard,
+            batch.items.map(toShardWriteItem),
+            refresh,
+          );
         } catch (error) {
           const status = isQuerySandboxError(error) ? httpStatusOf(error) : 500;
           const reason = error instanceof Error ? error.message : String(error);
@@ -268,7 +287,8 @@ export class LocalPlacement implements IndexPlacement {
     const wanted = new Map(this.metadata.list().map((m) => [m.name, m]));
     for (const copy of this.shards.all()) {
       const meta = wanted.get(copy.meta.name);
-      if (meta === undefined || meta.uuid !== copy.meta.uuid) await this.shards.removeIndex(copy.meta.name, true);
+      if (meta === undefined || meta.uuid !== copy.meta.uuid)
+        await this.shards.removeIndex(copy.meta.name, true);
     }
     for (const meta of wanted.values()) {
       const open = this.shards.copiesOf(meta.name)[0];
@@ -399,7 +419,12 @@ export class LocalPlacement implements IndexPlacement {
           results: results.map((r) =>
             r.error === undefined ? { position: r.position, status: 503, error } : r,
           ),
-          shards: { total: 1 + local.meta.settings.numberOfReplicas, successful, failed: failures.length, failures },
+          shards: {
+            total: 1 + local.meta.settings.numberOfReplicas,
+            successful,
+            failed: failures.length,
+            failures,
+          },
           forcedRefresh: false,
           replicaTimings: timings,
           replicationNs,
@@ -476,7 +501,10 @@ export class LocalPlacement implements IndexPlacement {
   async operationsSince(index: string, shard: number, fromSeqNo: number): Promise<LoggedOperation[]> {
     const local = this.#primaryCopy(index, shard);
     const data = await readFile(local.copy.log.path);
-    const { operations } = decodeShardLogRecords(data.subarray(SHARD_LOG_HEADER_BYTES), SHARD_LOG_HEADER_BYTES);
+    const { operations } = decodeShardLogRecords(
+      data.subarray(SHARD_LOG_HEADER_BYTES),
+      SHARD_LOG_HEADER_BYTES,
+    );
     return operations.filter((op) => op.seqNo >= fromSeqNo);
   }
 
