@@ -16,21 +16,8 @@
  * answers per item. Items whose node does not answer fail with 503 `unavailable_shards_exception`
  * (429 when the node refused for its own indexing pressure); the others stand.
  *
- * Single-shard bulks (`index.bulk_routing.enabled`): the planner asks `chooseShard` for one shard per
- * index and bulk. The choice avoids sick nodes, as the seed's long-tail shards:
- * 1. every data node holding a copy of the index has write-side figures in a `ReplicaRanking` of its
- *    own (EWMAs, α 0.3, of the response and service times of the shard bulks sent to it, less the time
- *    its primaries waited for their replicas, and of the replication requests its primaries measured:
- *    a replica's slowness is charged to the replica's node, not to its primary's);
- * 2. a node is unhealthy when its fresh piggy-backed stats put it in duress (CPU ≥ 0.9 or heap ≥ 0.7),
- *    when it did not answer within the last `failedNodeBackoffMs`, or when its response-time EWMA is
- *    above `slowNodeFactor` (2) × the median of the nodes' EWMAs; a slow node without news for
- *    `slowNodeRetryMs` (5 s) takes one probe bulk, and stays excluded until its answer comes (then for
- *    another 5 s if it is still slow), as Elasticsearch's ARS probes stat-less nodes with a bounded
- *    number of requests in flight (its blending of figures kept sending a sick node one bulk in five);
- * 3. the shard is drawn at random among those whose primary and replicas are all on healthy nodes;
- *    if none, among those whose primary is; if none, among all. Without any stats every node is healthy,
- *    so the choice is uniformly random, as in the seed's proposal.
+ * Single-shard bulks (`index.bulk_routing.enabled`) draw their shard away from sick nodes
+ * (`write-shard-choice.ts`).
  */
 import type pino from 'pino';
 import type { ReplicaRanking } from '../admission/replica-ranking.js';
@@ -59,6 +46,7 @@ import { type IndexPlacement, IndexService, type IndexServiceStats } from '../in
 import { explicitSettingsToFlat, type IndexSettings } from '../indices/index-settings.js';
 import { IndexingPressure } from '../indices/indexing-pressure.js';
 import { failOverPlacement } from './failover.js';
+import { WriteShardChoice } from './write-shard-choice.js';
 import { callInternal, type InternalCallOptions } from './internal-call.js';
 import {
   CAT_SHARDS_PATH,
@@ -126,34 +114,17 @@ export class RemotePlacement implements IndexPlacement {
   readonly #options: RemotePlacementOptions;
   readonly #metadata: IndexMetadataStore;
   readonly #nodeIds: readonly string[];
-  readonly #slowFactor: number;
-  readonly #slowRetryMs: number;
-  /** When each node's write figures last changed, ms (performance.now()). */
-  readonly #lastSampleMs = new Map<string, number>();
-  /** When a slow node last got a probe bulk, ms (performance.now()). */
-  readonly #probeSentMs = new Map<string, number>();
-  readonly #random: () => number;
+  readonly #choice: WriteShardChoice;
   #rejectedItems = 0;
   #failedItems = 0;
   readonly #requests = new Map<string, number>();
-  readonly #chosen = new Map<string, number>();
 
   /** @throws InvalidArgumentError for a bad `slowNodeFactor` or `slowNodeRetryMs`. */
   constructor(options: RemotePlacementOptions) {
     this.#options = options;
     this.#metadata = options.metadata;
     this.#nodeIds = [...options.nodes.keys()];
-    const factor = options.slowNodeFactor ?? 2;
-    if (typeof factor !== 'number' || !(factor > 1)) {
-      throw new InvalidArgumentError('options.slowNodeFactor', 'must be a number > 1', factor);
-    }
-    this.#slowFactor = factor;
-    const retry = options.slowNodeRetryMs ?? 5000;
-    if (!Number.isFinite(retry) || retry < 0) {
-      throw new InvalidArgumentError('options.slowNodeRetryMs', 'must be a number of ms >= 0', retry);
-    }
-    this.#slowRetryMs = retry;
-    this.#random = options.random ?? Math.random;
+    this.#choice = new WriteShardChoice(options);
   }
 
   /** Shards of a writable index; undefined for another name. */
@@ -197,7 +168,7 @@ export class RemotePlacement implements IndexPlacement {
       rejectedItems: this.#rejectedItems,
       failedItems: this.#failedItems,
       shardBulkRequests: Object.fromEntries(this.#requests),
-      chosenShards: Object.fromEntries(this.#chosen),
+      chosenShards: this.#choice.chosen(),
     };
   }
 
@@ -396,52 +367,8 @@ export class RemotePlacement implements IndexPlacement {
   }
 
   /** The shard of a single-shard bulk (see module doc). */
-  readonly chooseShard = (index: string, candidates: readonly number[]): number => {
-    const meta = this.#metadata.get(index)!;
-    const nodes = [...new Set(meta.layout.flatMap((p) => [p.primary, ...p.replicas]))];
-    const ranking = this.#options.ranking;
-    const nowMs = performance.now();
-    const times = nodes
-      .map((n) => ranking.nodeStats(n)?.responseTimeNs)
-      .filter((t): t is number => t !== undefined)
-      .sort((a, b) => a - b);
-    const median = times.length >= 2 ? times[Math.floor((times.length - 1) / 2)]! : undefined;
-    const healthy = new Map<string, boolean>();
-    const probes = new Set<string>();
-    for (const n of nodes) {
-      const stats = ranking.nodeStats(n);
-      let slow =
-        median !== undefined && stats !== undefined && stats.responseTimeNs > this.#slowFactor * median;
-      if (slow) {
-        // Slow figures go stale after slowNodeRetryMs without news: the node may take one probe bulk.
-        const since = Math.max(this.#lastSampleMs.get(n) ?? 0, this.#probeSentMs.get(n) ?? 0);
-        if (nowMs - since >= this.#slowRetryMs) {
-          slow = false;
-          probes.add(n);
-        }
-      }
-      healthy.set(
-        n,
-        !slow && !this.#options.isDown(n) && !ranking.isInDuress(this.#options.collector.get(n)),
-      );
-    }
-    const ok = (n: string) => healthy.get(n) === true;
-    const tiers = [
-      candidates.filter((s) => {
-        const p = meta.layout[s]!;
-        return ok(p.primary) && p.replicas.every(ok);
-      }),
-      candidates.filter((s) => ok(meta.layout[s]!.primary)),
-      candidates,
-    ];
-    const tier = tiers.find((t) => t.length > 0)!;
-    const shard = tier[Math.min(tier.length - 1, Math.floor(this.#random() * tier.length))]!;
-    const primary = meta.layout[shard]!.primary;
-    for (const n of [primary, ...meta.layout[shard]!.replicas])
-      if (probes.has(n)) this.#probeSentMs.set(n, nowMs);
-    this.#chosen.set(primary, (this.#chosen.get(primary) ?? 0) + 1);
-    return shard;
-  };
+  readonly chooseShard = (index: string, candidates: readonly number[]): number =>
+    this.#choice.choose(this.#metadata.get(index)!, candidates);
 
   // ---- helpers -------------------------------------------------------------------------------------
 
@@ -506,7 +433,7 @@ export class RemotePlacement implements IndexPlacement {
     }
     const own = Math.max(0, outcome.responseTimeNs - replicationNs);
     const service = Number(outcome.body['service_time_ns'] ?? 0);
-    this.#lastSampleMs.set(node, performance.now());
+    this.#choice.sampled(node);
     ranking.recordResponse(node, {
       responseTimeNs: own,
       serviceTimeNs:
@@ -531,7 +458,7 @@ export class RemotePlacement implements IndexPlacement {
       }
       const shardOutcome = result['outcome'] as ShardBulkOutcome;
       for (const timing of shardOutcome.replicaTimings ?? []) {
-        this.#lastSampleMs.set(timing.node, performance.now());
+        this.#choice.sampled(timing.node);
         ranking.recordResponse(timing.node, {
           responseTimeNs: timing.responseTimeNs,
           serviceTimeNs: Math.min(timing.serviceTimeNs, timing.responseTimeNs),
