@@ -1,6 +1,7 @@
 /**
  * The internal routes of a data node (`serve --role data`), added to the app `buildHttpServer` made:
- * the node-to-node protocol of `cluster/internal-protocol.ts`.
+ * the node-to-node protocol of `cluster/internal-protocol.ts`, its bodies read and written by
+ * `cluster/internal-codecs.ts`.
  *
  * - `GET /_internal/node_info`: the node's id, indices, shards per index and the copies it holds.
  * - `POST /_internal/shard_search` `{index, shards, body}`: one search over the given shards, run
@@ -33,12 +34,10 @@ import {
   INTERNAL_PATH_PREFIX,
   LATENCY_PATH,
   NODE_INFO_PATH,
-  type NodeInfo,
   type NodeInfoCopy,
-  parseShardSearchRequest,
   SHARD_SEARCH_PATH,
-  type ShardSearchResponse,
 } from '../cluster/internal-protocol.js';
+import { decodeShardSearchRequest, encodeNodeInfo, encodeShardSearchAnswer } from '../cluster/internal-codecs.js';
 import { LatencyInjector, parseLatencyRequest } from '../cluster/latency-injector.js';
 import { EngineRequestError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
@@ -124,16 +123,13 @@ export function registerDataNodeRoutes(
     return payload;
   });
 
-  const info: NodeInfo = Object.freeze({
-    node_id: nodeId,
-    roles: ['data'] as const,
+  const info = encodeNodeInfo({
+    nodeId,
     indices: runtime.nodeStats().engineIndices ?? [],
-    shards_per_index: options.shardsPerIndex,
+    shardsPerIndex: options.shardsPerIndex,
     copies: options.copies,
-    ...(runtime.engineDescription.docsPerIndex === undefined
-      ? {}
-      : { docs_per_index: runtime.engineDescription.docsPerIndex }),
-    ...(runtime.engineDescription.mappings === undefined ? {} : { mappings: runtime.engineDescription.mappings }),
+    docsPerIndex: runtime.engineDescription.docsPerIndex,
+    mappings: runtime.engineDescription.mappings,
   });
   const internal = { config: { auth: 'internal' as const } };
   app.get(NODE_INFO_PATH, internal, async () => info);
@@ -141,7 +137,7 @@ export function registerDataNodeRoutes(
   app.post(SHARD_SEARCH_PATH, internal, async (request, reply) => {
     const arrived = performance.now();
     try {
-      const { index, shards, body, cancel_after_time_interval } = parseShardSearchRequest(request.body);
+      const { index, shards, body, cancel_after_time_interval } = decodeShardSearchRequest(request.body);
       // A replica still recovering after a restart may lack acknowledged writes: let the coordinator
       // take the shard's other copy.
       for (const [name, list] of Object.entries(shards)) {
@@ -163,13 +159,14 @@ export function registerDataNodeRoutes(
         sandboxId: headerValue(request, sandboxHeader),
         cancelAfterTimeInterval: cancel_after_time_interval,
       });
-      const answer: ShardSearchResponse = {
-        node_id: nodeId,
-        service_time_ns: Math.round((performance.now() - arrived) * 1e6),
-        queue_size: runtime.nodeStats().queued,
-        response,
-      };
-      return reply.send(answer);
+      return reply.send(
+        encodeShardSearchAnswer(
+          nodeId,
+          Math.round((performance.now() - arrived) * 1e6),
+          runtime.nodeStats().queued,
+          response,
+        ),
+      );
     } catch (error) {
       return sendError(reply, error);
     }
