@@ -7,7 +7,9 @@
  * - `POST /_internal/shard_search` `{index, shards, body}`: one search over the given shards, run
  *   through this node's runtime like any search (classification by the forwarded `x-user` and
  *   `x-sandbox-id`, the governor's verdicts, the queue), answered as
- *   `{node_id, service_time_ns, queue_size, response}`; errors in the usual shape and status.
+ *   `{node_id, service_time_ns, queue_size, response}`; errors in the usual shape and status. A
+ *   coordinator that closes the connection before the answer (its client went away, its shard
+ *   time-out passed) gives up the search: the task is removed from the queue or cancelled.
  * - With `debugRoutes`: `POST /_internal/debug/cpu_hog {"threads", "duration_ms"}` and `DELETE` (see
  *   `cluster/cpu-hog.ts`).
  *
@@ -37,10 +39,15 @@ import {
   type NodeInfoCopy,
   SHARD_SEARCH_PATH,
 } from '../cluster/internal-protocol.js';
-import { decodeShardSearchRequest, encodeNodeInfo, encodeShardSearchAnswer } from '../cluster/internal-codecs.js';
+import {
+  decodeShardSearchRequest,
+  encodeNodeInfo,
+  encodeShardSearchAnswer,
+} from '../cluster/internal-codecs.js';
 import { LatencyInjector, parseLatencyRequest } from '../cluster/latency-injector.js';
 import { EngineRequestError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
+import { clientGoneSignal } from './client-gone.js';
 import { sendError } from './error-body.js';
 import { headerValue } from './header-value.js';
 import { registerWriteRoutes } from './data-node-write-routes.js';
@@ -136,6 +143,8 @@ export function registerDataNodeRoutes(
 
   app.post(SHARD_SEARCH_PATH, internal, async (request, reply) => {
     const arrived = performance.now();
+    // The coordinator gave up (its client went away, its shard time-out, its close): so does the task.
+    const gone = clientGoneSignal(request);
     try {
       const { index, shards, body, cancel_after_time_interval } = decodeShardSearchRequest(request.body);
       // A replica still recovering after a restart may lack acknowledged writes: let the coordinator
@@ -151,14 +160,17 @@ export function registerDataNodeRoutes(
           }
         }
       }
-      const response = await runtime.search({
-        index,
-        body,
-        shards,
-        user: headerValue(request, userHeader),
-        sandboxId: headerValue(request, sandboxHeader),
-        cancelAfterTimeInterval: cancel_after_time_interval,
-      });
+      const response = await runtime.search(
+        {
+          index,
+          body,
+          shards,
+          user: headerValue(request, userHeader),
+          sandboxId: headerValue(request, sandboxHeader),
+          cancelAfterTimeInterval: cancel_after_time_interval,
+        },
+        { signal: gone.signal },
+      );
       return reply.send(
         encodeShardSearchAnswer(
           nodeId,
@@ -169,6 +181,8 @@ export function registerDataNodeRoutes(
       );
     } catch (error) {
       return sendError(reply, error);
+    } finally {
+      gone.dispose();
     }
   });
 
