@@ -31,6 +31,8 @@ import {
 } from '../indices/index-settings.js';
 import type { LoggedOperation } from '../indices/shard-log.js';
 import type { CatShardRow, GetResponse } from '../indices/writable-indices.js';
+import type { CpuHogRequest } from './cpu-hog.js';
+import type { LatencyRequest } from './latency-injector.js';
 import {
   INDICES_PATH,
   NODE_INFO_PATH,
@@ -630,4 +632,59 @@ export function decodeRefreshRequest(raw: unknown): readonly string[] {
 
 export function encodeRefreshAnswer(nodeId: string, refreshed: unknown): Record<string, unknown> {
   return { node_id: nodeId, refreshed };
+}
+
+// ---- debug routes (with --debug-routes: POST|DELETE /_internal/debug/cpu_hog, .../latency) ---------
+
+/** `POST /_internal/debug/cpu_hog`. */
+export function encodeCpuHogRequest(request: CpuHogRequest): Record<string, unknown> {
+  return { threads: request.threads, duration_ms: request.durationMs };
+}
+
+/**
+ * Checks a hog request body (`{"threads": n, "duration_ms": ms}`).
+ * @throws InvalidArgumentError naming `threads` or `duration_ms` and the value.
+ */
+export function decodeCpuHogRequest(raw: unknown): CpuHogRequest {
+  if (!isPlainObject(raw)) throw new InvalidArgumentError('body', 'must be a JSON object', raw);
+  const threads = raw['threads'] ?? 1;
+  if (!Number.isInteger(threads) || (threads as number) < 1 || (threads as number) > 64) {
+    throw new InvalidArgumentError('threads', 'must be an integer in 1..64', threads);
+  }
+  const durationMs = raw['duration_ms'];
+  if (!Number.isInteger(durationMs) || (durationMs as number) < 1 || (durationMs as number) > 600_000) {
+    throw new InvalidArgumentError('duration_ms', 'must be an integer in 1..600000', durationMs);
+  }
+  return { threads: threads as number, durationMs: durationMs as number };
+}
+
+/** `POST /_internal/debug/latency`. */
+export function encodeLatencyRequest(request: LatencyRequest): Record<string, unknown> {
+  return { delay_ms: request.delayMs, ratio: request.ratio, duration_ms: request.durationMs };
+}
+
+/**
+ * Checks a latency request body.
+ * @throws InvalidArgumentError naming `delay_ms`, `ratio` or `duration_ms` and the value.
+ */
+export function decodeLatencyRequest(raw: unknown): LatencyRequest {
+  if (!isPlainObject(raw)) throw new InvalidArgumentError('body', 'must be a JSON object', raw);
+  for (const key of Object.keys(raw)) {
+    if (!['delay_ms', 'ratio', 'duration_ms'].includes(key)) {
+      throw new InvalidArgumentError(key, 'is not a field of a latency request (delay_ms, ratio, duration_ms)', raw[key]);
+    }
+  }
+  const delayMs = raw['delay_ms'];
+  if (!Number.isInteger(delayMs) || (delayMs as number) < 1 || (delayMs as number) > 60_000) {
+    throw new InvalidArgumentError('delay_ms', 'must be an integer in 1..60000', delayMs);
+  }
+  const ratio = raw['ratio'] ?? 1;
+  if (typeof ratio !== 'number' || !(ratio > 0 && ratio <= 1)) {
+    throw new InvalidArgumentError('ratio', 'must be a ratio in (0, 1]', ratio);
+  }
+  const durationMs = raw['duration_ms'] ?? 600_000;
+  if (!Number.isInteger(durationMs) || (durationMs as number) < 1 || (durationMs as number) > 3_600_000) {
+    throw new InvalidArgumentError('duration_ms', 'must be an integer in 1..3600000', durationMs);
+  }
+  return { delayMs: delayMs as number, ratio, durationMs: durationMs as number };
 }

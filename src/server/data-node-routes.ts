@@ -29,7 +29,7 @@ import {
   stripStatsHeader,
 } from '../admission/stats-header.js';
 import type { NodeUsageSnapshot } from '../admission/node-usage-averages.js';
-import { CpuHog, parseCpuHogRequest } from '../cluster/cpu-hog.js';
+import { CpuHog } from '../cluster/cpu-hog.js';
 import { HttpReplicator, recoverReplicas } from '../cluster/http-replicator.js';
 import {
   CPU_HOG_PATH,
@@ -40,11 +40,13 @@ import {
   SHARD_SEARCH_PATH,
 } from '../cluster/internal-protocol.js';
 import {
+  decodeCpuHogRequest,
+  decodeLatencyRequest,
   decodeShardSearchRequest,
   encodeNodeInfo,
   encodeShardSearchAnswer,
 } from '../cluster/internal-codecs.js';
-import { LatencyInjector, parseLatencyRequest } from '../cluster/latency-injector.js';
+import { LatencyInjector } from '../cluster/latency-injector.js';
 import { EngineRequestError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { clientGoneSignal } from './client-gone.js';
@@ -191,7 +193,7 @@ export function registerDataNodeRoutes(
     app.addHook('onClose', async () => hog.stop());
     app.post(CPU_HOG_PATH, internal, async (request, reply) => {
       try {
-        const wanted = parseCpuHogRequest(request.body);
+        const wanted = decodeCpuHogRequest(request.body);
         const untilMs = await hog.start(wanted);
         return reply.send({ node_id: nodeId, threads: wanted.threads, until_ms: untilMs });
       } catch (error) {
@@ -204,7 +206,7 @@ export function registerDataNodeRoutes(
     });
     app.post(LATENCY_PATH, internal, async (request, reply) => {
       try {
-        const wanted = parseLatencyRequest(request.body);
+        const wanted = decodeLatencyRequest(request.body);
         const untilMs = latency!.start(wanted);
         return reply.send({
           node_id: nodeId,

@@ -6,6 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import {
   decodeCatShardsAnswer,
+  decodeCpuHogRequest,
+  decodeLatencyRequest,
   decodeDropIndexQuery,
   decodeErrorAnswer,
   decodeGetAnswer,
@@ -24,6 +26,8 @@ import {
   decodeShardSearchRequest,
   encodeAcknowledged,
   encodeCatShardsAnswer,
+  encodeCpuHogRequest,
+  encodeLatencyRequest,
   encodeGetRequest,
   encodeIndexMetadataRequest,
   encodeNodeInfo,
@@ -314,5 +318,20 @@ describe('GET, _cat/shards, refresh and errors', () => {
     expect(decodeErrorAnswer({ error: { type: 'x_exception', reason: 'why' }, status: 400 }, 400, 'Bad Request')).toEqual({ type: 'x_exception', reason: 'why' });
     expect(decodeErrorAnswer('<html>', 502, 'Bad Gateway')).toEqual({ type: 'exception', reason: 'HTTP 502 Bad Gateway' });
     expect(decodeErrorAnswer({ error: {} }, 500, '')).toEqual({ type: 'exception', reason: 'HTTP 500' });
+  });
+});
+
+describe('debug routes', () => {
+  it('round-trips a CPU hog and a latency request, with their defaults', () => {
+    expect(decodeCpuHogRequest(wire(encodeCpuHogRequest({ threads: 2, durationMs: 10_000 })))).toEqual({ threads: 2, durationMs: 10_000 });
+    expect(decodeCpuHogRequest({ duration_ms: 5 })).toEqual({ threads: 1, durationMs: 5 });
+    const latency = { delayMs: 200, ratio: 0.3, durationMs: 60_000 };
+    expect(decodeLatencyRequest(wire(encodeLatencyRequest(latency)))).toEqual(latency);
+    expect(decodeLatencyRequest({ delay_ms: 5 })).toEqual({ delayMs: 5, ratio: 1, durationMs: 600_000 });
+  });
+
+  it('refuses a hog without a duration or with too many threads', () => {
+    expect(refusal(() => decodeCpuHogRequest({ threads: 2 })).path).toBe('duration_ms');
+    expect(refusal(() => decodeCpuHogRequest({ threads: 65, duration_ms: 5 })).received).toBe(65);
   });
 });
