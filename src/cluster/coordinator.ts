@@ -53,15 +53,19 @@ import type { ReplicaRanking } from '../admission/replica-ranking.js';
 import type { StatsCollector } from '../admission/stats-collector.js';
 import { resolveIndexExpression } from '../classify/index-expression.js';
 import {
+  AbortedError,
   AdmissionRejectedError,
   InvalidArgumentError,
   NotRunningError,
   RemoteClientError,
   type ShardFailure,
   ShardsFailedError,
+  TimedOutError,
 } from '../errors.js';
 import { SandboxClassifier } from '../classify/sandbox-classifier.js';
+import { checkSearchCallOptions, type SearchCallOptions } from '../execution/search-call.js';
 import { requestedParameters } from '../execution/search-parameters.js';
+import type { SearchRequest, SearchResponse, SearchService } from '../execution/search-service.js';
 import { DecisionLog } from '../observability/decision-log.js';
 import { isPlainObject } from '../common/is-plain-object.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
@@ -72,57 +76,13 @@ import { callShardSearch, type NodeCallOutcome } from './data-node-client.js';
 import type { DataNodeState } from './data-node-state.js';
 import type { MembershipWatcher } from './membership.js';
 import type { RoutingTable } from './routing-table.js';
-import {
-  type MergeableHit,
-  type MergedTotal,
-  mergeHits,
-  mergeOrderOf,
-  type NodeHits,
-  readNodeHits,
-} from './search-merge.js';
+import { mergeHits, mergeOrderOf, type NodeHits, readNodeHits } from './search-merge.js';
 import { pageOf } from './search-page.js';
 import { type ClusterIndices, clusterWriteStats } from './remote-placement.js';
 
 export type { CoordinatorOptions } from './coordinator-root.js';
 export type { CoordinatorStats, DataNodeStats } from './coordinator-stats.js';
 export { RemoteClientError } from '../errors.js';
-
-/** One search as the coordinator takes it. */
-export interface CoordinatorSearchRequest {
-  /** Index expression: a name, a comma list, wildcards, `_all`. */
-  readonly index: string;
-  /** The search body (parsed JSON); `undefined` means `{}`. */
-  readonly body: unknown;
-  /** The end user, passed on to the data nodes (`x-user`). */
-  readonly user?: string | undefined;
-  /** An explicit sandbox choice, passed on to the data nodes (`x-sandbox-id`). */
-  readonly sandboxId?: string | undefined;
-  /** The search `timeout` (a time value), passed on to the data nodes. Absent: the body's `timeout`, if any. */
-  readonly timeout?: string | undefined;
-  /** `cancel_after_time_interval` (a time value), passed on to the data nodes. */
-  readonly cancelAfterTimeInterval?: string | undefined;
-  /** Shards sent to one data node at once, integer >= 1 (see the module doc). */
-  readonly maxConcurrentShardRequests?: number | undefined;
-}
-
-/** The merged answer, Elasticsearch-shaped. */
-export interface CoordinatorSearchResponse {
-  readonly took: number;
-  readonly timed_out: boolean;
-  readonly _shards: {
-    readonly total: number;
-    readonly successful: number;
-    readonly skipped: 0;
-    readonly failed: number;
-    readonly failures?: readonly ShardFailure[];
-  };
-  readonly hits: {
-    /** Absent with `track_total_hits: false`. */
-    readonly total?: MergedTotal;
-    readonly max_score: number | null;
-    readonly hits: readonly MergeableHit[];
-  };
-}
 
 /**
  * `allow_partial_search_results` of a body (the HTTP edge copies the URL parameter there): `false` or
@@ -200,7 +160,7 @@ function isClientError(outcome: NodeCallOutcome & { ok: false }): boolean {
 }
 
 /** Discovers the data nodes, then routes searches over them (see module doc). */
-export class Coordinator {
+export class Coordinator implements SearchService {
   readonly nodeId: string;
   readonly #table: RoutingTable;
   readonly #nodes: ReadonlyMap<string, DataNodeState>;
@@ -285,17 +245,50 @@ export class Coordinator {
   }
 
   /**
-   * Runs one search over the cluster (see module doc).
-   * @throws InvalidArgumentError / IndexNotFoundError / EngineRequestError (400/404) for a bad request;
+   * Runs one search over the cluster (see module doc), as `SearchService.search`. With
+   * `options.signal` aborted or past `options.timeoutMs`, the calls to the data nodes are aborted
+   * (each data node then gives up its task, as for any client that went away), no shard is retried,
+   * and the search rejects with `AbortedError` / `TimedOutError`; the nodes are not counted as failed.
+   * @throws InvalidArgumentError / IndexNotFoundError / EngineRequestError (400/404) for a bad request
+   *   (`shards` set included: the coordinator picks the copies) or bad `options`;
    *   AdmissionRejectedError (429) before fan-out; RemoteClientError for a data node's 4xx;
    *   ShardsFailedError when every shard failed, or some did with allow_partial_search_results=false;
-   *   NotRunningError once closed.
+   *   AbortedError / TimedOutError (above); NotRunningError once closed.
    */
-  async search(request: CoordinatorSearchRequest): Promise<CoordinatorSearchResponse> {
+  async search(request: SearchRequest, options?: SearchCallOptions): Promise<SearchResponse> {
+    const control = checkSearchCallOptions(options);
     if (this.#closing.signal.aborted) throw new NotRunningError('the coordinator is closed');
     const started = performance.now();
+    const caller = control?.signal;
+    const timeoutMs = control?.timeoutMs;
+    const deadline = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
+    /** Why the caller gave up, once it did: what the search rejects with. */
+    const gaveUp = (): AbortedError | TimedOutError | undefined =>
+      caller?.aborted === true
+        ? new AbortedError(undefined, false, 'search aborted by its caller: its calls to the data nodes were aborted', {
+            cause: caller.reason,
+          })
+        : deadline?.aborted === true
+          ? new TimedOutError(
+              undefined,
+              timeoutMs!,
+              false,
+              `search timed out after ${timeoutMs} ms (timeoutMs): its calls to the data nodes were aborted`,
+            )
+          : undefined;
+    const before = gaveUp();
+    if (before !== undefined) throw before;
+    const signals = [this.#closing.signal, caller, deadline].filter((x): x is AbortSignal => x !== undefined);
+    const signal = signals.length === 1 ? signals[0]! : AbortSignal.any(signals);
     if (typeof request.index !== 'string')
       throw new InvalidArgumentError('index', 'must be a string', request.index);
+    if (request.shards !== undefined) {
+      throw new InvalidArgumentError(
+        'shards',
+        'must not be set on a search sent to a coordinator (it picks a copy of every shard itself)',
+        request.shards,
+      );
+    }
     const indices = resolveIndexExpression(request.index, this.#searchableIndices());
     const raw = request.body ?? {};
     if (!isPlainObject(raw)) throw new InvalidArgumentError('body', 'must be a JSON object', raw);
@@ -367,7 +360,9 @@ export class Coordinator {
       ...(timeoutText !== undefined ? { timeout: timeoutText } : {}),
     });
     const forwarded = { user: request.user, sandboxId: request.sandboxId };
-    const cancelAfter = request.cancelAfterTimeInterval;
+    // Checked above: a number can only be -1 (a JSON number has no unit).
+    const cancelAfter =
+      request.cancelAfterTimeInterval === undefined ? undefined : String(request.cancelAfterTimeInterval);
     const parts: NodeHits[] = [];
     let clientError: RemoteClientError | undefined;
 
@@ -385,11 +380,12 @@ export class Coordinator {
       };
       return false;
     });
-    for (let round = 0; round < 2 && pending.length > 0 && clientError === undefined; round++) {
+    for (let round = 0; round < 2 && pending.length > 0 && clientError === undefined && !signal.aborted; round++) {
       const byNode = this.#assign(pending);
       const retry: Target[] = [];
       const callNode = async (nodeId: string, shards: Target[]) => {
-          const outcome = await this.#call(nodeId, shards, shardBody, forwarded, cancelAfter);
+          const outcome = await this.#call(nodeId, shards, shardBody, forwarded, cancelAfter, signal, gaveUp);
+          if (gaveUp() !== undefined) return;
           if (outcome.ok) {
             const hits = readNodeHits(outcome.body.response);
             if (hits !== undefined) {
@@ -426,13 +422,15 @@ export class Coordinator {
       await Promise.all(
         [...byNode].map(async ([nodeId, shards]) => {
           // At most `shardLimit` shards to a node at once: its shards go in turns.
-          for (let i = 0; i < shards.length && clientError === undefined; i += shardLimit) {
+          for (let i = 0; i < shards.length && clientError === undefined && !signal.aborted; i += shardLimit) {
             await callNode(nodeId, shards.slice(i, i + shardLimit));
           }
         }),
       );
       pending = retry;
     }
+    const abandoned = gaveUp();
+    if (abandoned !== undefined) throw abandoned;
     if (clientError !== undefined) throw clientError;
     const failures = targets.flatMap((t) => (t.failure === undefined ? [] : [t.failure]));
     if (failures.length === targets.length && targets.length > 0) {
@@ -468,7 +466,7 @@ export class Coordinator {
    * OpenSearch's precedence; unbounded without either.
    * @throws SandboxForbiddenError for an explicit sandbox the request may not use (as a data node would).
    */
-  #shardRequestLimit(request: CoordinatorSearchRequest, indices: readonly string[]): number {
+  #shardRequestLimit(request: SearchRequest, indices: readonly string[]): number {
     const requested = request.maxConcurrentShardRequests;
     if (requested !== undefined && (!Number.isInteger(requested) || requested < 1)) {
       throw new InvalidArgumentError('max_concurrent_shard_requests', 'must be an integer >= 1', requested);
@@ -513,13 +511,19 @@ export class Coordinator {
     return byNode;
   }
 
-  /** One request to one node for its shards; feeds stats and ranking; never throws. */
+  /**
+   * One request to one node for its shards; feeds stats and ranking; never throws. `signal` aborts it
+   * (the coordinator closing, or the search's caller giving up: `gaveUp`, which is then no failure of
+   * the node).
+   */
   async #call(
     nodeId: string,
     shards: readonly Target[],
     bodyJson: string,
     forwarded: { user: string | undefined; sandboxId: string | undefined },
     cancelAfterTimeInterval: string | undefined,
+    signal: AbortSignal,
+    gaveUp: () => Error | undefined,
   ): Promise<NodeCallOutcome> {
     const node = this.#nodes.get(nodeId)!;
     const wanted: Record<string, number[]> = {};
@@ -539,7 +543,7 @@ export class Coordinator {
         forwarded,
         this.#shardTimeoutMs,
         this.#clusterSecret,
-        this.#closing.signal,
+        signal,
       );
     } finally {
       for (let i = 0; i < shards.length; i++) this.#ranking.onDone(nodeId);
@@ -553,6 +557,9 @@ export class Coordinator {
       });
       node.downUntilMs = 0;
       node.lastCallFailed = false;
+    } else if (outcome.status === 0 && gaveUp() !== undefined) {
+      // The search's caller went away or timed out: the call was aborted here, the node is fine.
+      this.#log.debug({ node: nodeId }, 'shard search aborted: its caller gave up');
     } else if (isClientError(outcome)) {
       // The client's to fix (a bad query, a forbidden sandbox): passed on, the node is fine.
       node.lastCallFailed = false;

@@ -1,6 +1,7 @@
 /**
  * The remote placement: a cluster coordinator's writable indices live on the data nodes, reached over
- * the internal protocol (`internal-protocol.ts`, `callInternal`). The index service
+ * the internal protocol (`internal-protocol.ts`, `callInternal`; every body encoded and every answer
+ * decoded by `internal-codecs.ts`). The index service
  * (indices/index-service.ts) holds the index rules; this placement decides where copies go and
  * carries each change and write to the nodes that hold them.
  *
@@ -27,14 +28,11 @@ import type { PlannedItem, ShardBatch } from '../bulk/bulk-planner.js';
 import type { BulkRequestParserOptions } from '../bulk/bulk-request.js';
 import {
   type RefreshPolicy,
-  type ShardBulkOutcome,
   shardFailureResponse,
   toShardWriteItem,
 } from '../bulk/bulk-response.js';
-import { isPlainObject } from '../common/is-plain-object.js';
 import { assignResults, type CatShardRow, type GetResponse } from '../indices/index-api.js';
 import {
-  formatIndexMetadata,
   type IndexMetadata,
   IndexMetadataStore,
   inSyncCopies,
@@ -43,18 +41,24 @@ import {
   type ShardPlacement,
 } from '../indices/index-metadata-store.js';
 import { type IndexPlacement, IndexService, type IndexServiceStats } from '../indices/index-service.js';
-import { explicitSettingsToFlat, type IndexSettings } from '../indices/index-settings.js';
+import type { IndexSettings } from '../indices/index-settings.js';
 import { IndexingPressure } from '../indices/indexing-pressure.js';
 import { failOverPlacement } from './failover.js';
 import { WriteShardChoice } from './write-shard-choice.js';
 import { callInternal, type InternalCallOptions } from './internal-call.js';
 import {
-  CAT_SHARDS_PATH,
-  GET_PATH,
-  INDICES_PATH,
-  REFRESH_PATH,
-  SHARD_BULK_PATH,
-} from './internal-protocol.js';
+  decodeCatShardsAnswer,
+  decodeGetAnswer,
+  decodeShardBulkAnswer,
+  encodeGetRequest,
+  encodeIndexMetadataRequest,
+  encodeRefreshRequest,
+  encodeSettingsRequest,
+  encodeShardBulkRequest,
+  indexPath,
+  indexSettingsPath,
+} from './internal-codecs.js';
+import { CAT_SHARDS_PATH, GET_PATH, REFRESH_PATH, SHARD_BULK_PATH } from './internal-protocol.js';
 
 /** What the coordinator lends its remote placement. */
 export interface RemotePlacementOptions {
@@ -198,9 +202,9 @@ export class RemotePlacement implements IndexPlacement {
     await this.#everyNode((url) =>
       callInternal(
         url,
-        `${INDICES_PATH}/${encodeURIComponent(meta.name)}`,
+        indexPath(meta.name),
         'PUT',
-        formatIndexMetadata(meta),
+        encodeIndexMetadataRequest(meta),
         this.#callOptions(),
       ),
     );
@@ -239,9 +243,9 @@ export class RemotePlacement implements IndexPlacement {
     await this.#everyNode((url) =>
       callInternal(
         url,
-        `${INDICES_PATH}/${encodeURIComponent(meta.name)}/_settings`,
+        indexSettingsPath(meta.name),
         'PUT',
-        { uuid: meta.uuid, settings: explicitSettingsToFlat(meta.settings.explicit) },
+        encodeSettingsRequest(meta.uuid, meta.settings.explicit),
         this.#callOptions(),
       ),
     );
@@ -262,11 +266,18 @@ export class RemotePlacement implements IndexPlacement {
         this.#options.nodes.get(node)!,
         GET_PATH,
         'POST',
-        { index, shard, id },
+        encodeGetRequest({ index, shard, id }),
         this.#callOptions(),
       );
       this.#options.collector.ingest(node, outcome.statsHeader);
-      if (outcome.ok) return outcome.body as unknown as GetResponse;
+      if (outcome.ok) {
+        try {
+          return decodeGetAnswer(outcome.body);
+        } catch (error) {
+          last = `[${node}]: ${(error as Error).message}`;
+          continue;
+        }
+      }
       if (outcome.status === 0) this.#options.markDown(node);
       last = `[${node}]: ${outcome.reason.reason}`;
     }
@@ -288,9 +299,14 @@ export class RemotePlacement implements IndexPlacement {
             timeoutMs: Math.min(5000, this.#options.timeoutMs),
           },
         );
-        if (!outcome.ok || !Array.isArray(outcome.body['rows'])) return;
-        for (const row of outcome.body['rows'] as CatShardRow[])
-          found.set(`${row.index}/${row.shard}/${row.node}`, row);
+        if (!outcome.ok) return;
+        let answered: CatShardRow[];
+        try {
+          answered = decodeCatShardsAnswer(outcome.body);
+        } catch {
+          return;
+        }
+        for (const row of answered) found.set(`${row.index}/${row.shard}/${row.node}`, row);
       }),
     );
     const rows: CatShardRow[] = [];
@@ -332,7 +348,7 @@ export class RemotePlacement implements IndexPlacement {
           this.#options.nodes.get(node)!,
           REFRESH_PATH,
           'POST',
-          { indices: names },
+          encodeRefreshRequest(names),
           this.#callOptions(),
         );
         if (outcome.ok) {
@@ -387,14 +403,14 @@ export class RemotePlacement implements IndexPlacement {
         this.#options.nodes.get(node)!,
         SHARD_BULK_PATH,
         'POST',
-        {
+        encodeShardBulkRequest({
           refresh,
           shards: batches.map((b) => ({
             index: b.index,
             shard: b.shard,
             items: b.items.map(toShardWriteItem),
           })),
-        },
+        }),
         this.#callOptions(),
       );
     } finally {
@@ -423,40 +439,32 @@ export class RemotePlacement implements IndexPlacement {
       }
       return;
     }
-    const results = Array.isArray(outcome.body['shards']) ? (outcome.body['shards'] as unknown[]) : [];
+    // `ok` answers are objects (`callInternal`), so this cannot throw.
+    const answer = decodeShardBulkAnswer(outcome.body);
     // The primary's answer waited for its replicas: their time is theirs (reported below), not its own.
     let replicationNs = 0;
-    for (const r of results) {
-      const ns =
-        isPlainObject(r) && isPlainObject(r['outcome']) ? Number(r['outcome']['replicationNs'] ?? 0) : 0;
+    for (const r of answer.shards) {
+      const ns = r.ok ? Number(r.outcome.replicationNs ?? 0) : 0;
       if (Number.isFinite(ns) && ns > replicationNs) replicationNs = ns;
     }
     const own = Math.max(0, outcome.responseTimeNs - replicationNs);
-    const service = Number(outcome.body['service_time_ns'] ?? 0);
     this.#choice.sampled(node);
     ranking.recordResponse(node, {
       responseTimeNs: own,
-      serviceTimeNs:
-        Number.isFinite(service) && service >= 0 ? Math.min(Math.max(0, service - replicationNs), own) : 0,
+      serviceTimeNs: Math.min(Math.max(0, answer.serviceTimeNs - replicationNs), own),
       queueSize: 0,
     });
     for (const batch of batches) {
-      const result = results.find(
-        (r) => isPlainObject(r) && r['index'] === batch.index && r['shard'] === batch.shard,
-      ) as Record<string, unknown> | undefined;
+      const result = answer.shards.find((r) => r.index === batch.index && r.shard === batch.shard);
       if (result === undefined) {
         failAll(batch.items, 502, { type: 'exception', reason: `[${node}] gave no result for the shard` });
         continue;
       }
-      if (result['ok'] !== true) {
-        const error = (result['error'] ?? {}) as { type?: string; reason?: string };
-        failAll(batch.items, Number(result['status'] ?? 500), {
-          type: error.type ?? 'exception',
-          reason: error.reason ?? 'shard bulk failed',
-        });
+      if (!result.ok) {
+        failAll(batch.items, result.status, result.error);
         continue;
       }
-      const shardOutcome = result['outcome'] as ShardBulkOutcome;
+      const shardOutcome = result.outcome;
       for (const timing of shardOutcome.replicaTimings ?? []) {
         this.#choice.sampled(timing.node);
         ranking.recordResponse(timing.node, {
@@ -473,7 +481,7 @@ export class RemotePlacement implements IndexPlacement {
     return this.#everyNode((url) =>
       callInternal(
         url,
-        `${INDICES_PATH}/${encodeURIComponent(meta.name)}?uuid=${encodeURIComponent(meta.uuid)}`,
+        indexPath(meta.name, meta.uuid),
         'DELETE',
         undefined,
         this.#callOptions(),
