@@ -41,6 +41,7 @@ import { parseArgs } from 'node:util';
 import * as hdr from 'hdr-histogram-js';
 import pidusage from 'pidusage';
 import { type RunningCluster, startCluster } from '../src/cli/cluster.js';
+import { encodeLatencyRequest } from '../src/cluster/internal-codecs.js';
 
 /** The launcher's tokens, set once the cluster runs: writes need the admin token, debug routes the cluster secret. */
 let AUTH: Record<string, string> = {};
@@ -416,7 +417,7 @@ async function main(): Promise<void> {
     const latency = await fetch(`${sick.url}/_internal/debug/latency`, {
       method: 'POST',
       headers: INTERNAL,
-      body: JSON.stringify({ delay_ms: delayMs, ratio: sickRatio, duration_ms: 3_600_000 }),
+      body: JSON.stringify(encodeLatencyRequest({ delayMs, ratio: sickRatio, durationMs: 3_600_000 })),
     });
     if (latency.status !== 200) throw new Error(`cannot make ${SICK} sick: ${await latency.text()}`);
     await runPhase(cluster, 'warm-up (fan-out)', 'fan-out', 'closed', 3000);

@@ -31,6 +31,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import * as hdr from 'hdr-histogram-js';
 import { type RunningCluster, startCluster } from '../src/cli/cluster.js';
+import { encodeCpuHogRequest } from '../src/cluster/internal-codecs.js';
 import { portsFree } from '../src/cli/port-probe.js';
 
 const { values } = parseArgs({
@@ -189,7 +190,7 @@ async function hog(cluster: RunningCluster, nodeId: string, durationMs: number):
     method: 'POST',
     // Debug routes are internal: only the cluster secret opens them.
     headers: { authorization: `Bearer ${cluster.clusterSecret}` },
-    body: JSON.stringify({ threads: 2, duration_ms: durationMs }),
+    body: JSON.stringify(encodeCpuHogRequest({ threads: 2, durationMs })),
   });
   if (r.status !== 200) throw new Error(`cannot start the hog on ${nodeId}: ${await r.text()}`);
 }

@@ -236,12 +236,15 @@ export class AbortedError extends QuerySandboxError {
   }
 }
 
-/** The call's `timeoutMs` passed before it settled (`timeoutMs` is echoed; `queued` as in AbortedError). */
+/**
+ * The call's `timeoutMs` passed before it settled (`timeoutMs` is echoed; `queued` as in AbortedError;
+ * `sandboxId` undefined on a coordinator, which runs no task of its own).
+ */
 export class TimedOutError extends QuerySandboxError {
-  readonly sandboxId: string;
+  readonly sandboxId: string | undefined;
   readonly timeoutMs: number;
   readonly queued: boolean;
-  constructor(sandboxId: string, timeoutMs: number, queued: boolean, message: string) {
+  constructor(sandboxId: string | undefined, timeoutMs: number, queued: boolean, message: string) {
     super(ErrorCode.TIMED_OUT, 'timeout_exception', message);
     this.sandboxId = sandboxId;
     this.timeoutMs = timeoutMs;

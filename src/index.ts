@@ -15,6 +15,7 @@ export {
   type SandboxStats,
   type SearchRequest,
 } from './runtime.js';
+export type { SearchHit, SearchResponse, SearchService, SearchTotal } from './execution/search-service.js';
 export type { ResolvedRuntimeOptions, RuntimeOptions, TaskEndEvent } from './runtime-options.js';
 export type { RuntimeLogger } from './runtime-logger.js';
 export * from './errors.js';

@@ -1,9 +1,11 @@
 /**
- * The runtime's public shapes: the search request, the stats snapshots and the `Runtime` interface
- * itself (implemented by `governed-runtime.ts`, built by `createRuntime` in `runtime.ts`).
+ * The runtime's public shapes: the stats snapshots and the `Runtime` interface itself (implemented by
+ * `governed-runtime.ts`, built by `createRuntime` in `runtime.ts`), a `SearchService` as a cluster
+ * coordinator is (the search request and response live in `execution/search-service.ts`).
  */
 import type { NodeUsageSnapshot } from './admission/node-usage-averages.js';
 import type { SearchCallOptions } from './execution/search-call.js';
+import type { SearchRequest, SearchService } from './execution/search-service.js';
 import type { EnforcementMode } from './governor/decide.js';
 import type { GovernorSnapshot, GovernorStats } from './governor/governor.js';
 import type { NodeModeWord } from './governor/node-mode.js';
@@ -17,36 +19,8 @@ import type { SchedulerStats } from './scheduler/task-scheduler.js';
 import type { Sandbox } from './sandbox/sandbox.js';
 import type { SandboxRegistry } from './sandbox/sandbox-registry.js';
 
-/** One search request as the runtime takes it; `Body` is the engine's body type (`EngineBody`). */
-export interface SearchRequest<Body = unknown> {
-  /** Index expression: a name, a comma list, wildcards (`spam-*`), `_all`. */
-  readonly index: string;
-  /** The request body (parsed JSON), handed to the engine. */
-  readonly body: Body;
-  /** The authenticated user, from the deployment's authentication layer. */
-  readonly user?: string | undefined;
-  /** An explicit sandbox choice, honoured only when the request's attributes match it. */
-  readonly sandboxId?: string | undefined;
-  /**
-   * The shards to search, index name to shard numbers (integers in 0..1023, no repeats, at least
-   * one); each key must be one of the indices the expression resolves to. Absent (or an index absent
-   * from it): every shard this node holds. Passed to the engine as `EngineRequest.shards`; a cluster
-   * coordinator sets it to the copies it picked on this node.
-   */
-  readonly shards?: Readonly<Record<string, readonly number[]>> | undefined;
-  /**
-   * The search `timeout` (an Elasticsearch time value such as `"500ms"`, or `"-1"` for none): past it
-   * the engine returns the hits it has, with `timed_out: true`. Absent: the `timeout` key of an object
-   * body, if any (taken out of the body the engine gets). The sandbox's `search_settings.timeout`
-   * applies when neither is given, or always with `override_request_values`.
-   */
-  readonly timeout?: string | number | undefined;
-  /**
-   * `cancel_after_time_interval` (a time value, `"-1"` for none): a task that runs longer is cancelled
-   * (429 `task_cancelled_exception`, resource `time`). Same precedence as `timeout`.
-   */
-  readonly cancelAfterTimeInterval?: string | number | undefined;
-}
+/** One search request (the same for a runtime and a coordinator; see `execution/search-service.ts`). */
+export type { SearchRequest } from './execution/search-service.js';
 
 /** Per-sandbox stats, a plain snapshot. */
 export interface SandboxStats {
@@ -118,9 +92,9 @@ export interface NodeStats {
  * `search` resolves with what the engine's `handle` returns (after the structured clone that
  * brings it from the worker: class instances arrive as plain objects, functions are refused).
  */
-export interface Runtime<Result = unknown, Body = unknown> {
+export interface Runtime<Result = unknown, Body = unknown> extends SearchService<Result, Body> {
   /**
-   * Runs one search. Rejects with the errors listed in `errors.ts`; with `options.signal` aborted, or
+   * Runs one search (`SearchService.search`). Rejects with the errors listed in `errors.ts`; with `options.signal` aborted, or
    * past `options.timeoutMs`, at once with `AbortedError` / `TimedOutError` (a queued task is removed
    * without running, a running one is cancelled: soft, then hard after its sandbox's grace).
    */

@@ -246,7 +246,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   }, feed));
   // With shared metadata, the copies follow every change of the shard table made elsewhere.
   if (shared?.indexMetadata !== undefined && runtime.indices !== undefined) {
-    const indices = runtime.indices;
+    const indices = runtime.indices.placement;
     shared.indexMetadata.onChange(() => void indices.syncMetadata().catch(() => undefined));
     await indices.syncMetadata();
   }

@@ -1,5 +1,5 @@
 /** The plain snapshots `Coordinator.nodesStats()` returns (shown by `GET /_nodes/stats`). */
-import type { ClusterWriteStats } from './cluster-writes.js';
+import type { ClusterWriteStats } from './remote-placement.js';
 import type { AdmissionCounters } from '../admission/admission-controller.js';
 import type { ComputedNodeStats } from '../admission/replica-ranking.js';
 import type { StatsCollectorCounters } from '../admission/stats-collector.js';

@@ -1,7 +1,9 @@
 /**
  * The coordinator of a loopback cluster: takes a search, asks admission control first, picks one copy
  * of every shard with adaptive replica selection, fans the search out to the chosen data nodes over
- * HTTP, and merges their hits. It holds no data and runs no engine.
+ * HTTP, and merges their hits. It holds no data and runs no engine. Its parts (routing table, data
+ * nodes' state, admission, stats collector, rankings, the index service over the data nodes, the
+ * failover loop) are built once by its composition root, `coordinator-root.ts`.
  *
  * One search:
  * 1. Resolve the index expression against the indices the data nodes serve (404 for an unknown
@@ -45,143 +47,42 @@
  * (only the called node's own entry counts) and the ranking with its response time, service time and
  * queue size. Headers from end clients are never read for stats.
  */
-import path from 'node:path';
-import pino from 'pino';
-import { AdmissionController, type AdmissionControllerOptions } from '../admission/admission-controller.js';
-import { ReplicaRanking, type ReplicaRankingOptions } from '../admission/replica-ranking.js';
-import { StatsCollector, type StatsCollectorOptions } from '../admission/stats-collector.js';
+import type pino from 'pino';
+import type { AdmissionController } from '../admission/admission-controller.js';
+import type { ReplicaRanking } from '../admission/replica-ranking.js';
+import type { StatsCollector } from '../admission/stats-collector.js';
 import { resolveIndexExpression } from '../classify/index-expression.js';
 import {
+  AbortedError,
   AdmissionRejectedError,
   InvalidArgumentError,
   NotRunningError,
   RemoteClientError,
   type ShardFailure,
   ShardsFailedError,
+  TimedOutError,
 } from '../errors.js';
 import { SandboxClassifier } from '../classify/sandbox-classifier.js';
+import { checkSearchCallOptions, type SearchCallOptions } from '../execution/search-call.js';
 import { requestedParameters } from '../execution/search-parameters.js';
+import type { SearchRequest, SearchResponse, SearchService } from '../execution/search-service.js';
 import { DecisionLog } from '../observability/decision-log.js';
 import { isPlainObject } from '../common/is-plain-object.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { type EffectiveSearchSettings, effectiveSearchSettings, resolveSetting } from '../sandbox/search-settings.js';
-import type { DataNodeAddress } from './cluster-spec.js';
-import { ClusterWrites } from './cluster-writes.js';
+import { type CoordinatorOptions, type CoordinatorParts, type FailoverLoop, startCoordinatorParts } from './coordinator-root.js';
 import type { CoordinatorStats, DataNodeStats } from './coordinator-stats.js';
 import { callShardSearch, type NodeCallOutcome } from './data-node-client.js';
-import { discoverDataNodes } from './discovery.js';
-import { EtcdMetadataPersistence } from './etcd-index-metadata.js';
-import type { EtcdConnection } from '../etcd/etcd-connection.js';
+import type { DataNodeState } from './data-node-state.js';
 import type { MembershipWatcher } from './membership.js';
-import type { NodeInfo } from './internal-protocol.js';
-import { RoutingTable } from './routing-table.js';
-import {
-  type MergeableHit,
-  type MergedTotal,
-  mergeHits,
-  mergeOrderOf,
-  type NodeHits,
-  readNodeHits,
-} from './search-merge.js';
+import type { RoutingTable } from './routing-table.js';
+import { mergeHits, mergeOrderOf, type NodeHits, readNodeHits } from './search-merge.js';
 import { pageOf } from './search-page.js';
+import { type ClusterIndices, clusterWriteStats } from './remote-placement.js';
 
+export type { CoordinatorOptions } from './coordinator-root.js';
 export type { CoordinatorStats, DataNodeStats } from './coordinator-stats.js';
 export { RemoteClientError } from '../errors.js';
-
-export interface CoordinatorOptions {
-  /** This node's id, 1..64 characters of `[A-Za-z0-9_.-]`. @default 'coordinator' */
-  readonly nodeId?: string;
-  /** The data nodes to discover (ids checked when given), 1..64. */
-  readonly dataNodes: readonly DataNodeAddress[];
-  /**
-   * Admission control. @default `{ mode: 'enforced' }` with the controller's limits (search: CPU 0.95,
-   * heap 0.9). Unlike OpenSearch's default (`disabled`): the coordinator exists to use these stats,
-   * and the limits refuse only a node that is saturated.
-   */
-  readonly admission?: AdmissionControllerOptions;
-  /** Replica ranking (EWMA α, duress thresholds, probing); see `admission/replica-ranking.ts`. */
-  readonly ranking?: ReplicaRankingOptions;
-  /** Stats collector (TTL 5 s, refresh at most once a second); see `admission/stats-collector.ts`. */
-  readonly statsCollector?: StatsCollectorOptions;
-  /** Time a data node has to answer one shard search, ms, integer 100..600000. @default 30000 */
-  readonly shardTimeoutMs?: number;
-  /**
-   * How long `start` waits for every data node to answer discovery, ms, 100..3600000 (a warning
-   * naming each node that does not answer yet is logged meanwhile). @default 60000
-   */
-  readonly discoveryTimeoutMs?: number;
-  /** How long a node that did not answer is ranked after the others, ms, 0..600000. @default 1000 */
-  readonly failedNodeBackoffMs?: number;
-  /** A pino logger. @default silent */
-  readonly logger?: pino.Logger;
-  /**
-   * Where the coordinator keeps the writable indices' metadata (`<dataDir>/indices/metadata.json`).
-   * @default `./.query-sandbox/coordinator`
-   */
-  readonly dataDir?: string;
-  /** Indexing pressure of bulks at the coordinator, bytes in flight. @default 10 % of the heap limit */
-  readonly indexingPressureBytes?: number;
-  /**
-   * Cluster state in etcd: the data nodes are learnt from their membership registrations (instead of
-   * polling `GET /_internal/node_info`), a node whose lease expired is down, the writable indices'
-   * metadata and shard table live in etcd, and the primaries of a node that left fail over to in-sync
-   * replicas. @default none (discovery over HTTP, metadata in `dataDir`)
-   */
-  readonly clusterState?: { readonly connection: EtcdConnection; readonly membership: MembershipWatcher } | undefined;
-  /** Single-shard bulks avoid a node whose write response time is above this × the median. @default 2 */
-  readonly slowNodeFactor?: number;
-  /** ...for this long after its last slow answer, ms. @default 5000 */
-  readonly slowNodeRetryMs?: number;
-  /**
-   * The sandbox tree the data nodes classify with (the shared store, in etcd), read at every search:
-   * the request's sandbox (classified the same way, by user and indices, or its explicit choice)
-   * gives the `max_concurrent_shard_requests` of its search settings. @default none (only the
-   * request's own value bounds the fan-out)
-   */
-  readonly sandboxes?: () => readonly Sandbox[];
-  /**
-   * The cluster secret, sent on every call to a data node (`Authorization: Bearer <secret>`); the data
-   * nodes' internal routes refuse calls without it (401) or with another one (403). @default none
-   */
-  readonly clusterSecret?: string | undefined;
-}
-
-/** One search as the coordinator takes it. */
-export interface CoordinatorSearchRequest {
-  /** Index expression: a name, a comma list, wildcards, `_all`. */
-  readonly index: string;
-  /** The search body (parsed JSON); `undefined` means `{}`. */
-  readonly body: unknown;
-  /** The end user, passed on to the data nodes (`x-user`). */
-  readonly user?: string | undefined;
-  /** An explicit sandbox choice, passed on to the data nodes (`x-sandbox-id`). */
-  readonly sandboxId?: string | undefined;
-  /** The search `timeout` (a time value), passed on to the data nodes. Absent: the body's `timeout`, if any. */
-  readonly timeout?: string | undefined;
-  /** `cancel_after_time_interval` (a time value), passed on to the data nodes. */
-  readonly cancelAfterTimeInterval?: string | undefined;
-  /** Shards sent to one data node at once, integer >= 1 (see the module doc). */
-  readonly maxConcurrentShardRequests?: number | undefined;
-}
-
-/** The merged answer, Elasticsearch-shaped. */
-export interface CoordinatorSearchResponse {
-  readonly took: number;
-  readonly timed_out: boolean;
-  readonly _shards: {
-    readonly total: number;
-    readonly successful: number;
-    readonly skipped: 0;
-    readonly failed: number;
-    readonly failures?: readonly ShardFailure[];
-  };
-  readonly hits: {
-    /** Absent with `track_total_hits: false`. */
-    readonly total?: MergedTotal;
-    readonly max_score: number | null;
-    readonly hits: readonly MergeableHit[];
-  };
-}
 
 /**
  * `allow_partial_search_results` of a body (the HTTP edge copies the URL parameter there): `false` or
@@ -202,19 +103,6 @@ interface Target {
   hitsFrom: number; // -1 until a node answered for it
 }
 
-interface NodeState {
-  readonly nodeId: string;
-  readonly url: string;
-  requests: number;
-  shardRequests: number;
-  failures: number;
-  retriedAway: number;
-  /** Searches refused before fan-out because this node was over its admission limit, per resource. */
-  readonly admissionRejections: { cpu: number; heap: number };
-  downUntilMs: number;
-  /** The last call to the node got no answer or a failure (not a client error); false until one fails. */
-  lastCallFailed: boolean;
-}
 
 /**
  * Deepest nesting of objects and arrays in a search body the coordinator passes on (Elasticsearch's
@@ -260,16 +148,6 @@ function serializeShardBody(body: Readonly<Record<string, unknown>>): string {
   }
 }
 
-const NODE_ID = /^[A-Za-z0-9_.-]{1,64}$/;
-
-function integer(name: string, value: unknown, min: number, max: number, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError(`options.${name}`, `must be an integer in ${min}..${max}`, value);
-  }
-  return value;
-}
-
 /** A data node's 4xx that the client caused (not a refusal, not a routing mismatch). */
 function isClientError(outcome: NodeCallOutcome & { ok: false }): boolean {
   return (
@@ -282,10 +160,10 @@ function isClientError(outcome: NodeCallOutcome & { ok: false }): boolean {
 }
 
 /** Discovers the data nodes, then routes searches over them (see module doc). */
-export class Coordinator {
+export class Coordinator implements SearchService {
   readonly nodeId: string;
   readonly #table: RoutingTable;
-  readonly #nodes: ReadonlyMap<string, NodeState>;
+  readonly #nodes: ReadonlyMap<string, DataNodeState>;
   readonly #admission: AdmissionController;
   readonly #ranking: ReplicaRanking;
   readonly #collector: StatsCollector;
@@ -295,188 +173,49 @@ export class Coordinator {
   readonly #log: pino.Logger;
   /** Admission rejections at info, rate-limited. */
   readonly #decisions: DecisionLog;
-  readonly #closing = new AbortController();
-  #writes: ClusterWrites | undefined;
-  #membership: MembershipWatcher | undefined;
-  #sandboxes: (() => readonly Sandbox[]) | undefined;
+  readonly #closing: AbortController;
+  readonly #writes: ClusterIndices;
+  readonly #membership: MembershipWatcher | undefined;
+  readonly #failover: FailoverLoop | undefined;
+  readonly #sandboxes: (() => readonly Sandbox[]) | undefined;
   /** The classifier and settings of the last sandbox list seen (rebuilt when the list changes). */
   #classified:
     | { list: readonly Sandbox[]; classifier: SandboxClassifier; settings: ReadonlyMap<string, EffectiveSearchSettings> }
     | undefined;
-  #failovers = 0;
   #rotation = 0;
   #searches = 0;
   #rejected = 0;
   #failed = 0;
   #partial = 0;
 
-  private constructor(
-    nodeId: string,
-    table: RoutingTable,
-    urls: ReadonlyMap<string, string>,
-    parts: {
-      admission: AdmissionController;
-      ranking: ReplicaRanking;
-      collector: StatsCollector;
-      shardTimeoutMs: number;
-      backoffMs: number;
-      log: pino.Logger;
-      clusterSecret: string | undefined;
-    },
-  ) {
-    this.nodeId = nodeId;
-    this.#table = table;
-    const nodes = new Map<string, NodeState>();
-    for (const id of table.nodeIds) {
-      nodes.set(id, {
-        nodeId: id,
-        url: urls.get(id)!,
-        requests: 0,
-        shardRequests: 0,
-        failures: 0,
-        retriedAway: 0,
-        admissionRejections: { cpu: 0, heap: 0 },
-        downUntilMs: 0,
-        lastCallFailed: false,
-      });
-    }
-    this.#nodes = nodes;
+  /** Takes the parts its composition root built (coordinator-root.ts). */
+  private constructor(parts: CoordinatorParts) {
+    this.nodeId = parts.nodeId;
+    this.#table = parts.table;
+    this.#nodes = parts.nodes;
     this.#admission = parts.admission;
     this.#ranking = parts.ranking;
     this.#collector = parts.collector;
+    this.#writes = parts.indices;
+    this.#membership = parts.membership;
+    this.#failover = parts.failover;
+    this.#sandboxes = parts.sandboxes;
     this.#shardTimeoutMs = parts.shardTimeoutMs;
     this.#backoffMs = parts.backoffMs;
     this.#clusterSecret = parts.clusterSecret;
     this.#log = parts.log;
+    this.#closing = parts.closing;
     this.#decisions = new DecisionLog(parts.log);
   }
 
   /**
-   * Checks the options, then asks every data node for its shard copies (retrying every 250 ms until
-   * `discoveryTimeoutMs`), and builds the routing table.
+   * Checks the options, discovers the data nodes and builds the coordinator's parts
+   * (`startCoordinatorParts`, coordinator-root.ts).
    * @throws InvalidArgumentError for a bad option; Error when a node does not answer in time, answers
    *   with another id than the one listed, or nodes disagree on an index's shard count.
    */
   static async start(options: CoordinatorOptions): Promise<Coordinator> {
-    const nodeId = options.nodeId ?? 'coordinator';
-    if (typeof nodeId !== 'string' || !NODE_ID.test(nodeId)) {
-      throw new InvalidArgumentError('options.nodeId', 'must be 1..64 characters of [A-Za-z0-9_.-]', nodeId);
-    }
-    if (
-      !Array.isArray(options.dataNodes) ||
-      options.dataNodes.length === 0 ||
-      options.dataNodes.length > 64
-    ) {
-      throw new InvalidArgumentError('options.dataNodes', 'must list 1..64 data nodes', options.dataNodes);
-    }
-    const shardTimeoutMs = integer('shardTimeoutMs', options.shardTimeoutMs, 100, 600_000, 30_000);
-    const discoveryTimeoutMs = integer(
-      'discoveryTimeoutMs',
-      options.discoveryTimeoutMs,
-      100,
-      3_600_000,
-      60_000,
-    );
-    const backoffMs = integer('failedNodeBackoffMs', options.failedNodeBackoffMs, 0, 600_000, 1000);
-    const admission = new AdmissionController({ mode: 'enforced', ...options.admission });
-    const ranking = new ReplicaRanking(options.ranking);
-    const collector = new StatsCollector(options.statsCollector);
-    const log = options.logger ?? pino({ level: 'silent' });
-    const state = options.clusterState;
-    let infos: NodeInfo[];
-    let urls: Map<string, string>;
-    if (state === undefined) {
-      infos = await discoverDataNodes(
-        options.dataNodes,
-        discoveryTimeoutMs,
-        (nodeId, header) => {
-          collector.ingest(nodeId, header);
-        },
-        log,
-        options.clusterSecret,
-      );
-      urls = new Map(infos.map((info, i) => [info.node_id, options.dataNodes[i]!.url]));
-    } else {
-      // Membership from etcd: every listed data node must have registered (under its lease).
-      const ids = options.dataNodes.map((n) => n.id);
-      const wanted =
-        ids.every((id): id is string => id !== undefined)
-          ? ids
-          : await (async () => {
-              for (;;) {
-                const members = [...state.membership.members().keys()];
-                if (members.length >= options.dataNodes.length) return members.sort();
-                await new Promise((resolve) => setTimeout(resolve, 100));
-              }
-            })();
-      const members = await state.membership.waitFor(wanted, discoveryTimeoutMs, (missing, waitedMs) =>
-        log.warn({ missing, waitedMs }, 'data nodes not registered in etcd yet; waiting until the time-out'),
-      );
-      infos = members.map((m) => m.info);
-      urls = new Map(members.map((m) => [m.nodeId, m.url]));
-    }
-    const table = RoutingTable.fromNodeInfos(infos);
-    const coordinator = new Coordinator(nodeId, table, urls, {
-      admission,
-      ranking,
-      collector,
-      shardTimeoutMs,
-      backoffMs,
-      log,
-      clusterSecret: options.clusterSecret,
-    });
-    coordinator.#membership = state?.membership;
-    coordinator.#sandboxes = options.sandboxes;
-    const isLive = state === undefined ? undefined : (id: string) => state.membership.isLive(id);
-    coordinator.#writes = await ClusterWrites.open({
-      nodes: urls,
-      readOnlyIndices: table.indices,
-      metadataPersistence: state === undefined ? undefined : new EtcdMetadataPersistence(state.connection),
-      isLive,
-      metadataPath: path.join(
-        path.resolve(options.dataDir ?? path.join('.query-sandbox', 'coordinator')),
-        'indices',
-        'metadata.json',
-      ),
-      collector,
-      ranking: new ReplicaRanking(options.ranking),
-      isDown: (id) => (coordinator.#nodes.get(id)?.downUntilMs ?? 0) > Date.now() || isLive?.(id) === false,
-      markDown: (id) => {
-        const node = coordinator.#nodes.get(id);
-        if (node === undefined) return;
-        node.downUntilMs = Date.now() + backoffMs;
-        node.lastCallFailed = true;
-      },
-      timeoutMs: shardTimeoutMs,
-      clusterSecret: options.clusterSecret,
-      indexingPressureBytes: options.indexingPressureBytes,
-      slowNodeFactor: options.slowNodeFactor,
-      slowNodeRetryMs: options.slowNodeRetryMs,
-      signal: coordinator.#closing.signal,
-      log,
-    });
-    if (state !== undefined) {
-      const failOver = () => {
-        void coordinator.#writes!.failOver().then(
-          (promotions) => {
-            coordinator.#failovers += promotions.length;
-          },
-          (error: unknown) => log.warn({ error: String(error) }, 'failover could not be committed; retried at the next membership change or in 1 s'),
-        );
-      };
-      state.membership.onChange((joined, left) => {
-        if (left.length > 0) log.warn({ left }, 'data nodes left the cluster (lease expired)');
-        if (joined.length > 0) log.info({ joined }, 'data nodes registered');
-        failOver();
-      });
-      // Also now (a node may have died before this coordinator started) and periodically, so that a
-      // promotion that failed (etcd unreachable at that moment) is made once it answers.
-      failOver();
-      const retry = setInterval(failOver, 1000);
-      retry.unref();
-      coordinator.#closing.signal.addEventListener('abort', () => clearInterval(retry), { once: true });
-    }
-    return coordinator;
+    return new Coordinator(await startCoordinatorParts(options));
   }
 
   /** Whether a data node counts as up for routing: registered, when membership comes from etcd. */
@@ -484,15 +223,15 @@ export class Coordinator {
     return this.#membership === undefined || this.#membership.isLive(nodeId);
   }
 
-  /** The write side: writable indices, templates, bulks (see `cluster-writes.ts`). */
-  get writes(): ClusterWrites {
-    return this.#writes!;
+  /** The write side: the index service over the data nodes (see `remote-placement.ts`). */
+  get writes(): ClusterIndices {
+    return this.#writes;
   }
 
   /** The data nodes' indices followed by the writable ones. */
   #searchableIndices(): readonly string[] {
-    const writable = this.#writes?.names() ?? [];
-    return writable.length === 0 ? this.#table.indices : [...this.#table.indices, ...writable];
+    // Read on every search: the service rebuilds the list only when the writable indices change.
+    return this.#writes.searchableIndices(this.#table.indices);
   }
 
   /** The routing table learnt at start. */
@@ -506,17 +245,50 @@ export class Coordinator {
   }
 
   /**
-   * Runs one search over the cluster (see module doc).
-   * @throws InvalidArgumentError / IndexNotFoundError / EngineRequestError (400/404) for a bad request;
+   * Runs one search over the cluster (see module doc), as `SearchService.search`. With
+   * `options.signal` aborted or past `options.timeoutMs`, the calls to the data nodes are aborted
+   * (each data node then gives up its task, as for any client that went away), no shard is retried,
+   * and the search rejects with `AbortedError` / `TimedOutError`; the nodes are not counted as failed.
+   * @throws InvalidArgumentError / IndexNotFoundError / EngineRequestError (400/404) for a bad request
+   *   (`shards` set included: the coordinator picks the copies) or bad `options`;
    *   AdmissionRejectedError (429) before fan-out; RemoteClientError for a data node's 4xx;
    *   ShardsFailedError when every shard failed, or some did with allow_partial_search_results=false;
-   *   NotRunningError once closed.
+   *   AbortedError / TimedOutError (above); NotRunningError once closed.
    */
-  async search(request: CoordinatorSearchRequest): Promise<CoordinatorSearchResponse> {
+  async search(request: SearchRequest, options?: SearchCallOptions): Promise<SearchResponse> {
+    const control = checkSearchCallOptions(options);
     if (this.#closing.signal.aborted) throw new NotRunningError('the coordinator is closed');
     const started = performance.now();
+    const caller = control?.signal;
+    const timeoutMs = control?.timeoutMs;
+    const deadline = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
+    /** Why the caller gave up, once it did: what the search rejects with. */
+    const gaveUp = (): AbortedError | TimedOutError | undefined =>
+      caller?.aborted === true
+        ? new AbortedError(undefined, false, 'search aborted by its caller: its calls to the data nodes were aborted', {
+            cause: caller.reason,
+          })
+        : deadline?.aborted === true
+          ? new TimedOutError(
+              undefined,
+              timeoutMs!,
+              false,
+              `search timed out after ${timeoutMs} ms (timeoutMs): its calls to the data nodes were aborted`,
+            )
+          : undefined;
+    const before = gaveUp();
+    if (before !== undefined) throw before;
+    const signals = [this.#closing.signal, caller, deadline].filter((x): x is AbortSignal => x !== undefined);
+    const signal = signals.length === 1 ? signals[0]! : AbortSignal.any(signals);
     if (typeof request.index !== 'string')
       throw new InvalidArgumentError('index', 'must be a string', request.index);
+    if (request.shards !== undefined) {
+      throw new InvalidArgumentError(
+        'shards',
+        'must not be set on a search sent to a coordinator (it picks a copy of every shard itself)',
+        request.shards,
+      );
+    }
     const indices = resolveIndexExpression(request.index, this.#searchableIndices());
     const raw = request.body ?? {};
     if (!isPlainObject(raw)) throw new InvalidArgumentError('body', 'must be a JSON object', raw);
@@ -533,14 +305,14 @@ export class Coordinator {
     this.#searches++;
     const targets: Target[] = [];
     for (const index of indices) {
-      const writable = this.#writes?.shardsOf(index);
+      const writable = this.#writes.placement.shardsOf(index);
       const shards = writable ?? this.#table.shardsOf(index);
       for (let shard = 0; shard < shards; shard++) {
         targets.push({
           index,
           shard,
           copies:
-            writable === undefined ? this.#table.copiesOf(index, shard) : this.#writes!.copiesOf(index, shard),
+            writable === undefined ? this.#table.copiesOf(index, shard) : this.#writes.placement.copiesOf(index, shard),
           tried: [],
           failure: undefined,
           hitsFrom: -1,
@@ -588,7 +360,9 @@ export class Coordinator {
       ...(timeoutText !== undefined ? { timeout: timeoutText } : {}),
     });
     const forwarded = { user: request.user, sandboxId: request.sandboxId };
-    const cancelAfter = request.cancelAfterTimeInterval;
+    // Checked above: a number can only be -1 (a JSON number has no unit).
+    const cancelAfter =
+      request.cancelAfterTimeInterval === undefined ? undefined : String(request.cancelAfterTimeInterval);
     const parts: NodeHits[] = [];
     let clientError: RemoteClientError | undefined;
 
@@ -606,11 +380,12 @@ export class Coordinator {
       };
       return false;
     });
-    for (let round = 0; round < 2 && pending.length > 0 && clientError === undefined; round++) {
+    for (let round = 0; round < 2 && pending.length > 0 && clientError === undefined && !signal.aborted; round++) {
       const byNode = this.#assign(pending);
       const retry: Target[] = [];
       const callNode = async (nodeId: string, shards: Target[]) => {
-          const outcome = await this.#call(nodeId, shards, shardBody, forwarded, cancelAfter);
+          const outcome = await this.#call(nodeId, shards, shardBody, forwarded, cancelAfter, signal, gaveUp);
+          if (gaveUp() !== undefined) return;
           if (outcome.ok) {
             const hits = readNodeHits(outcome.body.response);
             if (hits !== undefined) {
@@ -647,13 +422,15 @@ export class Coordinator {
       await Promise.all(
         [...byNode].map(async ([nodeId, shards]) => {
           // At most `shardLimit` shards to a node at once: its shards go in turns.
-          for (let i = 0; i < shards.length && clientError === undefined; i += shardLimit) {
+          for (let i = 0; i < shards.length && clientError === undefined && !signal.aborted; i += shardLimit) {
             await callNode(nodeId, shards.slice(i, i + shardLimit));
           }
         }),
       );
       pending = retry;
     }
+    const abandoned = gaveUp();
+    if (abandoned !== undefined) throw abandoned;
     if (clientError !== undefined) throw clientError;
     const failures = targets.flatMap((t) => (t.failure === undefined ? [] : [t.failure]));
     if (failures.length === targets.length && targets.length > 0) {
@@ -689,7 +466,7 @@ export class Coordinator {
    * OpenSearch's precedence; unbounded without either.
    * @throws SandboxForbiddenError for an explicit sandbox the request may not use (as a data node would).
    */
-  #shardRequestLimit(request: CoordinatorSearchRequest, indices: readonly string[]): number {
+  #shardRequestLimit(request: SearchRequest, indices: readonly string[]): number {
     const requested = request.maxConcurrentShardRequests;
     if (requested !== undefined && (!Number.isInteger(requested) || requested < 1)) {
       throw new InvalidArgumentError('max_concurrent_shard_requests', 'must be an integer >= 1', requested);
@@ -734,13 +511,19 @@ export class Coordinator {
     return byNode;
   }
 
-  /** One request to one node for its shards; feeds stats and ranking; never throws. */
+  /**
+   * One request to one node for its shards; feeds stats and ranking; never throws. `signal` aborts it
+   * (the coordinator closing, or the search's caller giving up: `gaveUp`, which is then no failure of
+   * the node).
+   */
   async #call(
     nodeId: string,
     shards: readonly Target[],
     bodyJson: string,
     forwarded: { user: string | undefined; sandboxId: string | undefined },
     cancelAfterTimeInterval: string | undefined,
+    signal: AbortSignal,
+    gaveUp: () => Error | undefined,
   ): Promise<NodeCallOutcome> {
     const node = this.#nodes.get(nodeId)!;
     const wanted: Record<string, number[]> = {};
@@ -760,7 +543,7 @@ export class Coordinator {
         forwarded,
         this.#shardTimeoutMs,
         this.#clusterSecret,
-        this.#closing.signal,
+        signal,
       );
     } finally {
       for (let i = 0; i < shards.length; i++) this.#ranking.onDone(nodeId);
@@ -774,6 +557,9 @@ export class Coordinator {
       });
       node.downUntilMs = 0;
       node.lastCallFailed = false;
+    } else if (outcome.status === 0 && gaveUp() !== undefined) {
+      // The search's caller went away or timed out: the call was aborted here, the node is fine.
+      this.#log.debug({ node: nodeId }, 'shard search aborted: its caller gave up');
     } else if (isClientError(outcome)) {
       // The client's to fix (a bad query, a forbidden sandbox): passed on, the node is fine.
       node.lastCallFailed = false;
@@ -841,7 +627,7 @@ export class Coordinator {
     return {
       nodeId: this.nodeId,
       ...(this.#membership !== undefined
-        ? { membership: { live: [...this.#membership.members().keys()].sort(), promotions: this.#failovers } }
+        ? { membership: { live: [...this.#membership.members().keys()].sort(), promotions: this.#failover?.promotions ?? 0 } }
         : {}),
       indices: this.#table.indices,
       searches: {
@@ -861,7 +647,7 @@ export class Coordinator {
       },
       duressThresholds: this.#ranking.duressThresholds,
       dataNodes,
-      ...(this.#writes !== undefined ? { writes: this.#writes.stats() } : {}),
+      writes: clusterWriteStats(this.#writes),
     };
   }
 

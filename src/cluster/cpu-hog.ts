@@ -6,8 +6,6 @@
  * (`POST /_internal/debug/cpu_hog {"threads": 2, "duration_ms": 10000}`, `DELETE` to stop).
  */
 import { Worker } from 'node:worker_threads';
-import { InvalidArgumentError } from '../errors.js';
-import { isPlainObject } from '../common/is-plain-object.js';
 
 /** What a hog request asks for. */
 export interface CpuHogRequest {
@@ -25,23 +23,6 @@ while (Date.now() < workerData.untilMs) {
   for (let i = 0; i < 100000; i++) x += Math.sqrt(i + x);
 }
 `;
-
-/**
- * Checks a hog request body (`{"threads": n, "duration_ms": ms}`).
- * @throws InvalidArgumentError naming `threads` or `duration_ms` and the value.
- */
-export function parseCpuHogRequest(raw: unknown): CpuHogRequest {
-  if (!isPlainObject(raw)) throw new InvalidArgumentError('body', 'must be a JSON object', raw);
-  const threads = raw['threads'] ?? 1;
-  if (!Number.isInteger(threads) || (threads as number) < 1 || (threads as number) > 64) {
-    throw new InvalidArgumentError('threads', 'must be an integer in 1..64', threads);
-  }
-  const durationMs = raw['duration_ms'];
-  if (!Number.isInteger(durationMs) || (durationMs as number) < 1 || (durationMs as number) > 600_000) {
-    throw new InvalidArgumentError('duration_ms', 'must be an integer in 1..600000', durationMs);
-  }
-  return { threads: threads as number, durationMs: durationMs as number };
-}
 
 /** The spinning threads of one node; at most one hog at a time. */
 export class CpuHog {

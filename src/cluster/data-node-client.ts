@@ -6,14 +6,10 @@
 import { STATS_HEADER_KEY } from '../admission/stats-header.js';
 import { isPlainObject } from '../common/is-plain-object.js';
 import { internalHeaders } from './internal-call.js';
-import {
-  NODE_INFO_PATH,
-  type NodeInfo,
-  parseNodeInfo,
-  SHARD_SEARCH_PATH,
-  type ShardSearchRequest,
-  type ShardSearchResponse,
-} from './internal-protocol.js';
+import { decodeErrorAnswer, decodeNodeInfo, decodeShardSearchAnswer, encodeShardSearchRequest, type ShardSearchCall } from './internal-codecs.js';
+import { NODE_INFO_PATH, type NodeInfo, SHARD_SEARCH_PATH, type ShardSearchResponse } from './internal-protocol.js';
+
+export type { ShardSearchCall } from './internal-codecs.js';
 
 /** What one call to a data node came to. */
 export type NodeCallOutcome =
@@ -42,17 +38,6 @@ export interface ForwardedHeaders {
   readonly sandboxId?: string | undefined;
 }
 
-function reasonOf(body: unknown, status: number, statusText: string): { type: string; reason: string } {
-  if (isPlainObject(body) && isPlainObject(body['error'])) {
-    const e = body['error'];
-    return {
-      type: typeof e['type'] === 'string' ? e['type'] : 'exception',
-      reason: typeof e['reason'] === 'string' ? e['reason'] : `HTTP ${status}`,
-    };
-  }
-  return { type: 'exception', reason: `HTTP ${status} ${statusText}`.trim() };
-}
-
 /** A network-level failure's short description (`ECONNREFUSED`, `timed out after 30000 ms`). */
 function describeFailure(error: unknown, timeoutMs: number): { type: string; reason: string } {
   const e = error as { name?: unknown; message?: unknown; cause?: { code?: unknown; message?: unknown } };
@@ -64,19 +49,6 @@ function describeFailure(error: unknown, timeoutMs: number): { type: string; rea
   const code = typeof e?.cause?.code === 'string' ? e.cause.code : undefined;
   const message = typeof e?.cause?.message === 'string' ? e.cause.message : String(e?.message ?? error);
   return { type: 'connect_transport_exception', reason: code ?? message };
-}
-
-/**
- * A shard search to send: `ShardSearchRequest` with its body already serialised (once per search, by
- * the caller, which also refuses a body that cannot be: that is never a node's failure).
- */
-export interface ShardSearchCall {
-  readonly index: string;
-  readonly shards: ShardSearchRequest['shards'];
-  /** `ShardSearchRequest.body` as JSON. */
-  readonly bodyJson: string;
-  /** The request's own `cancel_after_time_interval`, passed on. */
-  readonly cancelAfterTimeInterval?: string | undefined;
 }
 
 /**
@@ -97,12 +69,7 @@ export async function callShardSearch(
   const sent = internalHeaders(secret, true);
   if (headers.user !== undefined) sent['x-user'] = headers.user;
   if (headers.sandboxId !== undefined) sent['x-sandbox-id'] = headers.sandboxId;
-  // Names and shard numbers: flat, so this cannot throw.
-  const cancelAfter =
-    request.cancelAfterTimeInterval === undefined
-      ? ''
-      : `,"cancel_after_time_interval":${JSON.stringify(request.cancelAfterTimeInterval)}`;
-  const payload = `{"index":${JSON.stringify(request.index)},"shards":${JSON.stringify(request.shards)},"body":${request.bodyJson}${cancelAfter}}`;
+  const payload = encodeShardSearchRequest(request);
   const timeout = AbortSignal.timeout(timeoutMs);
   let response: Response;
   let text: string;
@@ -132,32 +99,24 @@ export async function callShardSearch(
   } catch {
     body = undefined;
   }
-  if (response.status === 200 && isPlainObject(body) && 'response' in body) {
-    const serviceTimeNs = body['service_time_ns'];
-    const queueSize = body['queue_size'];
-    return {
-      ok: true,
-      body: {
-        node_id: String(body['node_id']),
-        service_time_ns: typeof serviceTimeNs === 'number' && serviceTimeNs >= 0 ? serviceTimeNs : 0,
-        queue_size: typeof queueSize === 'number' && queueSize >= 0 ? queueSize : 0,
-        response: body['response'],
-      },
-      statsHeader,
-      responseTimeNs,
-    };
+  let reason: { type: string; reason: string };
+  if (response.status === 200) {
+    try {
+      return { ok: true, body: decodeShardSearchAnswer(body), statsHeader, responseTimeNs };
+    } catch (error) {
+      reason = {
+        type: 'exception',
+        reason: `the data node answered with a body that is not a shard search result (${(error as Error).message})`,
+      };
+    }
+  } else {
+    reason = decodeErrorAnswer(body, response.status, response.statusText);
   }
   return {
     ok: false,
     status: response.status === 200 ? 502 : response.status,
     errorBody: isPlainObject(body) ? body : undefined,
-    reason:
-      response.status === 200
-        ? {
-            type: 'exception',
-            reason: 'the data node answered with a body that is not a shard search result',
-          }
-        : reasonOf(body, response.status, response.statusText),
+    reason,
     statsHeader,
     responseTimeNs,
   };
@@ -190,5 +149,5 @@ export async function fetchNodeInfo(
   } catch {
     throw new Error(`data node ${url} answered ${NODE_INFO_PATH} with a body that is not JSON`);
   }
-  return { info: parseNodeInfo(body, url), statsHeader: response.headers.get(STATS_HEADER_KEY) ?? undefined };
+  return { info: decodeNodeInfo(body, url), statsHeader: response.headers.get(STATS_HEADER_KEY) ?? undefined };
 }

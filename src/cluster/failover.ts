@@ -9,7 +9,7 @@
  * writes fail (503) until that node returns, as Elasticsearch leaves such a shard red rather than
  * lose acknowledged writes.
  *
- * The coordinator applies it to every index in one metadata transaction (`ClusterWrites.failOver`).
+ * The coordinator applies it to every index in one metadata transaction (`RemotePlacement.failOver`).
  */
 import type { ShardPlacement } from '../indices/index-metadata-store.js';
 

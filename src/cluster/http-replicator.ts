@@ -19,8 +19,15 @@ import type pino from 'pino';
 import type { RefreshPolicy } from '../bulk/bulk-response.js';
 import type { LocalCopy } from '../indices/local-shards.js';
 import type { LoggedOperation } from '../indices/shard-log.js';
-import type { Replicator, ReplicaTiming, WritableIndices } from '../indices/writable-indices.js';
+import type { LocalPlacement, Replicator, ReplicaTiming } from '../indices/local-placement.js';
 import { callInternal } from './internal-call.js';
+import {
+  decodeRecoverAnswer,
+  decodeReplicateAnswer,
+  encodeRecoverRequest,
+  encodeReplicateRequest,
+  type ReplicateAnswer,
+} from './internal-codecs.js';
 import { RECOVER_PATH, REPLICATE_PATH } from './internal-protocol.js';
 
 /** What one replica made of a batch. */
@@ -88,7 +95,7 @@ class ReplicaQueue {
 /** Options of `HttpReplicator`. */
 export interface HttpReplicatorOptions {
   /** This node's writable indices (for its log when a replica needs a resend). */
-  readonly indices: WritableIndices;
+  readonly indices: LocalPlacement;
   /** Time a replica has to answer, ms. @default 30000 */
   readonly timeoutMs?: number;
   /**
@@ -107,7 +114,7 @@ export interface HttpReplicatorOptions {
 
 /** The data node's `Replicator` (see module doc). */
 export class HttpReplicator implements Replicator {
-  readonly #indices: WritableIndices;
+  readonly #indices: LocalPlacement;
   readonly #timeoutMs: number;
   readonly #secret: string | undefined;
   readonly #log: pino.Logger;
@@ -276,34 +283,29 @@ export class HttpReplicator implements Replicator {
         url,
         REPLICATE_PATH,
         'POST',
-        {
+        encodeReplicateRequest({
           index: meta.name,
           uuid: meta.uuid,
           shard,
           refresh,
           operations: batch,
-          ...(primaryNextSeqNo !== undefined && attempt === 0 ? { primary_next_seq_no: primaryNextSeqNo } : {}),
-          ...(this.#trackInSync ? { primary_term: copy.term } : {}),
-        },
+          primaryNextSeqNo: attempt === 0 ? primaryNextSeqNo : undefined,
+          primaryTerm: this.#trackInSync ? copy.term : undefined,
+        }),
         { timeoutMs: this.#timeoutMs, secret: this.#secret, signal: this.#closing.signal, okStatuses: [200, 409] },
       );
       if (!outcome.ok) return fail(outcome.status, outcome.reason);
-      if (outcome.status === 200) {
-        const serviceTimeNs = Number(outcome.body['service_time_ns'] ?? 0);
-        return {
-          ok: true,
-          timing: {
-            node,
-            responseTimeNs: outcome.responseTimeNs,
-            serviceTimeNs: Number.isFinite(serviceTimeNs) && serviceTimeNs >= 0 ? serviceTimeNs : 0,
-          },
-        };
+      let answer: ReplicateAnswer;
+      try {
+        answer = decodeReplicateAnswer(outcome.status, outcome.body);
+      } catch (error) {
+        return fail(502, { type: 'exception', reason: `the replica answered 409 without next_seq_no (${(error as Error).message})` });
+      }
+      if (answer.applied) {
+        return { ok: true, timing: { node, responseTimeNs: outcome.responseTimeNs, serviceTimeNs: answer.serviceTimeNs } };
       }
       // 409: the replica lacks earlier operations; send everything from its next sequence number.
-      const next = Number(outcome.body['next_seq_no']);
-      if (!Number.isSafeInteger(next) || next < 0) {
-        return fail(502, { type: 'exception', reason: 'the replica answered 409 without next_seq_no' });
-      }
+      const next = answer.nextSeqNo;
       const last = operations[operations.length - 1]?.seqNo ?? (primaryNextSeqNo ?? 0) - 1;
       batch = (await this.#indices.operationsSince(meta.name, shard, next)).filter((op) => op.seqNo <= last);
       this.#log.info({ index: meta.name, shard, replica: node, from: next, operations: batch.length }, 'resending to a replica that is behind');
@@ -320,7 +322,7 @@ export class HttpReplicator implements Replicator {
  * Runs in the background; resolves when every replica has recovered or given up.
  */
 export async function recoverReplicas(
-  indices: WritableIndices,
+  indices: LocalPlacement,
   log: pino.Logger,
   options: {
     readonly retryMs?: number;
@@ -344,11 +346,16 @@ export async function recoverReplicas(
           url,
           RECOVER_PATH,
           'POST',
-          { index: meta.name, uuid: meta.uuid, shard, from_seq_no: from },
+          encodeRecoverRequest({ index: meta.name, uuid: meta.uuid, shard, fromSeqNo: from }),
           { timeoutMs: 30_000, secret: options.clusterSecret, signal: options.signal },
         );
-        if (outcome.ok && Array.isArray(outcome.body['operations'])) {
-          const operations = outcome.body['operations'] as LoggedOperation[];
+        let operations: LoggedOperation[] | undefined;
+        try {
+          operations = outcome.ok ? decodeRecoverAnswer(outcome.body) : undefined;
+        } catch (error) {
+          log.warn({ index: meta.name, shard, primary, error: String(error) }, 'primary answered recovery with a malformed body; retrying');
+        }
+        if (operations !== undefined) {
           try {
             const applied = await indices.applyReplica(meta.name, meta.uuid, shard, operations, 'true');
             if (applied.ok) {

@@ -6,6 +6,7 @@
  */
 import { STATS_HEADER_KEY } from '../admission/stats-header.js';
 import { isPlainObject } from '../common/is-plain-object.js';
+import { decodeErrorAnswer } from './internal-codecs.js';
 
 /** What one internal call came to. */
 export type InternalCallOutcome =
@@ -97,18 +98,11 @@ export async function callInternal(
   if (okStatuses.includes(response.status) && answer !== undefined) {
     return { ok: true, status: response.status, body: answer, statsHeader, responseTimeNs };
   }
-  const error = answer !== undefined && isPlainObject(answer['error']) ? answer['error'] : undefined;
   return {
     ok: false,
     status: response.status === 200 ? 502 : response.status,
     body: answer,
-    reason: {
-      type: typeof error?.['type'] === 'string' ? error['type'] : 'exception',
-      reason:
-        typeof error?.['reason'] === 'string'
-          ? error['reason']
-          : `HTTP ${response.status} ${response.statusText}`.trim(),
-    },
+    reason: decodeErrorAnswer(answer, response.status, response.statusText),
     statsHeader,
     responseTimeNs,
   };

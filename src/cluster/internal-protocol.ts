@@ -11,15 +11,14 @@
  *   Errors use the usual `{"error": {...}, "status": N}` body and status.
  * - `POST|DELETE /_internal/debug/cpu_hog` (only with `--debug-routes`): see `cpu-hog.ts`; and
  *   `POST|DELETE /_internal/debug/latency`: see `latency-injector.ts`.
- * - Writable indices (see `cluster-writes.ts` and `data-node-routes.ts`): `PUT|DELETE
+ * - Writable indices (see `remote-placement.ts` and `data-node-routes.ts`): `PUT|DELETE
  *   /_internal/indices/{index}` (metadata from the coordinator), `PUT /_internal/indices/{index}/_settings`,
  *   `POST /_internal/bulk` (shard bulks on primaries), `POST /_internal/replicate` (primary to replica),
  *   `POST /_internal/recover` (replica from primary), `POST /_internal/get`, `GET /_internal/cat_shards`,
  *   `POST /_internal/refresh`.
+ *
+ * Every message is encoded and decoded, on both sides, by `internal-codecs.ts`.
  */
-import { InvalidArgumentError } from '../errors.js';
-import { isPlainObject } from '../common/is-plain-object.js';
-
 export const NODE_INFO_PATH = '/_internal/node_info';
 export const SHARD_SEARCH_PATH = '/_internal/shard_search';
 export const CPU_HOG_PATH = '/_internal/debug/cpu_hog';
@@ -85,107 +84,4 @@ export interface ShardSearchResponse {
   readonly queue_size: number;
   /** The engine's response (OpenSearch-shaped for the built-in engine). */
   readonly response: unknown;
-}
-
-/**
- * Checks a shard-search body as received by a data node: `index` a comma list of concrete names (no
- * wildcards, `_all`, exclusions or repeats), `shards` an entry for each of them and no other (the
- * shard numbers themselves are checked by the runtime), `body` an object.
- * @throws InvalidArgumentError naming `index`, `shards` or `body` and the value.
- */
-export function parseShardSearchRequest(raw: unknown): ShardSearchRequest {
-  if (!isPlainObject(raw)) throw new InvalidArgumentError('body', 'must be a JSON object', raw);
-  for (const key of Object.keys(raw)) {
-    if (key !== 'index' && key !== 'shards' && key !== 'body' && key !== 'cancel_after_time_interval') {
-      throw new InvalidArgumentError(
-        key,
-        'is not a field of a shard search (index, shards, body, cancel_after_time_interval)',
-        raw[key],
-      );
-    }
-  }
-  const { index, shards, body } = raw;
-  const cancelAfter = raw['cancel_after_time_interval'];
-  if (cancelAfter !== undefined && typeof cancelAfter !== 'string') {
-    throw new InvalidArgumentError('cancel_after_time_interval', 'must be a time value string', cancelAfter);
-  }
-  if (typeof index !== 'string' || index.length === 0) {
-    throw new InvalidArgumentError('index', 'must be a non-empty comma list of index names', index);
-  }
-  const names = index.split(',');
-  for (const name of names) {
-    if (name.length === 0 || name === '_all' || name.startsWith('-') || /[*?,\s]/.test(name)) {
-      throw new InvalidArgumentError(
-        'index',
-        `must be a comma list of concrete index names (no wildcards, _all, exclusions or empty names; [${name}] is not one)`,
-        index,
-      );
-    }
-    if (names.indexOf(name) !== names.lastIndexOf(name)) {
-      throw new InvalidArgumentError('index', `must not repeat an index name ([${name}])`, index);
-    }
-  }
-  if (!isPlainObject(shards)) {
-    throw new InvalidArgumentError('shards', 'must be an object of index name to shard numbers', shards);
-  }
-  // Every index searched names its shards, and only those: each request says exactly what it asks.
-  for (const key of Object.keys(shards)) {
-    if (!names.includes(key)) {
-      throw new InvalidArgumentError(`shards.${key}`, 'must name an index the request resolves to', shards[key]);
-    }
-  }
-  for (const name of names) {
-    if (!Object.hasOwn(shards, name)) {
-      throw new InvalidArgumentError(
-        'shards',
-        `must list the shards of every index in index (none for [${name}])`,
-        shards,
-      );
-    }
-  }
-  if (body !== undefined && !isPlainObject(body)) {
-    throw new InvalidArgumentError('body', 'must be a JSON object', body);
-  }
-  return {
-    index,
-    shards: shards as Record<string, number[]>,
-    body: body ?? {},
-    ...(cancelAfter !== undefined ? { cancel_after_time_interval: cancelAfter } : {}),
-  };
-}
-
-/**
- * Checks a node-info answer as received by a coordinator.
- * @throws Error naming the node URL and the bad field.
- */
-export function parseNodeInfo(raw: unknown, url: string): NodeInfo {
-  const fail = (what: string, value: unknown): never => {
-    throw new Error(
-      `data node ${url} answered ${NODE_INFO_PATH} with ${what}; received ${JSON.stringify(value)}`,
-    );
-  };
-  if (!isPlainObject(raw)) return fail('a body that is not an object', raw);
-  const { node_id, indices, shards_per_index, copies } = raw;
-  if (typeof node_id !== 'string' || node_id.length === 0) return fail('no node_id', node_id);
-  if (!Array.isArray(indices) || !indices.every((i) => typeof i === 'string')) {
-    return fail('indices that are not a list of names', indices);
-  }
-  if (typeof shards_per_index !== 'number' || !Number.isInteger(shards_per_index) || shards_per_index < 1) {
-    return fail('a bad shards_per_index', shards_per_index);
-  }
-  if (!Array.isArray(copies)) return fail('copies that are not a list', copies);
-  for (const c of copies) {
-    if (
-      !isPlainObject(c) ||
-      typeof c['index'] !== 'string' ||
-      !indices.includes(c['index']) ||
-      !Number.isInteger(c['shard']) ||
-      (c['shard'] as number) < 0 ||
-      (c['shard'] as number) >= shards_per_index ||
-      typeof c['primary'] !== 'boolean'
-    ) {
-      return fail('a bad copy', c);
-    }
-  }
-  return raw as unknown as NodeInfo;
 }

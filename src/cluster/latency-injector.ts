@@ -6,8 +6,6 @@
  * replication, GETs; not the debug routes nor node info) by `delay_ms` before they are handled;
  * `DELETE` stops it. The delay is a timer, so the node's CPU is not used by it.
  */
-import { InvalidArgumentError } from '../errors.js';
-import { isPlainObject } from '../common/is-plain-object.js';
 
 /** What a latency request asks for. */
 export interface LatencyRequest {
@@ -17,32 +15,6 @@ export interface LatencyRequest {
   readonly ratio: number;
   /** How long it lasts, ms, integer 1..3600000. */
   readonly durationMs: number;
-}
-
-/**
- * Checks a latency request body.
- * @throws InvalidArgumentError naming `delay_ms`, `ratio` or `duration_ms` and the value.
- */
-export function parseLatencyRequest(raw: unknown): LatencyRequest {
-  if (!isPlainObject(raw)) throw new InvalidArgumentError('body', 'must be a JSON object', raw);
-  for (const key of Object.keys(raw)) {
-    if (!['delay_ms', 'ratio', 'duration_ms'].includes(key)) {
-      throw new InvalidArgumentError(key, 'is not a field of a latency request (delay_ms, ratio, duration_ms)', raw[key]);
-    }
-  }
-  const delayMs = raw['delay_ms'];
-  if (!Number.isInteger(delayMs) || (delayMs as number) < 1 || (delayMs as number) > 60_000) {
-    throw new InvalidArgumentError('delay_ms', 'must be an integer in 1..60000', delayMs);
-  }
-  const ratio = raw['ratio'] ?? 1;
-  if (typeof ratio !== 'number' || !(ratio > 0 && ratio <= 1)) {
-    throw new InvalidArgumentError('ratio', 'must be a ratio in (0, 1]', ratio);
-  }
-  const durationMs = raw['duration_ms'] ?? 600_000;
-  if (!Number.isInteger(durationMs) || (durationMs as number) < 1 || (durationMs as number) > 3_600_000) {
-    throw new InvalidArgumentError('duration_ms', 'must be an integer in 1..3600000', durationMs);
-  }
-  return { delayMs: delayMs as number, ratio, durationMs: durationMs as number };
 }
 
 /** The latency of one node; at most one setting at a time. */

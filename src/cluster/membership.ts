@@ -12,7 +12,8 @@
 import type { Lease, Watcher } from 'etcd3';
 import pino from 'pino';
 import type { EtcdConnection } from '../etcd/etcd-connection.js';
-import { type NodeInfo, parseNodeInfo } from './internal-protocol.js';
+import { decodeNodeInfo } from './internal-codecs.js';
+import type { NodeInfo } from './internal-protocol.js';
 
 /** One registered data node. */
 export interface Member {
@@ -104,7 +105,7 @@ export class MemberRegistration {
 function parseMember(text: string): Member | undefined {
   try {
     const raw = JSON.parse(text) as Record<string, unknown>;
-    const info = parseNodeInfo(raw['info'], String(raw['url']));
+    const info = decodeNodeInfo(raw['info'], String(raw['url']));
     if (typeof raw['url'] !== 'string' || raw['node_id'] !== info.node_id) return undefined;
     return { nodeId: info.node_id, url: raw['url'], info, registeredAtMs: Number(raw['registered_at_ms'] ?? 0) };
   } catch {

@@ -9,7 +9,7 @@ import {
   EngineRequestError,
   isQuerySandboxError,
 } from '../errors.js';
-import type { WritableIndices } from '../indices/writable-indices.js';
+import type { IndexService } from '../indices/index-service.js';
 import type { EngineModule, EngineRequest } from '../pool/engine-module.js';
 import type { RuntimeLogger } from '../runtime-logger.js';
 import { ROOT_SANDBOX_ID, type Sandbox } from '../sandbox/sandbox.js';
@@ -24,16 +24,13 @@ export class EngineChecks {
   readonly #engine: EngineModule;
   /** The engine's own indices (`undefined`: it lists none). */
   readonly #indices: readonly string[] | undefined;
-  readonly #writable: WritableIndices | undefined;
+  readonly #writable: IndexService | undefined;
   readonly #log: RuntimeLogger;
-  /** `searchableIndices()` for the writable indices' `names()` array `#searchableOf`. */
-  #searchable: readonly string[] = [];
-  #searchableOf: readonly string[] | undefined;
 
   constructor(
     engine: EngineModule,
     indices: readonly string[] | undefined,
-    writable: WritableIndices | undefined,
+    writable: IndexService | undefined,
     log: RuntimeLogger,
   ) {
     this.#engine = engine;
@@ -44,14 +41,8 @@ export class EngineChecks {
 
   /** The engine's indices followed by the writable ones (`undefined`: the engine lists none). */
   searchableIndices(): readonly string[] | undefined {
-    const writable = this.#writable?.names();
-    if (writable === undefined || writable.length === 0) return this.#indices;
-    // Read on every search: rebuilt only when the writable indices change (names() keeps its array).
-    if (this.#searchableOf !== writable) {
-      this.#searchable = [...(this.#indices ?? []), ...writable];
-      this.#searchableOf = writable;
-    }
-    return this.#searchable;
+    // Read on every search: the service rebuilds the list only when the writable indices change.
+    return this.#writable === undefined ? this.#indices : this.#writable.searchableIndices(this.#indices);
   }
 
   /**

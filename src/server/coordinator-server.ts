@@ -175,10 +175,7 @@ export function buildCoordinatorServer(
     stripStatsHeader(reply);
     return payload;
   });
-  registerSearchRoutes(app, (request) => coordinator.search(request), sendError, {
-    userHeader,
-    sandboxHeader,
-  });
+  registerSearchRoutes(app, coordinator, sendError, { userHeader, sandboxHeader });
   app.get('/_nodes/stats', async () => coordinatorStatsView(coordinator.nodesStats()));
   registerIndexRoutes(app, coordinator.writes, { bulkBodyLimitBytes: options.bulkBodyLimitBytes });
   registerObservabilityRoutes(app, coordinatorObservability(coordinator));

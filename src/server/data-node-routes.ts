@@ -1,12 +1,15 @@
 /**
  * The internal routes of a data node (`serve --role data`), added to the app `buildHttpServer` made:
- * the node-to-node protocol of `cluster/internal-protocol.ts`.
+ * the node-to-node protocol of `cluster/internal-protocol.ts`, its bodies read and written by
+ * `cluster/internal-codecs.ts`.
  *
  * - `GET /_internal/node_info`: the node's id, indices, shards per index and the copies it holds.
  * - `POST /_internal/shard_search` `{index, shards, body}`: one search over the given shards, run
  *   through this node's runtime like any search (classification by the forwarded `x-user` and
  *   `x-sandbox-id`, the governor's verdicts, the queue), answered as
- *   `{node_id, service_time_ns, queue_size, response}`; errors in the usual shape and status.
+ *   `{node_id, service_time_ns, queue_size, response}`; errors in the usual shape and status. A
+ *   coordinator that closes the connection before the answer (its client went away, its shard
+ *   time-out passed) gives up the search: the task is removed from the queue or cancelled.
  * - With `debugRoutes`: `POST /_internal/debug/cpu_hog {"threads", "duration_ms"}` and `DELETE` (see
  *   `cluster/cpu-hog.ts`).
  *
@@ -26,22 +29,27 @@ import {
   stripStatsHeader,
 } from '../admission/stats-header.js';
 import type { NodeUsageSnapshot } from '../admission/node-usage-averages.js';
-import { CpuHog, parseCpuHogRequest } from '../cluster/cpu-hog.js';
+import { CpuHog } from '../cluster/cpu-hog.js';
 import { HttpReplicator, recoverReplicas } from '../cluster/http-replicator.js';
 import {
   CPU_HOG_PATH,
   INTERNAL_PATH_PREFIX,
   LATENCY_PATH,
   NODE_INFO_PATH,
-  type NodeInfo,
   type NodeInfoCopy,
-  parseShardSearchRequest,
   SHARD_SEARCH_PATH,
-  type ShardSearchResponse,
 } from '../cluster/internal-protocol.js';
-import { LatencyInjector, parseLatencyRequest } from '../cluster/latency-injector.js';
+import {
+  decodeCpuHogRequest,
+  decodeLatencyRequest,
+  decodeShardSearchRequest,
+  encodeNodeInfo,
+  encodeShardSearchAnswer,
+} from '../cluster/internal-codecs.js';
+import { LatencyInjector } from '../cluster/latency-injector.js';
 import { EngineRequestError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
+import { clientGoneSignal } from './client-gone.js';
 import { sendError } from './error-body.js';
 import { headerValue } from './header-value.js';
 import { registerWriteRoutes } from './data-node-write-routes.js';
@@ -124,24 +132,23 @@ export function registerDataNodeRoutes(
     return payload;
   });
 
-  const info: NodeInfo = Object.freeze({
-    node_id: nodeId,
-    roles: ['data'] as const,
+  const info = encodeNodeInfo({
+    nodeId,
     indices: runtime.nodeStats().engineIndices ?? [],
-    shards_per_index: options.shardsPerIndex,
+    shardsPerIndex: options.shardsPerIndex,
     copies: options.copies,
-    ...(runtime.engineDescription.docsPerIndex === undefined
-      ? {}
-      : { docs_per_index: runtime.engineDescription.docsPerIndex }),
-    ...(runtime.engineDescription.mappings === undefined ? {} : { mappings: runtime.engineDescription.mappings }),
+    docsPerIndex: runtime.engineDescription.docsPerIndex,
+    mappings: runtime.engineDescription.mappings,
   });
   const internal = { config: { auth: 'internal' as const } };
   app.get(NODE_INFO_PATH, internal, async () => info);
 
   app.post(SHARD_SEARCH_PATH, internal, async (request, reply) => {
     const arrived = performance.now();
+    // The coordinator gave up (its client went away, its shard time-out, its close): so does the task.
+    const gone = clientGoneSignal(request);
     try {
-      const { index, shards, body, cancel_after_time_interval } = parseShardSearchRequest(request.body);
+      const { index, shards, body, cancel_after_time_interval } = decodeShardSearchRequest(request.body);
       // A replica still recovering after a restart may lack acknowledged writes: let the coordinator
       // take the shard's other copy.
       for (const [name, list] of Object.entries(shards)) {
@@ -155,23 +162,29 @@ export function registerDataNodeRoutes(
           }
         }
       }
-      const response = await runtime.search({
-        index,
-        body,
-        shards,
-        user: headerValue(request, userHeader),
-        sandboxId: headerValue(request, sandboxHeader),
-        cancelAfterTimeInterval: cancel_after_time_interval,
-      });
-      const answer: ShardSearchResponse = {
-        node_id: nodeId,
-        service_time_ns: Math.round((performance.now() - arrived) * 1e6),
-        queue_size: runtime.nodeStats().queued,
-        response,
-      };
-      return reply.send(answer);
+      const response = await runtime.search(
+        {
+          index,
+          body,
+          shards,
+          user: headerValue(request, userHeader),
+          sandboxId: headerValue(request, sandboxHeader),
+          cancelAfterTimeInterval: cancel_after_time_interval,
+        },
+        { signal: gone.signal },
+      );
+      return reply.send(
+        encodeShardSearchAnswer(
+          nodeId,
+          Math.round((performance.now() - arrived) * 1e6),
+          runtime.nodeStats().queued,
+          response,
+        ),
+      );
     } catch (error) {
       return sendError(reply, error);
+    } finally {
+      gone.dispose();
     }
   });
 
@@ -180,7 +193,7 @@ export function registerDataNodeRoutes(
     app.addHook('onClose', async () => hog.stop());
     app.post(CPU_HOG_PATH, internal, async (request, reply) => {
       try {
-        const wanted = parseCpuHogRequest(request.body);
+        const wanted = decodeCpuHogRequest(request.body);
         const untilMs = await hog.start(wanted);
         return reply.send({ node_id: nodeId, threads: wanted.threads, until_ms: untilMs });
       } catch (error) {
@@ -193,7 +206,7 @@ export function registerDataNodeRoutes(
     });
     app.post(LATENCY_PATH, internal, async (request, reply) => {
       try {
-        const wanted = parseLatencyRequest(request.body);
+        const wanted = decodeLatencyRequest(request.body);
         const untilMs = latency!.start(wanted);
         return reply.send({
           node_id: nodeId,
@@ -211,7 +224,7 @@ export function registerDataNodeRoutes(
     });
   }
 
-  const indices = runtime.indices;
+  const indices = runtime.indices?.placement;
   if (indices === undefined) return { recover: async () => undefined };
   const log = options.logger ?? pino({ level: 'silent' });
   const replicator = new HttpReplicator({

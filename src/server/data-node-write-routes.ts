@@ -19,8 +19,32 @@
  *   primary's log;
  * - `POST /_internal/get` `{"index", "shard", "id"}`: the real-time GET answer of this node's copy;
  * - `GET /_internal/cat_shards`: `{"rows"}`; `POST /_internal/refresh` `{"indices"}`: `{"refreshed"}`.
+ *
+ * Every body is read and every answer written by `cluster/internal-codecs.ts` (the callers use the
+ * same module); the four bodies with a JSON schema declare it to fastify too (checked at the edge).
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import {
+  decodeDropIndexQuery,
+  decodeGetRequest,
+  decodeIndexMetadataRequest,
+  decodeRecoverRequest,
+  decodeRefreshRequest,
+  decodeReplicateRequest,
+  decodeSettingsRequest,
+  decodeShardBulkRequest,
+  encodeAcknowledged,
+  encodeCatShardsAnswer,
+  encodeRecoverAnswer,
+  encodeRefreshAnswer,
+  encodeReplicateAnswer,
+  encodeShardBulkAnswer,
+  GET_REQUEST_SCHEMA,
+  RECOVER_REQUEST_SCHEMA,
+  REFRESH_REQUEST_SCHEMA,
+  REPLICATE_REQUEST_SCHEMA,
+  type ShardBulkResult,
+} from '../cluster/internal-codecs.js';
 import {
   CAT_SHARDS_PATH,
   GET_PATH,
@@ -31,102 +55,11 @@ import {
   SHARD_BULK_PATH,
 } from '../cluster/internal-protocol.js';
 import { InvalidArgumentError, isQuerySandboxError, httpStatusOf } from '../errors.js';
-import { parseRefreshPolicy } from '../bulk/bulk-response.js';
-import { parseIndexMetadata } from '../indices/index-metadata-store.js';
-import { parseSettingValues, resolveIndexSettings } from '../indices/index-settings.js';
-import type { ShardWriteItem } from '../bulk/shard-write-item.js';
-import type { LoggedOperation } from '../indices/shard-log.js';
-import type { WritableIndices } from '../indices/writable-indices.js';
-import { isPlainObject } from '../common/is-plain-object.js';
+import type { LocalPlacement } from '../indices/local-placement.js';
 import { sendError } from './error-body.js';
-
-/** Field schemas of the internal write bodies, with the messages of the checks they replace. */
-const NON_EMPTY_STRING = { type: 'string', minLength: 1, 'x-must': 'must be a non-empty string' };
-const SHARD = { type: 'integer', minimum: 0, maximum: 1023, 'x-must': 'must be an integer in 0..1023' };
-const SEQ_NO = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER, 'x-must': 'must be an integer >= 0' };
-
-/** A JSON-object body schema of the named fields (`required`: those that must be there). */
-function bodySchema(properties: Record<string, Record<string, unknown>>, required: readonly string[]) {
-  return {
-    body: { type: 'object', 'x-must': 'must be a JSON object', properties, required: [...required] },
-  };
-}
-
-/** `_internal/replicate`: the copy's index, uuid and shard, and the primary's position (operations are checked by hand). */
-const REPLICATE_SCHEMA = bodySchema(
-  {
-    index: NON_EMPTY_STRING,
-    uuid: NON_EMPTY_STRING,
-    shard: SHARD,
-    primary_next_seq_no: SEQ_NO,
-    primary_term: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, 'x-must': 'must be an integer >= 1' },
-  },
-  ['index', 'uuid', 'shard'],
-);
-const RECOVER_SCHEMA = bodySchema(
-  { index: NON_EMPTY_STRING, uuid: NON_EMPTY_STRING, shard: SHARD, from_seq_no: SEQ_NO },
-  ['index', 'uuid', 'shard', 'from_seq_no'],
-);
-const GET_SCHEMA = bodySchema({ index: NON_EMPTY_STRING, shard: SHARD, id: NON_EMPTY_STRING }, ['index', 'shard', 'id']);
-const REFRESH_SCHEMA = bodySchema(
-  { indices: { type: 'array', items: { type: 'string' }, 'x-must': 'must be an array of index names' } },
-  ['indices'],
-);
 
 /** Largest internal write body, bytes (a coordinator's whole bulk may go to one primary). */
 const INTERNAL_BODY_LIMIT = 200 * 1024 * 1024;
-
-function objectBody(raw: unknown): Record<string, unknown> {
-  if (!isPlainObject(raw)) throw new InvalidArgumentError('body', 'must be a JSON object', raw);
-  return raw;
-}
-
-function stringField(body: Record<string, unknown>, key: string): string {
-  const value = body[key];
-  if (typeof value !== 'string' || value.length === 0) {
-    throw new InvalidArgumentError(key, 'must be a non-empty string', value);
-  }
-  return value;
-}
-
-function shardField(body: Record<string, unknown>, key = 'shard'): number {
-  const value = body[key];
-  if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > 1023) {
-    throw new InvalidArgumentError(key, 'must be an integer in 0..1023', value);
-  }
-  return value as number;
-}
-
-function operationsField(body: Record<string, unknown>): LoggedOperation[] {
-  const operations = body['operations'];
-  if (!Array.isArray(operations)) throw new InvalidArgumentError('operations', 'must be an array', operations);
-  operations.forEach((op, i) => {
-    if (
-      !isPlainObject(op) ||
-      !['index', 'create', 'update', 'delete'].includes(op['op'] as string) ||
-      typeof op['id'] !== 'string' ||
-      !Number.isSafeInteger(op['seqNo'])
-    ) {
-      throw new InvalidArgumentError(`operations[${i}]`, 'must be a logged operation {op, id, seqNo, routing?, source?}', op);
-    }
-  });
-  return operations as LoggedOperation[];
-}
-
-function itemsField(raw: unknown, path: string): ShardWriteItem[] {
-  if (!Array.isArray(raw)) throw new InvalidArgumentError(path, 'must be an array of shard write items', raw);
-  raw.forEach((item, i) => {
-    if (
-      !isPlainObject(item) ||
-      !['index', 'create', 'update', 'delete'].includes(item['action'] as string) ||
-      typeof item['id'] !== 'string' ||
-      !Number.isInteger(item['position'])
-    ) {
-      throw new InvalidArgumentError(`${path}[${i}]`, 'must be {position, action, id, routing?, source?, doc?, ...}', item);
-    }
-  });
-  return raw as ShardWriteItem[];
-}
 
 async function answer(reply: FastifyReply, run: () => unknown): Promise<FastifyReply> {
   try {
@@ -137,16 +70,12 @@ async function answer(reply: FastifyReply, run: () => unknown): Promise<FastifyR
 }
 
 /** Adds the write routes (see module doc) to a data node's app. */
-export function registerWriteRoutes(app: FastifyInstance, indices: WritableIndices, nodeId: string): void {
+export function registerWriteRoutes(app: FastifyInstance, indices: LocalPlacement, nodeId: string): void {
   const plain = { config: { auth: 'internal' as const, urlParameters: { names: ['pretty'], hint: '(pretty)' } } };
   app.put<{ Params: { index: string } }>(`${INDICES_PATH}/:index`, plain, (request, reply) =>
     answer(reply, async () => {
-      const meta = parseIndexMetadata(request.body, 'body');
-      if (meta.name !== request.params.index) {
-        throw new InvalidArgumentError('body.name', `must be the index of the URL [${request.params.index}]`, meta.name);
-      }
-      await indices.adoptIndex(meta);
-      return { acknowledged: true, node_id: nodeId };
+      await indices.adoptIndex(decodeIndexMetadataRequest(request.body, request.params.index));
+      return encodeAcknowledged(nodeId);
     }),
   );
   app.delete<{ Params: { index: string } }>(
@@ -154,18 +83,15 @@ export function registerWriteRoutes(app: FastifyInstance, indices: WritableIndic
     { config: { auth: 'internal' as const, urlParameters: { names: ['uuid', 'pretty'], hint: '(uuid, pretty)' } } },
     (request, reply) =>
       answer(reply, async () => {
-        const uuid = (request.query as Record<string, unknown>)['uuid'];
-        if (typeof uuid !== 'string') throw new InvalidArgumentError('uuid', 'must be the index uuid', uuid);
-        await indices.dropIndex(request.params.index, uuid);
-        return { acknowledged: true, node_id: nodeId };
+        await indices.dropIndex(request.params.index, decodeDropIndexQuery(request.query));
+        return encodeAcknowledged(nodeId);
       }),
   );
   app.put<{ Params: { index: string } }>(`${INDICES_PATH}/:index/_settings`, plain, (request, reply) =>
     answer(reply, async () => {
-      const body = objectBody(request.body);
-      const settings = resolveIndexSettings(parseSettingValues(body['settings'] ?? {}, 'settings'));
-      await indices.takeSettings(request.params.index, stringField(body, 'uuid'), settings);
-      return { acknowledged: true, node_id: nodeId };
+      const { uuid, settings } = decodeSettingsRequest(request.body);
+      await indices.takeSettings(request.params.index, uuid, settings);
+      return encodeAcknowledged(nodeId);
     }),
   );
   app.post(SHARD_BULK_PATH, { ...plain, bodyLimit: INTERNAL_BODY_LIMIT }, (request, reply) =>
@@ -174,20 +100,9 @@ export function registerWriteRoutes(app: FastifyInstance, indices: WritableIndic
       const bytes = Number(request.headers['content-length'] ?? 0) || 1;
       const release = indices.pressure.acquire(bytes, 'primary');
       try {
-        const body = objectBody(request.body);
-        const refresh = parseRefreshPolicy(body['refresh'] ?? 'false');
-        const shards = body['shards'];
-        if (!Array.isArray(shards)) throw new InvalidArgumentError('shards', 'must be an array', shards);
-        const requests = shards.map((raw, i) => {
-          const s = objectBody(raw);
-          return {
-            index: stringField(s, 'index'),
-            shard: shardField(s),
-            items: itemsField(s['items'], `shards[${i}].items`),
-          };
-        });
+        const { refresh, shards } = decodeShardBulkRequest(request.body);
         const results = await Promise.all(
-          requests.map(async (r) => {
+          shards.map(async (r): Promise<ShardBulkResult> => {
             try {
               const outcome = await indices.executePrimary(r.index, r.shard, r.items, refresh);
               return { index: r.index, shard: r.shard, ok: true, outcome };
@@ -205,65 +120,55 @@ export function registerWriteRoutes(app: FastifyInstance, indices: WritableIndic
             }
           }),
         );
-        return {
-          node_id: nodeId,
-          service_time_ns: Math.round((performance.now() - arrived) * 1e6),
-          shards: results,
-        };
+        return encodeShardBulkAnswer(nodeId, Math.round((performance.now() - arrived) * 1e6), results);
       } finally {
         release();
       }
     }),
   );
-  app.post(REPLICATE_PATH, { ...plain, bodyLimit: INTERNAL_BODY_LIMIT, schema: REPLICATE_SCHEMA }, async (request, reply) => {
+  app.post(REPLICATE_PATH, { ...plain, bodyLimit: INTERNAL_BODY_LIMIT, schema: { body: REPLICATE_REQUEST_SCHEMA } }, async (request, reply) => {
     const arrived = performance.now();
     try {
-      // Checked by REPLICATE_SCHEMA (but `operations`).
-      const body = request.body as Record<string, unknown>;
-      const primaryNext = body['primary_next_seq_no'];
-      const primaryTerm = body['primary_term'];
+      const r = decodeReplicateRequest(request.body);
       const outcome = await indices.applyReplica(
-        body['index'] as string,
-        body['uuid'] as string,
-        body['shard'] as number,
-        operationsField(body),
-        parseRefreshPolicy(body['refresh'] ?? 'false'),
-        primaryNext as number | undefined,
-        primaryTerm as number | undefined,
+        r.index,
+        r.uuid,
+        r.shard,
+        r.operations,
+        r.refresh,
+        r.primaryNextSeqNo,
+        r.primaryTerm,
       );
-      if (!outcome.ok) return reply.code(409).send({ node_id: nodeId, next_seq_no: outcome.nextSeqNo });
-      return reply.send({ node_id: nodeId, service_time_ns: Math.round((performance.now() - arrived) * 1e6) });
+      const { status, body } = encodeReplicateAnswer(
+        nodeId,
+        outcome.ok
+          ? { applied: true, serviceTimeNs: Math.round((performance.now() - arrived) * 1e6) }
+          : { applied: false, nextSeqNo: outcome.nextSeqNo },
+      );
+      return reply.code(status).send(body);
     } catch (error) {
       return sendError(reply, error);
     }
   });
-  app.post(RECOVER_PATH, { ...plain, schema: RECOVER_SCHEMA }, (request, reply) =>
+  app.post(RECOVER_PATH, { ...plain, schema: { body: RECOVER_REQUEST_SCHEMA } }, (request, reply) =>
     answer(reply, async () => {
-      // Checked by RECOVER_SCHEMA.
-      const body = request.body as Record<string, unknown>;
-      const index = body['index'] as string;
-      const uuid = body['uuid'] as string;
-      const shard = body['shard'] as number;
-      const from = body['from_seq_no'];
+      const { index, uuid, shard, fromSeqNo } = decodeRecoverRequest(request.body);
       if (indices.metadata.get(index)?.uuid !== uuid) {
         throw new InvalidArgumentError('uuid', `must be the uuid of index [${index}] on this node`, uuid);
       }
-      return { node_id: nodeId, operations: await indices.operationsSince(index, shard, from as number) };
+      return encodeRecoverAnswer(nodeId, await indices.operationsSince(index, shard, fromSeqNo));
     }),
   );
-  app.post(GET_PATH, { ...plain, schema: GET_SCHEMA }, (request, reply) =>
+  app.post(GET_PATH, { ...plain, schema: { body: GET_REQUEST_SCHEMA } }, (request, reply) =>
     answer(reply, () => {
-      // Checked by GET_SCHEMA.
-      const body = request.body as Record<string, unknown>;
-      return indices.getLocal(body['index'] as string, body['shard'] as number, body['id'] as string);
+      const { index, shard, id } = decodeGetRequest(request.body);
+      return indices.getLocal(index, shard, id);
     }),
   );
-  app.get(CAT_SHARDS_PATH, plain, async () => ({ node_id: nodeId, rows: indices.catLocal() }));
-  app.post(REFRESH_PATH, { ...plain, schema: REFRESH_SCHEMA }, (request, reply) =>
+  app.get(CAT_SHARDS_PATH, plain, async () => encodeCatShardsAnswer(nodeId, indices.catLocal()));
+  app.post(REFRESH_PATH, { ...plain, schema: { body: REFRESH_REQUEST_SCHEMA } }, (request, reply) =>
     answer(reply, () => {
-      // Checked by REFRESH_SCHEMA.
-      const names = (request.body as Record<string, unknown>)['indices'];
-      return { node_id: nodeId, refreshed: indices.shards.refresh(names as string[]) };
+      return encodeRefreshAnswer(nodeId, indices.shards.refresh([...decodeRefreshRequest(request.body)]));
     }),
   );
 }

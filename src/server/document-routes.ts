@@ -19,7 +19,7 @@ import {
   opTypeAction,
   writeDocument,
 } from '../bulk/document-writes.js';
-import type { GetResponse, IndexApi } from '../indices/writable-indices.js';
+import type { GetResponse, IndexApi } from '../indices/index-api.js';
 import { sendError } from './error-body.js';
 import { querySchema, REFRESH_PARAMETER } from './route-schemas.js';
 

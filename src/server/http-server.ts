@@ -27,6 +27,8 @@ import {
   fastifyConnectionOptions,
   resolveConnectionLimits,
 } from './connection-limits.js';
+import type { SearchService } from '../execution/search-service.js';
+import { clientGoneSignal } from './client-gone.js';
 import { errorBody, sendError, toErrorResponse } from './error-body.js';
 import { headerValue } from './header-value.js';
 import { nodeCatalog } from './index-catalogs.js';
@@ -210,7 +212,7 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
     },
     connectionLimits: options.connectionLimits,
   });
-  registerSearchRoutes(app, (request, call) => runtime.search(request, call), sendError, { userHeader, sandboxHeader });
+  registerSearchRoutes(app, runtime, sendError, { userHeader, sandboxHeader });
   app.get('/_sandbox', async () => sandboxesView(runtime));
   app.get('/_sandbox/_stats', { schema: SANDBOX_STATS_QUERY_SCHEMA }, async (request, reply) => {
     try {
@@ -410,21 +412,6 @@ export function createApiServer(options: ApiServerOptions): FastifyInstance {
   return app;
 }
 
-/** What a search route hands on: the request's index, body, user, explicit sandbox and URL parameters. */
-export interface SearchRouteRequest {
-  index: string;
-  body: unknown;
-  user: string | undefined;
-  /** From the explicit-sandbox header, or OpenSearch's `workloadGroupId` header (the same rule applies). */
-  sandboxId: string | undefined;
-  /** `?timeout=` (a time value; the body's `timeout` key is read by the runtime). */
-  timeout: string | undefined;
-  /** `?cancel_after_time_interval=`. */
-  cancelAfterTimeInterval: string | undefined;
-  /** `?max_concurrent_shard_requests=`: an integer >= 1 (checked here). */
-  maxConcurrentShardRequests: number | undefined;
-}
-
 /**
  * The explicit sandbox of a request: the explicit-sandbox header or the `workloadGroupId` header,
  * which name the same thing (a sandbox `_id`) and go through the same check (`resolveExplicit`).
@@ -458,15 +445,17 @@ function shardRequestsParameter(value: unknown): number | undefined {
  * parameters of `search-parameters.ts` are folded into it, and `timeout`, `cancel_after_time_interval`
  * and `max_concurrent_shard_requests` are also handed on as such (the runtime resolves them against
  * the sandbox's `search_settings`); the user and explicit sandbox come from the named headers (or
- * `workloadGroupId`); `search` answers, `sendFailure` turns its errors into the error body.
+ * `workloadGroupId`); `service` answers (a single node's runtime or a cluster's coordinator: one
+ * route for both), `sendFailure` turns its errors into the error body.
  *
  * A client that goes away gives up its search: when the request's connection closes before the
- * answer is ready, `call.signal` aborts, so a queued task is removed without running and a running
- * one is cancelled (the answer, `QS_ABORTED`, has nobody to go to).
+ * answer is ready, the call's `signal` aborts (`clientGoneSignal`), so a single node removes a queued
+ * task without running it and cancels a running one, and a coordinator aborts its calls to the data
+ * nodes (the answer, `QS_ABORTED`, has nobody to go to).
  */
 export function registerSearchRoutes(
   app: FastifyInstance,
-  search: (request: SearchRouteRequest, call: { readonly signal: AbortSignal }) => Promise<unknown>,
+  service: SearchService<unknown>,
   sendFailure: (reply: FastifyReply, error: unknown) => FastifyReply,
   headers: { readonly userHeader: string; readonly sandboxHeader: string },
 ): void {
@@ -475,17 +464,11 @@ export function registerSearchRoutes(
     if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) {
       return sendError(reply, new InvalidArgumentError('body', 'must be a JSON object', body));
     }
-    // The connection closing before the answer is sent: the client is gone (HTTP/1.1 has no other way
-    // to cancel a request). Keep-alive sockets carry later requests, so the listener goes once answered.
-    const gone = new AbortController();
-    const socket = request.raw.socket;
-    const onClose = () => gone.abort(new Error('the client closed its connection before the answer'));
-    socket.once('close', onClose);
-    if (socket.destroyed) onClose();
+    const gone = clientGoneSignal(request);
     try {
       const query = (request.query as Record<string, unknown> | undefined) ?? {};
       const text = (name: string) => (typeof query[name] === 'string' ? (query[name] as string) : undefined);
-      const result = await search(
+      const result = await service.search(
         {
         index,
         body: applySearchParameters(query, (body as Record<string, unknown> | undefined) ?? {}),
@@ -501,7 +484,7 @@ export function registerSearchRoutes(
     } catch (error) {
       return sendFailure(reply, error);
     } finally {
-      socket.off('close', onClose);
+      gone.dispose();
     }
   };
   // A search is a read whatever its method (POST carries the body).

@@ -29,7 +29,7 @@ import {
   statusAtLeast,
 } from '../indices/cluster-health.js';
 import { parseTimeValueMs } from '../common/time-value.js';
-import type { IndexApi } from '../indices/writable-indices.js';
+import type { IndexApi } from '../indices/index-api.js';
 import { sendError } from './error-body.js';
 import { headerValue } from './header-value.js';
 import { CAT_FORMAT_PARAMETER, querySchema } from './route-schemas.js';

@@ -23,7 +23,7 @@ import { booleanParameter, CAT_FORMAT_PARAMETER, querySchema, REFRESH_PARAMETER 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidArgumentError, TemplateNotFoundError } from '../errors.js';
 import { parseRefreshPolicy } from '../bulk/bulk-response.js';
-import type { CatShardRow, IndexApi } from '../indices/writable-indices.js';
+import type { CatShardRow, IndexApi } from '../indices/index-api.js';
 import { registerDocumentRoutes } from './document-routes.js';
 import { sendError } from './error-body.js';
 import type { RouteAuth } from './route-auth.js';

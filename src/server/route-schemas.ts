@@ -10,15 +10,11 @@
  * no removal of unknown properties (they get the routes' own messages), so a schema only replaces a
  * check and the handler reads what the client sent.
  */
-import { Ajv, type ErrorObject } from 'ajv';
+import type { ErrorObject } from 'ajv';
 import type { FastifyInstance, FastifySchema } from 'fastify';
-import { InvalidArgumentError } from '../errors.js';
+import { createSchemaAjv, schemaError } from '../common/schema-error.js';
 
-/** Schema annotations read by `schemaError`. */
-interface Annotated {
-  readonly 'x-must'?: string;
-  readonly 'x-field'?: string;
-}
+export { schemaError } from '../common/schema-error.js';
 
 /**
  * Compiles every route schema of `app` with one ajv instance (all parts: no coercion, no defaults, no
@@ -37,42 +33,12 @@ export function routesWithSchemas(app: FastifyInstance): readonly string[] {
 export function installSchemaValidation(app: FastifyInstance): void {
   const routes = new Set<string>();
   compiledRoutes.set(app, routes);
-  const ajv = new Ajv({
-    allErrors: false,
-    verbose: true,
-    coerceTypes: false,
-    useDefaults: false,
-    removeAdditional: false,
-    keywords: ['x-must', 'x-field'],
-  });
+  const ajv = createSchemaAjv();
   app.setValidatorCompiler(({ schema, method, url }) => {
     routes.add(`${method} ${url}`);
     return ajv.compile(schema);
   });
   app.setSchemaErrorFormatter((errors, dataVar) => schemaError(errors as ErrorObject[], dataVar));
-}
-
-/**
- * The 400 for the first schema failure: the field (`x-field`, else the failing property's path in
- * dots, else the request part: `body`, `params`, `querystring`), the message (`x-must`, else ajv's)
- * and the value received.
- */
-export function schemaError(errors: readonly ErrorObject[], part: string): InvalidArgumentError {
-  const e = errors[0];
-  if (e === undefined) return new InvalidArgumentError(part, 'is invalid', undefined);
-  const path = e.instancePath
-    .split('/')
-    .slice(1)
-    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
-  if (e.keyword === 'required') {
-    // A missing field fails as its own check would have on `undefined`, when its schema says how.
-    const missing = (e.params as { missingProperty: string }).missingProperty;
-    const own = (e.parentSchema as { properties?: Record<string, Annotated> } | undefined)?.properties?.[missing];
-    return new InvalidArgumentError(own?.['x-field'] ?? [...path, missing].join('.'), own?.['x-must'] ?? 'is required', undefined);
-  }
-  const schema = (e.parentSchema ?? {}) as Annotated;
-  const field = schema['x-field'] ?? (path.length > 0 ? path.join('.') : part);
-  return new InvalidArgumentError(field, schema['x-must'] ?? e.message ?? 'is invalid', e.data);
 }
 
 /** A URL parameter that is `true` or `false` (and, with `emptyIsTrue`, present without a value). */

@@ -182,7 +182,7 @@ describe('cluster writes', () => {
     }
     expect(primaries).toBe(60);
     // Only the primaries' nodes got shard bulks from the coordinator.
-    const sent = coordinator.writes.stats().shardBulkRequests;
+    const sent = coordinator.nodesStats().writes!.shardBulkRequests;
     expect(Object.values(sent).reduce((a, b) => a + b, 0)).toBe(3);
     const got = await call('GET', '/events/_doc/k17');
     expect(got.json).toMatchObject({ found: true, _id: 'k17', _source: { body: 'cluster words k17' } });

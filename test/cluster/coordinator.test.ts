@@ -42,6 +42,7 @@ afterEach(async () => {
     n.delayMs = 0;
     n.timedOut = false;
     n.maxInFlight = 0;
+    n.gone = 0;
   }
   for (const s of started.splice(0)) await s.app.close();
 });
@@ -550,5 +551,89 @@ describe('coordinator: search settings at the fan-out', () => {
     const bad = await app.inject({ method: 'POST', url: '/_all/_search?timeout=fast', payload: '{}' });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error.reason).toContain('timeout must be a time value');
+  });
+});
+
+describe('coordinator: a caller that gives up (SearchService options)', () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  async function until(condition: () => boolean, timeoutMs = 5000): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
+    while (!condition()) {
+      if (performance.now() > deadline) throw new Error('condition not met in time');
+      await sleep(10);
+    }
+  }
+  const asked = () => nodes.reduce((n, node) => n + node.searches, 0);
+  const gone = () => nodes.reduce((n, node) => n + node.gone, 0);
+
+  it('aborts the fan-out when the HTTP client disconnects: every data node call is closed, none retried or counted as failed', async () => {
+    for (const n of nodes) n.delayMs = 20_000;
+    const { app, coordinator } = await coordinatorWith();
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = app.server.address() as net.AddressInfo;
+    const before = asked();
+    const http = await import('node:http');
+    const request = http.request({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/_all/_search',
+      headers: { 'content-type': 'application/json' },
+      agent: false,
+    });
+    request.on('error', () => undefined);
+    request.end(JSON.stringify({ size: 5 }));
+    await until(() => nodes.every((n) => n.inFlight > 0));
+    const sent = asked() - before;
+    const startedMs = performance.now();
+    request.destroy();
+    // Every call to a data node is closed by the coordinator, long before the nodes' 20 s delay.
+    await until(() => gone() === sent && nodes.every((n) => n.inFlight === 0));
+    expect(performance.now() - startedMs).toBeLessThan(5000);
+    await sleep(50);
+    expect(asked() - before).toBe(sent); // no shard retried on another copy
+    for (const n of coordinator.nodesStats().dataNodes) {
+      expect(n.failures).toBe(0);
+      expect(n.lastCallFailed).toBe(false);
+      expect(n.retriedAway).toBe(0);
+      expect(n.outstandingShards).toBe(0);
+    }
+  });
+
+  it('rejects with AbortedError once the signal aborts, and with TimedOutError past timeoutMs', async () => {
+    for (const n of nodes) n.delayMs = 20_000;
+    const { coordinator } = await coordinatorWith();
+    const controller = new AbortController();
+    const aborted = coordinator.search({ index: '_all', body: {} }, { signal: controller.signal });
+    await until(() => nodes.every((n) => n.inFlight > 0));
+    controller.abort();
+    await expect(aborted).rejects.toMatchObject({ code: 'QS_ABORTED', queued: false, sandboxId: undefined });
+    await until(() => nodes.every((n) => n.inFlight === 0));
+    const startedMs = performance.now();
+    await expect(coordinator.search({ index: '_all', body: {} }, { timeoutMs: 150 })).rejects.toMatchObject({
+      code: 'QS_TIMED_OUT',
+      timeoutMs: 150,
+    });
+    expect(performance.now() - startedMs).toBeLessThan(5000);
+    await until(() => nodes.every((n) => n.inFlight === 0));
+    expect(coordinator.nodesStats().dataNodes.every((n) => n.failures === 0)).toBe(true);
+  });
+
+  it('sends nothing for an already aborted signal, and refuses bad options and a request that sets shards', async () => {
+    const { coordinator } = await coordinatorWith();
+    const before = asked();
+    await expect(coordinator.search({ index: '_all', body: {} }, { signal: AbortSignal.abort() })).rejects.toMatchObject({
+      code: 'QS_ABORTED',
+    });
+    await expect(coordinator.search({ index: '_all', body: {} }, { timeoutMs: 0 })).rejects.toThrow(
+      'options.timeoutMs must be an integer in 1..2147483647; received 0',
+    );
+    await expect(coordinator.search({ index: 'alpha', body: {}, shards: { alpha: [0] } })).rejects.toThrow(
+      /^shards must not be set on a search sent to a coordinator/,
+    );
+    expect(asked()).toBe(before);
+    // Without options the search runs as before.
+    const ok = await coordinator.search({ index: '_all', body: { size: 3 } });
+    expect(ok._shards).toEqual({ total: 6, successful: 6, skipped: 0, failed: 0 });
   });
 });

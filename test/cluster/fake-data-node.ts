@@ -68,6 +68,8 @@ export interface FakeDataNode {
   /** Answer shard searches with this status and an error body (0: destroy the connection). */
   failWith: { status: number; type: string } | undefined;
   delayMs: number;
+  /** Shard searches whose caller closed the connection while they were being answered (a delay cut short). */
+  gone: number;
 }
 
 /** Starts a fake data node holding `copies`. */
@@ -87,6 +89,7 @@ export async function startFakeDataNode(id: string, copies: readonly NodeInfoCop
     usage: undefined,
     failWith: undefined,
     delayMs: 0,
+    gone: 0,
   };
   app.addHook('onSend', async (_request, reply, payload) => {
     if (node.usage !== undefined) {
@@ -113,11 +116,29 @@ export async function startFakeDataNode(id: string, copies: readonly NodeInfoCop
     node.asked.push(shards);
     node.inFlight++;
     node.maxInFlight = Math.max(node.maxInFlight, node.inFlight);
+    // The caller closing the connection cuts the delay short (as a data node gives up its task).
+    let cut: () => void = () => undefined;
+    const socket = request.raw.socket;
+    const onClose = () => {
+      node.gone++;
+      cut();
+    };
+    socket.once('close', onClose);
     try {
-      if (node.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, node.delayMs));
+      if (node.delayMs > 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, node.delayMs);
+          cut = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
     } finally {
+      socket.off('close', onClose);
       node.inFlight--;
     }
+    if (socket.destroyed) return reply;
     if (node.failWith !== undefined) {
       if (node.failWith.status === 0) {
         request.raw.socket.destroy();

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { LatencyInjector, parseLatencyRequest } from '../../src/cluster/latency-injector.js';
+import { decodeLatencyRequest } from '../../src/cluster/internal-codecs.js';
+import { LatencyInjector } from '../../src/cluster/latency-injector.js';
 import { IndexingPressure } from '../../src/indices/indexing-pressure.js';
 
 describe('LatencyInjector', () => {
@@ -20,7 +21,7 @@ describe('LatencyInjector', () => {
     [{ delay_ms: 10, duration_ms: -1 }, 'duration_ms must be an integer in 1..3600000; received -1'],
     [{ delay_ms: 10, share: 1 }, 'share is not a field of a latency request (delay_ms, ratio, duration_ms); received 1'],
   ])('refuses %j', (body, message) => {
-    expect(() => parseLatencyRequest(body)).toThrow(message);
+    expect(() => decodeLatencyRequest(body)).toThrow(message);
   });
 });
 

@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -217,5 +219,34 @@ describe('data node routes', () => {
     expect(usage.heap).toBeGreaterThan(0);
     expect(usage.samples.cpu).toBeGreaterThan(0);
     expect(runtime.resourceUsage().timestampMs).toBeGreaterThan(0);
+  });
+
+  it('gives up a shard search whose caller closes the connection: the running task is cancelled', async () => {
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = app.server.address() as AddressInfo;
+    const aborted = () => runtime.sandboxStats().get('_root')!.counters.aborted;
+    const before = aborted();
+    const request = http.request({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/_internal/shard_search',
+      headers: { 'content-type': 'application/json', ...INTERNAL },
+      agent: false,
+    });
+    request.on('error', () => undefined);
+    request.end(JSON.stringify({ index: 'alpha', shards: { alpha: [1] }, body: { sleepMs: 10_000 } }));
+    const until = async (condition: () => boolean) => {
+      const deadline = performance.now() + 3000;
+      while (!condition()) {
+        if (performance.now() > deadline) throw new Error('condition not met in time');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    };
+    await until(() => runtime.nodeStats().running === 1);
+    const t0 = performance.now();
+    request.destroy();
+    await until(() => runtime.nodeStats().running === 0 && aborted() === before + 1);
+    expect(performance.now() - t0).toBeLessThan(3000);
   });
 });
