@@ -207,4 +207,17 @@ describe('single-document writes', () => {
     expect(badName.status).toBe(400);
     expect(badName.json.error.type).toBe('invalid_index_name_exception');
   });
+
+  it('names the document, not a bulk line, in the reason of a refused single-document write', async () => {
+    const array = await call('PUT', '/docs/_doc/x', [1]);
+    expect(array.json.error.reason).toBe(
+      'failed to parse: Malformed content, must start with an object (document [docs]/[x]; received "[1]")',
+    );
+    const auto = await call('POST', '/docs/_doc', 'text');
+    expect(auto.status).toBe(400);
+    expect(auto.json.error.reason).toMatch(/\(document \[docs\]\/\[_auto_\]; received /);
+    const badName = await call('PUT', '/Docs/_doc/1', { a: 1 });
+    expect(badName.json.error.reason).toMatch(/\(document \[Docs\]\/\[1\]\)$/);
+    for (const r of [array, auto, badName]) expect(JSON.stringify(r.json)).not.toMatch(/bulk line/);
+  });
 });
