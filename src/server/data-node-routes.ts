@@ -43,7 +43,7 @@ import { LatencyInjector, parseLatencyRequest } from '../cluster/latency-injecto
 import { EngineRequestError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { sendError } from './error-body.js';
-import { headerValue } from './header-value.js';
+import { headerValue, singleHeaderValue } from './header-value.js';
 import { registerWriteRoutes } from './data-node-write-routes.js';
 import { isInternalCaller } from './route-auth.js';
 
@@ -160,7 +160,7 @@ export function registerDataNodeRoutes(
         body,
         shards,
         user: headerValue(request, userHeader),
-        sandboxId: headerValue(request, sandboxHeader),
+        sandboxId: singleHeaderValue(request, sandboxHeader),
         cancelAfterTimeInterval: cancel_after_time_interval,
       });
       const answer: ShardSearchResponse = {

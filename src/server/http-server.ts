@@ -28,7 +28,7 @@ import {
   resolveConnectionLimits,
 } from './connection-limits.js';
 import { errorBody, sendError, toErrorResponse } from './error-body.js';
-import { headerValue } from './header-value.js';
+import { headerValue, singleHeaderValue } from './header-value.js';
 import { nodeCatalog } from './index-catalogs.js';
 import { registerIndexInfoRoutes } from './index-info-routes.js';
 import { registerIndexRoutes } from './index-routes.js';
@@ -428,11 +428,11 @@ export interface SearchRouteRequest {
 /**
  * The explicit sandbox of a request: the explicit-sandbox header or the `workloadGroupId` header,
  * which name the same thing (a sandbox `_id`) and go through the same check (`resolveExplicit`).
- * @throws InvalidArgumentError when both are sent with different values.
+ * @throws InvalidArgumentError when both are sent with different values, or either is sent twice.
  */
 export function explicitSandboxOf(request: FastifyRequest, sandboxHeader: string): string | undefined {
-  const sandboxId = headerValue(request, sandboxHeader);
-  const group = headerValue(request, WORKLOAD_GROUP_HEADER);
+  const sandboxId = singleHeaderValue(request, sandboxHeader);
+  const group = singleHeaderValue(request, WORKLOAD_GROUP_HEADER);
   if (sandboxId !== undefined && group !== undefined && sandboxId !== group) {
     throw new InvalidArgumentError(
       'workloadGroupId',
