@@ -84,6 +84,7 @@ import {
   readNodeHits,
 } from './search-merge.js';
 import { pageOf } from './search-page.js';
+import { optionChecks } from '../common/option-checks.js';
 
 export type { CoordinatorStats, DataNodeStats } from './coordinator-stats.js';
 export { RemoteClientError } from '../errors.js';
@@ -262,13 +263,8 @@ function serializeShardBody(body: Readonly<Record<string, unknown>>): string {
 
 const NODE_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 
-function integer(name: string, value: unknown, min: number, max: number, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError(`options.${name}`, `must be an integer in ${min}..${max}`, value);
-  }
-  return value;
-}
+const integer = (name: string, value: unknown, min: number, max: number, fallback: number): number =>
+  optionChecks.integerIn(`options.${name}`, value, min, max, fallback);
 
 /** A data node's 4xx that the client caused (not a refusal, not a routing mismatch). */
 function isClientError(outcome: NodeCallOutcome & { ok: false }): boolean {
