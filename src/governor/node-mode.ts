@@ -6,18 +6,16 @@
  * `enforced`. Inside, the governor's word for acting stays `enabled` and admission control's
  * `enforced` (their stats print those); only the edge is lenient.
  */
-import { InvalidArgumentError } from '../errors.js';
+import { optionChecks } from '../common/option-checks.js';
 import { EnforcementMode } from './decide.js';
 
 /** The words accepted for a node mode, in the order messages list them. */
 export const NODE_MODE_WORDS = ['enforced', 'enabled', 'monitor_only', 'disabled'] as const;
 export type NodeModeWord = (typeof NODE_MODE_WORDS)[number];
 
+/** Any case (the rule of common/option-checks.ts for words). */
 function check(value: unknown, path: string): NodeModeWord {
-  if (!(NODE_MODE_WORDS as readonly unknown[]).includes(value)) {
-    throw new InvalidArgumentError(path, `must be one of enforced (or enabled), monitor_only, disabled`, value);
-  }
-  return value as NodeModeWord;
+  return optionChecks.oneOf(path, value, NODE_MODE_WORDS, undefined, 'must be one of enforced (or enabled), monitor_only, disabled');
 }
 
 /** The governor's mode for a node-mode word. @throws InvalidArgumentError naming `path`. */
