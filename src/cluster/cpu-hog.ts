@@ -8,6 +8,7 @@
 import { Worker } from 'node:worker_threads';
 import { InvalidArgumentError } from '../errors.js';
 import { isPlainObject } from '../common/is-plain-object.js';
+import { optionChecks } from '../common/option-checks.js';
 
 /** What a hog request asks for. */
 export interface CpuHogRequest {
@@ -32,15 +33,9 @@ while (Date.now() < workerData.untilMs) {
  */
 export function parseCpuHogRequest(raw: unknown): CpuHogRequest {
   if (!isPlainObject(raw)) throw new InvalidArgumentError('body', 'must be a JSON object', raw);
-  const threads = raw['threads'] ?? 1;
-  if (!Number.isInteger(threads) || (threads as number) < 1 || (threads as number) > 64) {
-    throw new InvalidArgumentError('threads', 'must be an integer in 1..64', threads);
-  }
-  const durationMs = raw['duration_ms'];
-  if (!Number.isInteger(durationMs) || (durationMs as number) < 1 || (durationMs as number) > 600_000) {
-    throw new InvalidArgumentError('duration_ms', 'must be an integer in 1..600000', durationMs);
-  }
-  return { threads: threads as number, durationMs: durationMs as number };
+  const threads = optionChecks.integerIn('threads', raw['threads'] ?? 1, 1, 64);
+  const durationMs = optionChecks.integerIn('duration_ms', raw['duration_ms'], 1, 600_000);
+  return { threads, durationMs };
 }
 
 /** The spinning threads of one node; at most one hog at a time. */

@@ -8,6 +8,7 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import { isPlainObject } from '../common/is-plain-object.js';
+import { optionChecks } from '../common/option-checks.js';
 
 /** What a latency request asks for. */
 export interface LatencyRequest {
@@ -30,19 +31,10 @@ export function parseLatencyRequest(raw: unknown): LatencyRequest {
       throw new InvalidArgumentError(key, 'is not a field of a latency request (delay_ms, ratio, duration_ms)', raw[key]);
     }
   }
-  const delayMs = raw['delay_ms'];
-  if (!Number.isInteger(delayMs) || (delayMs as number) < 1 || (delayMs as number) > 60_000) {
-    throw new InvalidArgumentError('delay_ms', 'must be an integer in 1..60000', delayMs);
-  }
-  const ratio = raw['ratio'] ?? 1;
-  if (typeof ratio !== 'number' || !(ratio > 0 && ratio <= 1)) {
-    throw new InvalidArgumentError('ratio', 'must be a ratio in (0, 1]', ratio);
-  }
-  const durationMs = raw['duration_ms'] ?? 600_000;
-  if (!Number.isInteger(durationMs) || (durationMs as number) < 1 || (durationMs as number) > 3_600_000) {
-    throw new InvalidArgumentError('duration_ms', 'must be an integer in 1..3600000', durationMs);
-  }
-  return { delayMs: delayMs as number, ratio, durationMs: durationMs as number };
+  const delayMs = optionChecks.integerIn('delay_ms', raw['delay_ms'], 1, 60_000);
+  const ratio = optionChecks.ratio('ratio', raw['ratio'] ?? 1);
+  const durationMs = optionChecks.integerIn('duration_ms', raw['duration_ms'] ?? 600_000, 1, 3_600_000);
+  return { delayMs, ratio, durationMs };
 }
 
 /** The latency of one node; at most one setting at a time. */
