@@ -425,7 +425,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
   );
   const enforcement =
     options.enforcement === undefined
-      ? EnforcementMode.ENABLED
+      ? EnforcementMode.ENFORCED
       : enforcementModeOf(options.enforcement, 'options.enforcement');
   const duress = options.duress ?? {};
   if (typeof duress !== 'object' || duress === null) {

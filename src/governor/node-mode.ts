@@ -3,8 +3,9 @@
  * `options.enforcement`, `setEnforcement`) and a coordinator's admission control
  * (`--admission-mode`, `AdmissionController`) both take `enforced` (act), `monitor_only` (count what
  * would be done) and `disabled`, and both take OpenSearch's `enabled` (`wlm.workload_group.mode`) as
- * `enforced`. Inside, the governor's word for acting stays `enabled` and admission control's
- * `enforced` (their stats print those); only the edge is lenient.
+ * `enforced`. In identifiers both call acting `ENFORCED` (`EnforcementMode.ENFORCED`,
+ * `AdmissionMode.ENFORCED`); on the wire the governor prints `enabled` and admission control
+ * `enforced`, as OpenSearch's settings do (the mapping: docs/governor.md); only the edge is lenient.
  */
 import { optionChecks } from '../common/option-checks.js';
 import { EnforcementMode } from './decide.js';
@@ -21,7 +22,7 @@ function check(value: unknown, path: string): NodeModeWord {
 /** The governor's mode for a node-mode word. @throws InvalidArgumentError naming `path`. */
 export function enforcementModeOf(value: unknown, path: string): EnforcementMode {
   const word = check(value, path);
-  return word === 'enforced' || word === 'enabled' ? EnforcementMode.ENABLED : word;
+  return word === 'enforced' || word === 'enabled' ? EnforcementMode.ENFORCED : word;
 }
 
 /** Admission control's mode for a node-mode word. @throws InvalidArgumentError naming `path`. */
