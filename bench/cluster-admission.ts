@@ -215,7 +215,7 @@ async function waitForDuress(
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     // A search brings fresh stats from the nodes it reaches (refused searches reach none).
-    await fetch(`${cluster.coordinator.url}/_search`, { method: 'POST', body: '{"size": 0}' }).then((r) =>
+    await fetch(`${cluster.coordinator.url}/_search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"size": 0}' }).then((r) =>
       r.text(),
     );
     const stats = await nodesStats(cluster.coordinator.url);
@@ -229,7 +229,7 @@ async function waitForDuress(
 async function waitForCalm(cluster: RunningCluster, ids: readonly string[], cpu: number, timeoutMs: number) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    await fetch(`${cluster.coordinator.url}/_search`, { method: 'POST', body: '{"size": 0}' }).then((r) =>
+    await fetch(`${cluster.coordinator.url}/_search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"size": 0}' }).then((r) =>
       r.text(),
     );
     const stats = await nodesStats(cluster.coordinator.url);

@@ -108,6 +108,12 @@ export const ErrorCode = {
    * never an HTTP answer (500 if one ever carried it).
    */
   CLUSTER_DISCOVERY: 'QS_CLUSTER_DISCOVERY',
+  /**
+   * A request body whose `Content-Type` the server does not read (`text/plain`, `application/cbor`...).
+   * HTTP 406 with Elasticsearch's plain body `{"error": "Content-Type header [X] is not supported",
+   * "status": 406}` (`RestController.sendContentTypeErrorMessage`).
+   */
+  UNSUPPORTED_CONTENT_TYPE: 'QS_UNSUPPORTED_CONTENT_TYPE',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -510,6 +516,22 @@ export class TemplateNotFoundError extends QuerySandboxError {
 }
 
 /**
+ * A request body sent with a `Content-Type` the server does not read; `contentType` is the header as
+ * sent. The message is Elasticsearch's: `Content-Type header [text/plain] is not supported`.
+ */
+export class UnsupportedContentTypeError extends QuerySandboxError {
+  readonly contentType: string;
+  constructor(contentType: string) {
+    super(
+      ErrorCode.UNSUPPORTED_CONTENT_TYPE,
+      'media_type_header_exception',
+      `Content-Type header [${contentType}] is not supported`,
+    );
+    this.contentType = contentType;
+  }
+}
+
+/**
  * A bulk body refused as a whole (see `bulk/bulk-request.ts`): `type` and `status` are the
  * parser's (400, or 413 over the size limits); `line` is the bulk line at fault, when there is one.
  */
@@ -753,6 +775,8 @@ export function httpStatusOf(error: unknown): number {
     case ErrorCode.CLUSTER_START:
     case ErrorCode.CLUSTER_DISCOVERY:
       return 500;
+    case ErrorCode.UNSUPPORTED_CONTENT_TYPE:
+      return 406;
     default:
       return 500;
   }

@@ -30,6 +30,7 @@ import {
 } from './scheduler/query-priority.js';
 import { checkReservations } from './scheduler/worker-reservations.js';
 import { type LaneOptions, type ResolvedLane, resolveLanes } from './scheduler/lanes.js';
+import { optionChecks } from './common/option-checks.js';
 
 /** Default old-generation heap cap of each worker, MiB (see `RuntimeOptions.workerHeapMb` for why 2,048). */
 export const DEFAULT_WORKER_HEAP_MB = 2048;
@@ -357,34 +358,18 @@ export interface ResolvedRuntimeOptions {
   };
 }
 
-function integer(name: string, value: unknown, min: number, max: number, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError(`options.${name}`, `must be an integer in ${min}..${max}`, value);
-  }
-  return value;
-}
-
-function number(name: string, value: unknown, min: number, max: number, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
-    throw new InvalidArgumentError(`options.${name}`, `must be a number in ${min}..${max}`, value);
-  }
-  return value;
-}
+// The option checks (common/option-checks.ts), with this module's `options.` path prefix.
+const integer = (name: string, value: unknown, min: number, max: number, fallback: number): number =>
+  optionChecks.integerIn(`options.${name}`, value, min, max, fallback);
+const number = (name: string, value: unknown, min: number, max: number, fallback: number): number =>
+  optionChecks.numberIn(`options.${name}`, value, min, max, fallback);
+const ratio = (name: string, value: unknown, fallback: number): number =>
+  optionChecks.ratio(`options.${name}`, value, fallback);
 
 function objectOption<T extends object>(name: string, value: T | undefined): Partial<T> {
   if (value === undefined) return {};
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new InvalidArgumentError(`options.${name}`, 'must be an object', value);
-  }
-  return value;
-}
-
-function ratio(name: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !(value > 0 && value <= 1)) {
-    throw new InvalidArgumentError(`options.${name}`, 'must be a ratio in (0, 1]', value);
   }
   return value;
 }
@@ -457,7 +442,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
   );
   const enforcement =
     options.enforcement === undefined
-      ? EnforcementMode.ENABLED
+      ? EnforcementMode.ENFORCED
       : enforcementModeOf(options.enforcement, 'options.enforcement');
   const duress = options.duress ?? {};
   if (typeof duress !== 'object' || duress === null) {

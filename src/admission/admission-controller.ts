@@ -24,10 +24,10 @@
  * limit (a copy elsewhere can serve it). Nodes without fresh stats are unknown and never refused on
  * stats; a shard with no eligible copies is not this module's business (not refused here).
  */
-import { InvalidArgumentError } from '../errors.js';
 import type { ResourceStatsSource } from './stats-collector.js';
 import type { NodeResourceStats } from './stats-header.js';
 import { admissionModeOf } from '../governor/node-mode.js';
+import { optionChecks } from '../common/option-checks.js';
 
 export const AdmissionMode = {
   DISABLED: 'disabled',
@@ -104,13 +104,7 @@ function checkMode(mode: unknown, path: string): AdmissionMode {
   return admissionModeOf(mode, path);
 }
 
-function ratio(path: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !(value > 0 && value <= 1)) {
-    throw new InvalidArgumentError(path, 'must be a ratio in (0, 1]', value);
-  }
-  return value;
-}
+const ratio = optionChecks.ratio;
 
 interface MutableCounters {
   evaluated: number;

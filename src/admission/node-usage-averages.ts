@@ -25,6 +25,7 @@ import { InvalidArgumentError } from '../errors.js';
 import { cpuUsageBetween, type NodeUsageSample, type NodeUsageSampler } from '../tracking/node-usage-sampler.js';
 import type { IoSource } from '../tracking/io-usage-sampler.js';
 import { MovingAverage } from './moving-average.js';
+import { optionChecks } from '../common/option-checks.js';
 
 export interface NodeUsageAveragesOptions {
   /** CPU and heap recording interval, integer ms in 1..60000. @default 500 */
@@ -80,11 +81,7 @@ function integerOption(
   max: number,
   fallback: number,
 ): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError(`${prefix}.${name}`, `must be an integer in ${min}..${max}`, value);
-  }
-  return value;
+  return optionChecks.integerIn(`${prefix}.${name}`, value, min, max, fallback);
 }
 
 function windowOption(

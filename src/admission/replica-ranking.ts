@@ -45,6 +45,7 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import type { ResourceStatsSource } from './stats-collector.js';
+import { optionChecks } from '../common/option-checks.js';
 
 /** What one response from a node tells the coordinator. */
 export interface ResponseSample {
@@ -96,21 +97,7 @@ export function c3Rank(stats: ComputedNodeStats, outstanding: number, clientNum:
   return r - s + qHat ** 3 * s;
 }
 
-function ratio(path: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !(value > 0 && value <= 1)) {
-    throw new InvalidArgumentError(path, 'must be a ratio in (0, 1]', value);
-  }
-  return value;
-}
-
-function integer(path: string, value: unknown, min: number, max: number, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError(path, `must be an integer in ${min}..${max}`, value);
-  }
-  return value;
-}
+const { ratio, integerIn: integer } = optionChecks;
 
 function computed(ns: NodeStats): ComputedNodeStats {
   return {

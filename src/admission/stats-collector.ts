@@ -24,13 +24,13 @@
  * clocks agree to well within the TTL (NTP); a node whose clock lags by more stays unknown, which is
  * the safe side.
  */
-import { InvalidArgumentError } from '../errors.js';
 import {
   type NodeResourceStats,
   parseStatsHeader,
   STATS_HEADER_KEY,
   type StatsHeaderLimits,
 } from './stats-header.js';
+import { optionChecks } from '../common/option-checks.js';
 
 /** Read side shared by admission and ranking: a node's fresh stats, or `undefined` when unknown. */
 export interface ResourceStatsSource {
@@ -68,13 +68,8 @@ interface Stored {
   acceptedAtMs: number;
 }
 
-function integerOption(name: string, value: unknown, min: number, max: number, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError(`options.${name}`, `must be an integer in ${min}..${max}`, value);
-  }
-  return value;
-}
+const integerOption = (name: string, value: unknown, min: number, max: number, fallback: number): number =>
+  optionChecks.integerIn(`options.${name}`, value, min, max, fallback);
 
 /** Newest fresh resource stats per data node (see module doc for the rules). */
 export class StatsCollector implements ResourceStatsSource {

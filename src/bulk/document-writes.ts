@@ -118,16 +118,32 @@ function bulkBody(write: DocumentWrite): string {
 }
 
 /**
- * Runs one single-document write (see module doc).
+ * A bulk reason told about the write's document instead of its one-item bulk: the bulk parser and
+ * planner name the line at fault (`bulk line 2`), which means nothing to a caller who sent no bulk, so
+ * the line becomes the document, as `[index]/[id]` (`_auto_` for an id yet to be made).
+ */
+function documentReason(reason: string, write: DocumentWrite): string {
+  return reason.replace(/bulk line \d+/g, `document [${write.index}]/[${write.id ?? '_auto_'}]`);
+}
+
+/**
+ * Runs one single-document write (see module doc). Reasons name the document (`document
+ * [index]/[id]`), never a bulk line.
  * @throws DocumentWriteError for a failed item; InvalidBulkError for a write refused as a whole
  *   (no document; `if_seq_no` without `if_primary_term`); WriteRejectedError for indexing pressure.
  */
 export async function writeDocument(api: DocumentBulk, write: DocumentWrite): Promise<DocumentWriteResult> {
-  const response = await api.bulk(bulkBody(write), {
-    index: write.index,
-    routing: write.routing,
-    refresh: write.refresh ?? 'false',
-  });
+  let response: BulkResponse;
+  try {
+    response = await api.bulk(bulkBody(write), {
+      index: write.index,
+      routing: write.routing,
+      refresh: write.refresh ?? 'false',
+    });
+  } catch (error) {
+    if (!(error instanceof InvalidBulkError)) throw error;
+    throw new InvalidBulkError(error.type, documentReason(error.message, write), error.status, undefined);
+  }
   const item = response.items[0];
   const entry = (item === undefined ? undefined : Object.values(item)[0]) as
     | Record<string, unknown>
@@ -145,7 +161,7 @@ export async function writeDocument(api: DocumentBulk, write: DocumentWrite): Pr
   if (error !== undefined) {
     throw new DocumentWriteError(
       String(error['type'] ?? 'exception'),
-      String(error['reason'] ?? 'the write failed'),
+      documentReason(String(error['reason'] ?? 'the write failed'), write),
       Number(status) || 500,
       String(entry['_index'] ?? write.index),
       error['shard'] === undefined ? undefined : String(error['shard']),

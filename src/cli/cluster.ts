@@ -43,6 +43,7 @@ import { ClusterStartError, InvalidArgumentError } from '../errors.js';
 import { isListeningMessage } from './node-lifecycle.js';
 import { packageRoot } from '../common/package-root.js';
 import { probePort } from './port-probe.js';
+import { optionChecks } from '../common/option-checks.js';
 
 export const CLUSTER_USAGE = `query-sandbox cluster [options]   (npm run cluster -- [options])
 
@@ -96,12 +97,7 @@ export interface ClusterOptions {
 }
 
 function intFlag(name: string, text: string | undefined, min: number, max: number, fallback: number): number {
-  if (text === undefined) return fallback;
-  const n = Number(text);
-  if (!/^\d+$/.test(text) || n < min || n > max) {
-    throw new InvalidArgumentError(`--${name}`, `must be an integer in ${min}..${max}`, text);
-  }
-  return n;
+  return optionChecks.integerText(`--${name}`, text, min, max) ?? fallback;
 }
 
 function splitFlags(text: string | undefined): string[] {

@@ -12,7 +12,6 @@
  */
 import { parseArgs } from 'node:util';
 import pino from 'pino';
-import { InvalidArgumentError } from '../errors.js';
 import type { EnforcementMode } from '../governor/decide.js';
 import { RuntimeFeed, withTaskEnds } from '../observability/runtime-feed.js';
 import { createRuntime, type Runtime } from '../runtime.js';
@@ -21,6 +20,7 @@ import { buildHttpServer } from '../server/http-server.js';
 import { LatencyRecorder } from './latency-recorder.js';
 import { ProgressReporter } from './progress-reporter.js';
 import { parseServeOptions } from './serve-options.js';
+import { optionChecks } from '../common/option-checks.js';
 
 export interface DemoOptions {
   /** Seconds per phase, 1..600. Default 10. */
@@ -64,12 +64,7 @@ export function parseDemoOptions(argv: readonly string[], env: NodeJS.ProcessEnv
   });
   const int = (name: string, min: number, max: number, fallback: number): number => {
     const text = values[name as keyof typeof values];
-    if (text === undefined) return fallback;
-    const n = Number(text);
-    if (!/^\d+$/.test(text) || n < min || n > max) {
-      throw new InvalidArgumentError(`--${name}`, `must be an integer in ${min}..${max}`, text);
-    }
-    return n;
+    return optionChecks.integerText(`--${name}`, typeof text === 'string' ? text : undefined, min, max) ?? fallback;
   };
   const serve = parseServeOptions(rest, env);
   return {

@@ -13,6 +13,7 @@ import type { RuntimeOptions } from '../runtime-options.js';
 import { DEFAULT_BACKGROUND_WEIGHT, DEFAULT_FOREGROUND_MIN_PRIORITY } from '../scheduler/lanes.js';
 import type { ConnectionLimits } from '../server/connection-limits.js';
 import { packageRoot } from '../common/package-root.js';
+import { optionChecks } from '../common/option-checks.js';
 
 /** `--role`: `single` (one node holding everything, the default), `data` or `coordinator` of a cluster. */
 export type ServeRole = 'single' | 'data' | 'coordinator';
@@ -148,21 +149,11 @@ function intFlag(
   max: number,
   label = `--${name}`,
 ): number | undefined {
-  if (text === undefined) return undefined;
-  const n = Number(text);
-  if (!/^-?\d+$/.test(text) || n < min || n > max) {
-    throw new InvalidArgumentError(label, `must be an integer in ${min}..${max}`, text);
-  }
-  return n;
+  return optionChecks.integerText(label, text, min, max);
 }
 
 function ratioFlag(name: string, text: string | undefined): number | undefined {
-  if (text === undefined) return undefined;
-  const n = Number(text);
-  if (!/^\d*\.?\d+$/.test(text) || !(n > 0 && n <= 1)) {
-    throw new InvalidArgumentError(`--${name}`, 'must be a ratio in (0, 1]', text);
-  }
-  return n;
+  return optionChecks.ratioText(`--${name}`, text);
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

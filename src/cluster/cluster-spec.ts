@@ -18,6 +18,7 @@
 import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError } from '../errors.js';
 import { describeJsonError } from '../common/json-error-position.js';
+import { optionChecks } from '../common/option-checks.js';
 
 /** One data node of the cluster file. */
 export interface DataNodeAddress {
@@ -73,12 +74,7 @@ function integerField(
   fallback: number,
   where: string,
 ): number {
-  const value = doc[key];
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError(`${where}.${key}`, `must be an integer in ${min}..${max}`, value);
-  }
-  return value;
+  return optionChecks.integerIn(`${where}.${key}`, doc[key], min, max, fallback);
 }
 
 /**

@@ -6,6 +6,7 @@
  * other times), the index service over the remote placement, and, with cluster state, the failover
  * loop. `Coordinator.start` hands them to the coordinator (coordinator.ts), which routes searches.
  */
+import { optionChecks } from '../common/option-checks.js';
 import path from 'node:path';
 import pino from 'pino';
 import { AdmissionController, type AdmissionControllerOptions } from '../admission/admission-controller.js';
@@ -111,13 +112,8 @@ export interface CoordinatorParts {
 
 const NODE_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 
-function integer(name: string, value: unknown, min: number, max: number, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError(`options.${name}`, `must be an integer in ${min}..${max}`, value);
-  }
-  return value;
-}
+const integer = (name: string, value: unknown, min: number, max: number, fallback: number): number =>
+  optionChecks.integerIn(`options.${name}`, value, min, max, fallback);
 
 /**
  * Checks the options, then asks every data node for its shard copies (retrying every 250 ms until

@@ -69,8 +69,17 @@ import type { SearchRequest, SearchResponse, SearchService } from '../execution/
 import { DecisionLog } from '../observability/decision-log.js';
 import { isPlainObject } from '../common/is-plain-object.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
-import { type EffectiveSearchSettings, effectiveSearchSettings, resolveSetting } from '../sandbox/search-settings.js';
-import { type CoordinatorOptions, type CoordinatorParts, type FailoverLoop, startCoordinatorParts } from './coordinator-root.js';
+import {
+  type EffectiveSearchSettings,
+  effectiveSearchSettings,
+  resolveSetting,
+} from '../sandbox/search-settings.js';
+import {
+  type CoordinatorOptions,
+  type CoordinatorParts,
+  type FailoverLoop,
+  startCoordinatorParts,
+} from './coordinator-root.js';
 import type { CoordinatorStats, DataNodeStats } from './coordinator-stats.js';
 import { callShardSearch, type NodeCallOutcome } from './data-node-client.js';
 import type { DataNodeState } from './data-node-state.js';
@@ -102,7 +111,6 @@ interface Target {
   failure: ShardFailure | undefined;
   hitsFrom: number; // -1 until a node answered for it
 }
-
 
 /**
  * Deepest nesting of objects and arrays in a search body the coordinator passes on (Elasticsearch's
@@ -144,7 +152,11 @@ function serializeShardBody(body: Readonly<Record<string, unknown>>): string {
   try {
     return JSON.stringify(body);
   } catch (error) {
-    throw new InvalidArgumentError('body', `cannot be serialised as JSON (${(error as Error).message})`, body);
+    throw new InvalidArgumentError(
+      'body',
+      `cannot be serialised as JSON (${(error as Error).message})`,
+      body,
+    );
   }
 }
 
@@ -180,7 +192,11 @@ export class Coordinator implements SearchService {
   readonly #sandboxes: (() => readonly Sandbox[]) | undefined;
   /** The classifier and settings of the last sandbox list seen (rebuilt when the list changes). */
   #classified:
-    | { list: readonly Sandbox[]; classifier: SandboxClassifier; settings: ReadonlyMap<string, EffectiveSearchSettings> }
+    | {
+        list: readonly Sandbox[];
+        classifier: SandboxClassifier;
+        settings: ReadonlyMap<string, EffectiveSearchSettings>;
+      }
     | undefined;
   #rotation = 0;
   #searches = 0;
@@ -265,9 +281,14 @@ export class Coordinator implements SearchService {
     /** Why the caller gave up, once it did: what the search rejects with. */
     const gaveUp = (): AbortedError | TimedOutError | undefined =>
       caller?.aborted === true
-        ? new AbortedError(undefined, false, 'search aborted by its caller: its calls to the data nodes were aborted', {
-            cause: caller.reason,
-          })
+        ? new AbortedError(
+            undefined,
+            false,
+            'search aborted by its caller: its calls to the data nodes were aborted',
+            {
+              cause: caller.reason,
+            },
+          )
         : deadline?.aborted === true
           ? new TimedOutError(
               undefined,
@@ -312,7 +333,9 @@ export class Coordinator implements SearchService {
           index,
           shard,
           copies:
-            writable === undefined ? this.#table.copiesOf(index, shard) : this.#writes.placement.copiesOf(index, shard),
+            writable === undefined
+              ? this.#table.copiesOf(index, shard)
+              : this.#writes.placement.copiesOf(index, shard),
           tried: [],
           failure: undefined,
           hitsFrom: -1,
@@ -380,49 +403,57 @@ export class Coordinator implements SearchService {
       };
       return false;
     });
-    for (let round = 0; round < 2 && pending.length > 0 && clientError === undefined && !signal.aborted; round++) {
+    for (
+      let round = 0;
+      round < 2 && pending.length > 0 && clientError === undefined && !signal.aborted;
+      round++
+    ) {
       const byNode = this.#assign(pending);
       const retry: Target[] = [];
       const callNode = async (nodeId: string, shards: Target[]) => {
-          const outcome = await this.#call(nodeId, shards, shardBody, forwarded, cancelAfter, signal, gaveUp);
-          if (gaveUp() !== undefined) return;
-          if (outcome.ok) {
-            const hits = readNodeHits(outcome.body.response);
-            if (hits !== undefined) {
-              parts.push(hits);
-              for (const t of shards) {
-                t.failure = undefined;
-                t.hitsFrom = parts.length - 1;
-              }
-              return;
+        const outcome = await this.#call(nodeId, shards, shardBody, forwarded, cancelAfter, signal, gaveUp);
+        if (gaveUp() !== undefined) return;
+        if (outcome.ok) {
+          const hits = readNodeHits(outcome.body.response);
+          if (hits !== undefined) {
+            parts.push(hits);
+            for (const t of shards) {
+              t.failure = undefined;
+              t.hitsFrom = parts.length - 1;
             }
-            this.#failShards(
-              nodeId,
-              shards,
-              502,
-              {
-                type: 'exception',
-                reason: 'the data node answered with a response that is not a search result',
-              },
-              retry,
-            );
             return;
           }
-          if (isClientError(outcome)) {
-            clientError ??= new RemoteClientError(
-              nodeId,
-              outcome.status,
-              outcome.errorBody,
-              outcome.reason.reason,
-            );
-            return;
-          }
-          this.#failShards(nodeId, shards, outcome.status, outcome.reason, retry);
+          this.#failShards(
+            nodeId,
+            shards,
+            502,
+            {
+              type: 'exception',
+              reason: 'the data node answered with a response that is not a search result',
+            },
+            retry,
+          );
+          return;
+        }
+        if (isClientError(outcome)) {
+          clientError ??= new RemoteClientError(
+            nodeId,
+            outcome.status,
+            outcome.errorBody,
+            outcome.reason.reason,
+          );
+          return;
+        }
+        this.#failShards(nodeId, shards, outcome.status, outcome.reason, retry);
       };
       await Promise.all(
         [...byNode].map(async ([nodeId, shards]) => {
           // At most `shardLimit` shards to a node at once: its shards go in turns.
-          for (let i = 0; i < shards.length && clientError === undefined && !signal.aborted; i += shardLimit) {
+          for (
+            let i = 0;
+            i < shards.length && clientError === undefined && !signal.aborted;
+            i += shardLimit
+          ) {
             await callNode(nodeId, shards.slice(i, i + shardLimit));
           }
         }),
@@ -474,7 +505,11 @@ export class Coordinator implements SearchService {
     const list = this.#sandboxes?.();
     if (list === undefined) return requested ?? Number.POSITIVE_INFINITY;
     if (this.#classified?.list !== list) {
-      this.#classified = { list, classifier: new SandboxClassifier(list), settings: effectiveSearchSettings(list) };
+      this.#classified = {
+        list,
+        classifier: new SandboxClassifier(list),
+        settings: effectiveSearchSettings(list),
+      };
     }
     const { classifier, settings } = this.#classified;
     const attributes = { user: request.user, indices };
@@ -483,7 +518,11 @@ export class Coordinator implements SearchService {
         ? classifier.resolveExplicit(request.sandboxId, attributes)
         : classifier.classify(attributes);
     const effective = settings.get(sandbox.id);
-    const r = resolveSetting(requested, effective?.maxConcurrentShardRequests, effective?.overrideRequestValues ?? false);
+    const r = resolveSetting(
+      requested,
+      effective?.maxConcurrentShardRequests,
+      effective?.overrideRequestValues ?? false,
+    );
     return r?.value ?? Number.POSITIVE_INFINITY;
   }
 
@@ -627,7 +666,12 @@ export class Coordinator implements SearchService {
     return {
       nodeId: this.nodeId,
       ...(this.#membership !== undefined
-        ? { membership: { live: [...this.#membership.members().keys()].sort(), promotions: this.#failover?.promotions ?? 0 } }
+        ? {
+            membership: {
+              live: [...this.#membership.members().keys()].sort(),
+              promotions: this.#failover?.promotions ?? 0,
+            },
+          }
         : {}),
       indices: this.#table.indices,
       searches: {

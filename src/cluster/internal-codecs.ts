@@ -16,12 +16,17 @@
  * - `encode*` build the JSON the other side decodes (plain objects; the shard-search request is a
  *   string because its search body is serialised once per search by the coordinator).
  */
+import { optionChecks } from '../common/option-checks.js';
 import { type RefreshPolicy, type ShardBulkOutcome, parseRefreshPolicy } from '../bulk/bulk-response.js';
 import type { ShardWriteItem } from '../bulk/shard-write-item.js';
 import { isPlainObject } from '../common/is-plain-object.js';
 import { schemaCheck } from '../common/schema-error.js';
 import { InvalidArgumentError } from '../errors.js';
-import { formatIndexMetadata, type IndexMetadata, parseIndexMetadata } from '../indices/index-metadata-store.js';
+import {
+  formatIndexMetadata,
+  type IndexMetadata,
+  parseIndexMetadata,
+} from '../indices/index-metadata-store.js';
 import {
   explicitSettingsToFlat,
   type IndexSettings,
@@ -77,18 +82,37 @@ const OPERATION_TYPES: readonly unknown[] = ['index', 'create', 'update', 'delet
 function operationsOf(value: unknown, path: string): LoggedOperation[] {
   if (!Array.isArray(value)) throw new InvalidArgumentError(path, 'must be an array', value);
   value.forEach((op, i) => {
-    if (!isPlainObject(op) || !OPERATION_TYPES.includes(op['op']) || typeof op['id'] !== 'string' || !Number.isSafeInteger(op['seqNo'])) {
-      throw new InvalidArgumentError(`${path}[${i}]`, 'must be a logged operation {op, id, seqNo, routing?, source?}', op);
+    if (
+      !isPlainObject(op) ||
+      !OPERATION_TYPES.includes(op['op']) ||
+      typeof op['id'] !== 'string' ||
+      !Number.isSafeInteger(op['seqNo'])
+    ) {
+      throw new InvalidArgumentError(
+        `${path}[${i}]`,
+        'must be a logged operation {op, id, seqNo, routing?, source?}',
+        op,
+      );
     }
   });
   return value as LoggedOperation[];
 }
 
 function writeItemsOf(value: unknown, path: string): ShardWriteItem[] {
-  if (!Array.isArray(value)) throw new InvalidArgumentError(path, 'must be an array of shard write items', value);
+  if (!Array.isArray(value))
+    throw new InvalidArgumentError(path, 'must be an array of shard write items', value);
   value.forEach((item, i) => {
-    if (!isPlainObject(item) || !OPERATION_TYPES.includes(item['action']) || typeof item['id'] !== 'string' || !Number.isInteger(item['position'])) {
-      throw new InvalidArgumentError(`${path}[${i}]`, 'must be {position, action, id, routing?, source?, doc?, ...}', item);
+    if (
+      !isPlainObject(item) ||
+      !OPERATION_TYPES.includes(item['action']) ||
+      typeof item['id'] !== 'string' ||
+      !Number.isInteger(item['position'])
+    ) {
+      throw new InvalidArgumentError(
+        `${path}[${i}]`,
+        'must be {position, action, id, routing?, source?, doc?, ...}',
+        item,
+      );
     }
   });
   return value as ShardWriteItem[];
@@ -100,7 +124,11 @@ function writeItemsOf(value: unknown, path: string): ShardWriteItem[] {
  * The `{type, reason}` of a node's error answer (`{"error": {"type", "reason"}, "status"}`, as
  * `server/error-body.ts` writes it); what it lacks reads as `exception` and the HTTP status line.
  */
-export function decodeErrorAnswer(raw: unknown, status: number, statusText: string): { type: string; reason: string } {
+export function decodeErrorAnswer(
+  raw: unknown,
+  status: number,
+  statusText: string,
+): { type: string; reason: string } {
   const error = isPlainObject(raw) && isPlainObject(raw['error']) ? raw['error'] : {};
   return {
     type: typeof error['type'] === 'string' ? error['type'] : 'exception',
@@ -138,7 +166,9 @@ export function encodeNodeInfo(info: {
  */
 export function decodeNodeInfo(raw: unknown, url: string): NodeInfo {
   const fail = (what: string, value: unknown): never => {
-    throw new Error(`data node ${url} answered ${NODE_INFO_PATH} with ${what}; received ${JSON.stringify(value)}`);
+    throw new Error(
+      `data node ${url} answered ${NODE_INFO_PATH} with ${what}; received ${JSON.stringify(value)}`,
+    );
   };
   if (!isPlainObject(raw)) return fail('a body that is not an object', raw);
   const { node_id, indices, shards_per_index, copies } = raw;
@@ -237,12 +267,20 @@ export function decodeShardSearchRequest(raw: unknown): ShardSearchRequest {
   // Every index searched names its shards, and only those: each request says exactly what it asks.
   for (const key of Object.keys(shards)) {
     if (!names.includes(key)) {
-      throw new InvalidArgumentError(`shards.${key}`, 'must name an index the request resolves to', shards[key]);
+      throw new InvalidArgumentError(
+        `shards.${key}`,
+        'must name an index the request resolves to',
+        shards[key],
+      );
     }
   }
   for (const name of names) {
     if (!Object.hasOwn(shards, name)) {
-      throw new InvalidArgumentError('shards', `must list the shards of every index in index (none for [${name}])`, shards);
+      throw new InvalidArgumentError(
+        'shards',
+        `must list the shards of every index in index (none for [${name}])`,
+        shards,
+      );
     }
   }
   if (body !== undefined && !isPlainObject(body)) {
@@ -330,14 +368,20 @@ export function encodeSettingsRequest(uuid: string, explicit: IndexSettingValues
  * Reads `PUT /_internal/indices/{index}/_settings` `{"uuid", "settings": {flat}}` (settings absent: `{}`).
  * @throws InvalidArgumentError naming `body`, `settings.<key>` or `uuid` and the value.
  */
-export function decodeSettingsRequest(raw: unknown): { readonly uuid: string; readonly settings: IndexSettings } {
+export function decodeSettingsRequest(raw: unknown): {
+  readonly uuid: string;
+  readonly settings: IndexSettings;
+} {
   const body = objectBody(raw);
   const settings = resolveIndexSettings(parseSettingValues(body['settings'] ?? {}, 'settings'));
   return { uuid: stringField(body, 'uuid'), settings };
 }
 
 /** `{"acknowledged": true, "node_id"}`: a data node took an index change. */
-export function encodeAcknowledged(nodeId: string): { readonly acknowledged: true; readonly node_id: string } {
+export function encodeAcknowledged(nodeId: string): {
+  readonly acknowledged: true;
+  readonly node_id: string;
+} {
   return { acknowledged: true, node_id: nodeId };
 }
 
@@ -357,7 +401,10 @@ export interface ShardBulkRequest {
 }
 
 export function encodeShardBulkRequest(request: ShardBulkRequest): Record<string, unknown> {
-  return { refresh: request.refresh, shards: request.shards.map((s) => ({ index: s.index, shard: s.shard, items: s.items })) };
+  return {
+    refresh: request.refresh,
+    shards: request.shards.map((s) => ({ index: s.index, shard: s.shard, items: s.items })),
+  };
 }
 
 /**
@@ -375,7 +422,11 @@ export function decodeShardBulkRequest(raw: unknown): ShardBulkRequest {
     refresh,
     shards: shards.map((entry, i) => {
       const s = objectBody(entry);
-      return { index: stringField(s, 'index'), shard: shardField(s), items: writeItemsOf(s['items'], `shards[${i}].items`) };
+      return {
+        index: stringField(s, 'index'),
+        shard: shardField(s),
+        items: writeItemsOf(s['items'], `shards[${i}].items`),
+      };
     }),
   };
 }
@@ -398,7 +449,11 @@ export interface ShardBulkAnswer {
   readonly shards: readonly ShardBulkResult[];
 }
 
-export function encodeShardBulkAnswer(nodeId: string, serviceTimeNs: number, shards: readonly ShardBulkResult[]): Record<string, unknown> {
+export function encodeShardBulkAnswer(
+  nodeId: string,
+  serviceTimeNs: number,
+  shards: readonly ShardBulkResult[],
+): Record<string, unknown> {
   return { node_id: nodeId, service_time_ns: serviceTimeNs, shards };
 }
 
@@ -417,7 +472,12 @@ export function decodeShardBulkAnswer(raw: unknown): ShardBulkAnswer {
     const index = r['index'] as string;
     const shard = r['shard'] as number;
     if (r['ok'] === true) {
-      shards.push({ index, shard, ok: true, outcome: (isPlainObject(r['outcome']) ? r['outcome'] : {}) as unknown as ShardBulkOutcome });
+      shards.push({
+        index,
+        shard,
+        ok: true,
+        outcome: (isPlainObject(r['outcome']) ? r['outcome'] : {}) as unknown as ShardBulkOutcome,
+      });
       continue;
     }
     const error = (isPlainObject(r['error']) ? r['error'] : {}) as { type?: unknown; reason?: unknown };
@@ -439,7 +499,12 @@ export function decodeShardBulkAnswer(raw: unknown): ShardBulkAnswer {
 
 const NON_EMPTY_STRING = { type: 'string', minLength: 1, 'x-must': 'must be a non-empty string' };
 const SHARD = { type: 'integer', minimum: 0, maximum: 1023, 'x-must': 'must be an integer in 0..1023' };
-const SEQ_NO = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER, 'x-must': 'must be an integer >= 0' };
+const SEQ_NO = {
+  type: 'integer',
+  minimum: 0,
+  maximum: Number.MAX_SAFE_INTEGER,
+  'x-must': 'must be an integer >= 0',
+};
 
 function bodySchema(properties: Record<string, Record<string, unknown>>, required: readonly string[]) {
   return { type: 'object', 'x-must': 'must be a JSON object', properties, required: [...required] } as const;
@@ -452,7 +517,12 @@ export const REPLICATE_REQUEST_SCHEMA = bodySchema(
     uuid: NON_EMPTY_STRING,
     shard: SHARD,
     primary_next_seq_no: SEQ_NO,
-    primary_term: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, 'x-must': 'must be an integer >= 1' },
+    primary_term: {
+      type: 'integer',
+      minimum: 1,
+      maximum: Number.MAX_SAFE_INTEGER,
+      'x-must': 'must be an integer >= 1',
+    },
   },
   ['index', 'uuid', 'shard'],
 );
@@ -462,7 +532,10 @@ export const RECOVER_REQUEST_SCHEMA = bodySchema(
   ['index', 'uuid', 'shard', 'from_seq_no'],
 );
 /** `get` body schema. */
-export const GET_REQUEST_SCHEMA = bodySchema({ index: NON_EMPTY_STRING, shard: SHARD, id: NON_EMPTY_STRING }, ['index', 'shard', 'id']);
+export const GET_REQUEST_SCHEMA = bodySchema(
+  { index: NON_EMPTY_STRING, shard: SHARD, id: NON_EMPTY_STRING },
+  ['index', 'shard', 'id'],
+);
 /** `refresh` body schema. */
 export const REFRESH_REQUEST_SCHEMA = bodySchema(
   { indices: { type: 'array', items: { type: 'string' }, 'x-must': 'must be an array of index names' } },
@@ -524,7 +597,10 @@ export type ReplicateAnswer =
   | { readonly applied: false; readonly nextSeqNo: number };
 
 /** The status and body a replica answers with. */
-export function encodeReplicateAnswer(nodeId: string, answer: ReplicateAnswer): { readonly status: 200 | 409; readonly body: Record<string, unknown> } {
+export function encodeReplicateAnswer(
+  nodeId: string,
+  answer: ReplicateAnswer,
+): { readonly status: 200 | 409; readonly body: Record<string, unknown> } {
   return answer.applied
     ? { status: 200, body: { node_id: nodeId, service_time_ns: answer.serviceTimeNs } }
     : { status: 409, body: { node_id: nodeId, next_seq_no: answer.nextSeqNo } };
@@ -534,11 +610,18 @@ export function encodeReplicateAnswer(nodeId: string, answer: ReplicateAnswer): 
  * Reads a replica's answer of `status` 200 or 409.
  * @throws InvalidArgumentError naming `next_seq_no` (a 409 without an integer >= 0) and the value.
  */
-export function decodeReplicateAnswer(status: number, raw: Readonly<Record<string, unknown>>): ReplicateAnswer {
+export function decodeReplicateAnswer(
+  status: number,
+  raw: Readonly<Record<string, unknown>>,
+): ReplicateAnswer {
   if (status === 200) return { applied: true, serviceTimeNs: figure(raw['service_time_ns']) };
   const next = Number(raw['next_seq_no']);
   if (!Number.isSafeInteger(next) || next < 0) {
-    throw new InvalidArgumentError('next_seq_no', 'must be an integer >= 0 in a replica answer of 409', raw['next_seq_no']);
+    throw new InvalidArgumentError(
+      'next_seq_no',
+      'must be an integer >= 0 in a replica answer of 409',
+      raw['next_seq_no'],
+    );
   }
   return { applied: false, nextSeqNo: next };
 }
@@ -559,10 +642,18 @@ export function encodeRecoverRequest(request: RecoverRequest): Record<string, un
 export function decodeRecoverRequest(raw: unknown): RecoverRequest {
   checkRecover(raw);
   const body = raw as Record<string, unknown>;
-  return { index: body['index'] as string, uuid: body['uuid'] as string, shard: body['shard'] as number, fromSeqNo: body['from_seq_no'] as number };
+  return {
+    index: body['index'] as string,
+    uuid: body['uuid'] as string,
+    shard: body['shard'] as number,
+    fromSeqNo: body['from_seq_no'] as number,
+  };
 }
 
-export function encodeRecoverAnswer(nodeId: string, operations: readonly LoggedOperation[]): Record<string, unknown> {
+export function encodeRecoverAnswer(
+  nodeId: string,
+  operations: readonly LoggedOperation[],
+): Record<string, unknown> {
   return { node_id: nodeId, operations };
 }
 
@@ -597,9 +688,11 @@ export function decodeGetRequest(raw: unknown): GetRequest {
  */
 export function decodeGetAnswer(raw: Readonly<Record<string, unknown>>): GetResponse {
   for (const key of ['_index', '_id'] as const) {
-    if (typeof raw[key] !== 'string') throw new InvalidArgumentError(key, 'must be a string in a GET answer', raw[key]);
+    if (typeof raw[key] !== 'string')
+      throw new InvalidArgumentError(key, 'must be a string in a GET answer', raw[key]);
   }
-  if (typeof raw['found'] !== 'boolean') throw new InvalidArgumentError('found', 'must be a boolean in a GET answer', raw['found']);
+  if (typeof raw['found'] !== 'boolean')
+    throw new InvalidArgumentError('found', 'must be a boolean in a GET answer', raw['found']);
   return raw as unknown as GetResponse;
 }
 
@@ -610,10 +703,20 @@ export function encodeCatShardsAnswer(nodeId: string, rows: readonly CatShardRow
 /** Reads a node's `_cat/shards` rows. @throws InvalidArgumentError naming `rows` or `rows[i]` and the value. */
 export function decodeCatShardsAnswer(raw: Readonly<Record<string, unknown>>): CatShardRow[] {
   const rows = raw['rows'];
-  if (!Array.isArray(rows)) throw new InvalidArgumentError('rows', 'must be an array of _cat/shards rows', rows);
+  if (!Array.isArray(rows))
+    throw new InvalidArgumentError('rows', 'must be an array of _cat/shards rows', rows);
   rows.forEach((row, i) => {
-    if (!isPlainObject(row) || typeof row['index'] !== 'string' || typeof row['shard'] !== 'string' || typeof row['node'] !== 'string') {
-      throw new InvalidArgumentError(`rows[${i}]`, 'must be a _cat/shards row {index, shard, prirep, state, docs, node}', row);
+    if (
+      !isPlainObject(row) ||
+      typeof row['index'] !== 'string' ||
+      typeof row['shard'] !== 'string' ||
+      typeof row['node'] !== 'string'
+    ) {
+      throw new InvalidArgumentError(
+        `rows[${i}]`,
+        'must be a _cat/shards row {index, shard, prirep, state, docs, node}',
+        row,
+      );
     }
   });
   return rows as CatShardRow[];
@@ -647,15 +750,9 @@ export function encodeCpuHogRequest(request: CpuHogRequest): Record<string, unkn
  */
 export function decodeCpuHogRequest(raw: unknown): CpuHogRequest {
   if (!isPlainObject(raw)) throw new InvalidArgumentError('body', 'must be a JSON object', raw);
-  const threads = raw['threads'] ?? 1;
-  if (!Number.isInteger(threads) || (threads as number) < 1 || (threads as number) > 64) {
-    throw new InvalidArgumentError('threads', 'must be an integer in 1..64', threads);
-  }
-  const durationMs = raw['duration_ms'];
-  if (!Number.isInteger(durationMs) || (durationMs as number) < 1 || (durationMs as number) > 600_000) {
-    throw new InvalidArgumentError('duration_ms', 'must be an integer in 1..600000', durationMs);
-  }
-  return { threads: threads as number, durationMs: durationMs as number };
+  const threads = optionChecks.integerIn('threads', raw['threads'] ?? 1, 1, 64);
+  const durationMs = optionChecks.integerIn('duration_ms', raw['duration_ms'], 1, 600_000);
+  return { threads, durationMs };
 }
 
 /** `POST /_internal/debug/latency`. */
@@ -671,20 +768,15 @@ export function decodeLatencyRequest(raw: unknown): LatencyRequest {
   if (!isPlainObject(raw)) throw new InvalidArgumentError('body', 'must be a JSON object', raw);
   for (const key of Object.keys(raw)) {
     if (!['delay_ms', 'ratio', 'duration_ms'].includes(key)) {
-      throw new InvalidArgumentError(key, 'is not a field of a latency request (delay_ms, ratio, duration_ms)', raw[key]);
+      throw new InvalidArgumentError(
+        key,
+        'is not a field of a latency request (delay_ms, ratio, duration_ms)',
+        raw[key],
+      );
     }
   }
-  const delayMs = raw['delay_ms'];
-  if (!Number.isInteger(delayMs) || (delayMs as number) < 1 || (delayMs as number) > 60_000) {
-    throw new InvalidArgumentError('delay_ms', 'must be an integer in 1..60000', delayMs);
-  }
-  const ratio = raw['ratio'] ?? 1;
-  if (typeof ratio !== 'number' || !(ratio > 0 && ratio <= 1)) {
-    throw new InvalidArgumentError('ratio', 'must be a ratio in (0, 1]', ratio);
-  }
-  const durationMs = raw['duration_ms'] ?? 600_000;
-  if (!Number.isInteger(durationMs) || (durationMs as number) < 1 || (durationMs as number) > 3_600_000) {
-    throw new InvalidArgumentError('duration_ms', 'must be an integer in 1..3600000', durationMs);
-  }
-  return { delayMs: delayMs as number, ratio, durationMs: durationMs as number };
+  const delayMs = optionChecks.integerIn('delay_ms', raw['delay_ms'], 1, 60_000);
+  const ratio = optionChecks.ratio('ratio', raw['ratio'] ?? 1);
+  const durationMs = optionChecks.integerIn('duration_ms', raw['duration_ms'] ?? 600_000, 1, 3_600_000);
+  return { delayMs, ratio, durationMs };
 }

@@ -15,6 +15,7 @@
  * static, which is all a loopback cluster without writes needs.
  */
 import { InvalidArgumentError } from '../errors.js';
+import { optionChecks } from '../common/option-checks.js';
 
 /** The nodes holding one shard's copies. */
 export interface ShardCopies {
@@ -51,12 +52,8 @@ export interface HeldCopy {
  */
 export function assignShardCopies(options: ShardLayoutOptions): ShardLayout {
   const { indices, shardsPerIndex, nodeIds, replicas } = options;
-  if (!Number.isInteger(shardsPerIndex) || shardsPerIndex < 1 || shardsPerIndex > 1024) {
-    throw new InvalidArgumentError('shardsPerIndex', 'must be an integer in 1..1024', shardsPerIndex);
-  }
-  if (!Number.isInteger(replicas) || replicas < 0 || replicas > 16) {
-    throw new InvalidArgumentError('replicas', 'must be an integer in 0..16', replicas);
-  }
+  optionChecks.integerIn('shardsPerIndex', shardsPerIndex, 1, 1024);
+  optionChecks.integerIn('replicas', replicas, 0, 16);
   if (nodeIds.length === 0) throw new InvalidArgumentError('nodeIds', 'must name at least one node', nodeIds);
   if (new Set(nodeIds).size !== nodeIds.length) {
     throw new InvalidArgumentError('nodeIds', 'must not repeat a node id', nodeIds);

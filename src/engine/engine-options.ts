@@ -4,6 +4,7 @@
 
 import { InvalidArgumentError } from '../errors.js';
 import { CORPUS_GROUPS, type CorpusGroup } from './spam-assassin-corpus.js';
+import { optionChecks } from '../common/option-checks.js';
 
 /** Validated engine options. */
 export interface MinisearchEngineOptions {
@@ -49,10 +50,7 @@ export function parseEngineOptions(raw: unknown): MinisearchEngineOptions {
       );
     }
   }
-  const shards = options['shardsPerIndex'] ?? DEFAULT_SHARDS_PER_INDEX;
-  if (!Number.isInteger(shards) || (shards as number) < 1 || (shards as number) > 64) {
-    throw new InvalidArgumentError('engineOptions.shardsPerIndex', 'must be an integer in 1..64', shards);
-  }
+  const shards = optionChecks.integerIn('engineOptions.shardsPerIndex', options['shardsPerIndex'] ?? DEFAULT_SHARDS_PER_INDEX, 1, 64);
   const max = options['maxDocumentsPerIndex'] ?? Number.POSITIVE_INFINITY;
   if (max !== Number.POSITIVE_INFINITY && (!Number.isInteger(max) || (max as number) < 1)) {
     throw new InvalidArgumentError('engineOptions.maxDocumentsPerIndex', 'must be an integer >= 1', max);

@@ -18,6 +18,7 @@ import { ExponentialBackoff, type IBackoff, noop } from 'cockatiel';
 import { Etcd3, type IOptions } from 'etcd3';
 import pino from 'pino';
 import { ClusterStateUnavailableError, InvalidArgumentError } from '../errors.js';
+import { optionChecks } from '../common/option-checks.js';
 
 export interface EtcdConnectionOptions {
   /** `http://host:port` of one or more etcd members. */
@@ -76,14 +77,8 @@ export class EtcdConnection {
     if (typeof prefix !== 'string' || !/^\/[A-Za-z0-9_.\-/]{1,200}$/.test(prefix) || prefix.endsWith('/')) {
       throw new InvalidArgumentError('options.prefix', 'must be /name (1..200 characters of [A-Za-z0-9_.-/], no trailing /)', prefix);
     }
-    const callTimeoutMs = options.callTimeoutMs ?? 2000;
-    if (!Number.isInteger(callTimeoutMs) || callTimeoutMs < 100 || callTimeoutMs > 60_000) {
-      throw new InvalidArgumentError('options.callTimeoutMs', 'must be an integer in 100..60000', callTimeoutMs);
-    }
-    const probeIntervalMs = options.probeIntervalMs ?? 1000;
-    if (!Number.isInteger(probeIntervalMs) || probeIntervalMs < 50 || probeIntervalMs > 60_000) {
-      throw new InvalidArgumentError('options.probeIntervalMs', 'must be an integer in 50..60000', probeIntervalMs);
-    }
+    const callTimeoutMs = optionChecks.integerIn('options.callTimeoutMs', options.callTimeoutMs ?? 2000, 100, 60_000);
+    const probeIntervalMs = optionChecks.integerIn('options.probeIntervalMs', options.probeIntervalMs ?? 1000, 50, 60_000);
     this.endpoints = Object.freeze([...options.endpoints]);
     this.prefix = prefix;
     this.callTimeoutMs = callTimeoutMs;

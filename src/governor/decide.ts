@@ -33,10 +33,11 @@
  * the next lowest is added. Only the sandbox's own tasks count and are shed, not its descendants'
  * (shedding the root must not shed its children). Ties go to the sandbox id, in code-unit order.
  */
-import { RESOURCES, type Resource, type Sandbox } from '../sandbox/sandbox.js';
+import { RESOURCES, type Resource, type Sandbox, SandboxMode } from '../sandbox/sandbox.js';
 
 export const EnforcementMode = {
-  ENABLED: 'enabled',
+  /** Acts on limits. Printed `enabled`, as OpenSearch's `wlm.workload_group.mode` (docs/governor.md). */
+  ENFORCED: 'enabled',
   MONITOR_ONLY: 'monitor_only',
   DISABLED: 'disabled',
 } as const;
@@ -151,16 +152,16 @@ const OK_VERDICT: SandboxVerdict = Object.freeze({
 });
 
 function actsOnReject(sandbox: Sandbox, input: DecisionInput): boolean {
-  if (input.enforcement !== EnforcementMode.ENABLED) return false;
-  if (sandbox.mode === 'enforced') return true;
-  if (sandbox.mode === 'soft') return input.duress !== 'none';
+  if (input.enforcement !== EnforcementMode.ENFORCED) return false;
+  if (sandbox.mode === SandboxMode.ENFORCED) return true;
+  if (sandbox.mode === SandboxMode.SOFT) return input.duress !== 'none';
   return false;
 }
 
 function actsOnCancel(sandbox: Sandbox, input: DecisionInput): boolean {
-  if (input.enforcement !== EnforcementMode.ENABLED) return false;
-  if (sandbox.mode === 'enforced') return true;
-  if (sandbox.mode === 'soft') return input.duress === 'cancel';
+  if (input.enforcement !== EnforcementMode.ENFORCED) return false;
+  if (sandbox.mode === SandboxMode.ENFORCED) return true;
+  if (sandbox.mode === SandboxMode.SOFT) return input.duress === 'cancel';
   return false;
 }
 
@@ -250,7 +251,7 @@ export function decide(input: DecisionInput): Decision {
 
   const picked = new Set<number>();
   const cancellations: Cancellation[] = [];
-  if (input.duress === 'cancel' && input.enforcement === EnforcementMode.ENABLED) {
+  if (input.duress === 'cancel' && input.enforcement === EnforcementMode.ENFORCED) {
     for (const t of input.tasks) {
       if (!t.cancelling && !byId.has(t.sandboxId)) {
         picked.add(t.taskId);
@@ -327,7 +328,7 @@ function shedInDuress(
   cancellations: Cancellation[],
 ): ReadonlyMap<string, number> {
   const shedding = input.duressShedding;
-  if (shedding === undefined || input.duress === 'none' || input.enforcement !== EnforcementMode.ENABLED) {
+  if (shedding === undefined || input.duress === 'none' || input.enforcement !== EnforcementMode.ENFORCED) {
     return NONE_SHED;
   }
   const resource = input.duressResource ?? 'cpu';
@@ -345,7 +346,7 @@ function shedInDuress(
   if (piling && ![...shed.keys()].some(using)) {
     let lowest: Sandbox | undefined;
     for (const s of input.sandboxes) {
-      if (s.mode === 'monitor' || shed.has(s.id) || !using(s.id)) continue;
+      if (s.mode === SandboxMode.MONITOR || shed.has(s.id) || !using(s.id)) continue;
       if (lowest === undefined || s.priority < lowest.priority || (s.priority === lowest.priority && s.id < lowest.id)) {
         lowest = s;
       }

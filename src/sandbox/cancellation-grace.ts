@@ -1,7 +1,8 @@
 /**
  * The grace a sandbox gives its tasks between a soft cancellation (the task's signal fires) and a
  * hard one (its worker is terminated and replaced, so the engine's `init` runs again). A sandbox
- * field, `cancellationGraceMs`: an integer number of ms in 0..3600000, or `"never"` for engines that
+ * field, `cancellationGraceMs`: an integer number of ms in 0..3600000, or `"never"` (in any case, the
+ * rule of `common/option-checks.ts` for words; stored as `"never"`) for engines that
  * cannot be interrupted safely (their tasks are asked to stop and then left to finish). Absent: the
  * parent's value, up to the root's; absent on the root too: the runtime's `graceIntervals ×
  * intervalMs` (200 ms by default).
@@ -20,7 +21,8 @@ export const MAX_CANCELLATION_GRACE_MS = 3_600_000;
  * @throws InvalidSandboxError naming `path` and the value.
  */
 export function parseCancellationGrace(value: unknown, path: string): CancellationGrace | undefined {
-  if (value === undefined || value === 'never') return value;
+  if (value === undefined) return value;
+  if (typeof value === 'string' && value.toLowerCase() === 'never') return 'never';
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_CANCELLATION_GRACE_MS) {
     throw new InvalidSandboxError(
       path,

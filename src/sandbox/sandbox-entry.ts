@@ -6,6 +6,7 @@ import { type CancellationGrace, parseCancellationGrace } from './cancellation-g
 import { ROOT_SANDBOX_ID, SandboxMode, type SelectionAttributes } from './sandbox.js';
 import { parseSearchSettings, type SearchSettings } from './search-settings.js';
 import { parseSelectionAttributes } from './selection-attributes.js';
+import { sandboxChecks } from '../common/option-checks.js';
 
 /** Fields a sandbox entry of a sandbox file may have. */
 const ENTRY_KEYS = [
@@ -140,14 +141,8 @@ export function parseSandboxEntry(value: unknown, index: number): SandboxEntry |
   ) {
     throw new InvalidSandboxError(`${path}.parent_id`, 'must be the _id of another sandbox', parentId);
   }
-  const mode = value['mode'] ?? SandboxMode.ENFORCED;
-  if (!(Object.values(SandboxMode) as unknown[]).includes(mode)) {
-    throw new InvalidSandboxError(
-      `${path}.mode`,
-      `must be one of ${Object.values(SandboxMode).join(', ')}`,
-      mode,
-    );
-  }
+  // Any case (the rule of common/option-checks.ts); stored in the set's own spelling.
+  const mode = sandboxChecks.oneOf(`${path}.mode`, value['mode'] ?? undefined, Object.values(SandboxMode), SandboxMode.ENFORCED);
 
   return Object.freeze({
     index,

@@ -23,6 +23,7 @@
 import { InvalidSandboxError } from '../errors.js';
 import { parseTimeValueMs } from '../common/time-value.js';
 import { isPlainObject } from '../common/is-plain-object.js';
+import { sandboxChecks } from '../common/option-checks.js';
 
 /** A time value as written (`text`) and in ms (`-1`: none, which cancels an inherited value). */
 export interface TimeSetting {
@@ -114,10 +115,7 @@ export function parseTimeSetting(raw: unknown, path: string): TimeSetting {
 }
 
 function parseShardRequests(raw: unknown, path: string): number {
-  if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 1 || raw > MAX_CONCURRENT_SHARD_REQUESTS) {
-    throw new InvalidSandboxError(path, `must be an integer in 1..${MAX_CONCURRENT_SHARD_REQUESTS}`, raw);
-  }
-  return raw;
+  return sandboxChecks.integerIn(path, raw, 1, MAX_CONCURRENT_SHARD_REQUESTS);
 }
 
 /** Settings as a `search_settings` document (a fresh plain object; `{}` when none are set). */

@@ -11,6 +11,7 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import type { ReservationLane } from './worker-reservations.js';
+import { optionChecks } from '../common/option-checks.js';
 
 /** A lane's OS scheduling weight: a nice value 0..19 (higher: less CPU under contention), or `idle` (`SCHED_IDLE`). */
 export type LaneWeight = number | 'idle';
@@ -86,13 +87,7 @@ function checkWeight(path: string, weight: unknown): LaneWeight {
   return weight;
 }
 
-function checkCount(path: string, value: unknown, min: number, max: number, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError(path, `must be an integer in ${min}..${max}`, value);
-  }
-  return value;
-}
+const checkCount = optionChecks.integerIn;
 
 /**
  * Validates lane options and fills defaults. Returns the lanes by `minPriority`, highest first, each

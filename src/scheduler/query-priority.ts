@@ -53,6 +53,7 @@ import { RE2JS } from 're2js';
 import { compileWildcardPattern, type WildcardPattern } from '../classify/wildcard-pattern.js';
 import { InvalidArgumentError } from '../errors.js';
 import { isPlainObject } from '../common/is-plain-object.js';
+import { optionChecks } from '../common/option-checks.js';
 
 /** The most entries in `priorities`. */
 export const MAX_PRIORITY_RULES = 64;
@@ -491,9 +492,7 @@ function checkKeys(obj: Record<string, unknown>, allowed: readonly string[], pat
 }
 
 function optionalBoolean(raw: unknown, path: string, fallback: boolean): boolean {
-  if (raw === undefined) return fallback;
-  if (typeof raw !== 'boolean') throw new InvalidArgumentError(path, 'must be true or false', raw);
-  return raw;
+  return optionChecks.boolean(path, raw, fallback);
 }
 
 function optionalInteger(raw: unknown, path: string, fallback: number): number {
@@ -504,7 +503,5 @@ function optionalInteger(raw: unknown, path: string, fallback: number): number {
 }
 
 function positiveInteger(raw: unknown, path: string): number {
-  if (typeof raw !== 'number' || !Number.isSafeInteger(raw) || raw < 1)
-    throw new InvalidArgumentError(path, 'must be an integer >= 1', raw);
-  return raw;
+  return optionChecks.integerAtLeast(path, raw, 1);
 }

@@ -22,6 +22,7 @@ import type { Socket } from 'node:net';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { InvalidArgumentError, RequestTimeoutError } from '../errors.js';
 import { toErrorResponse } from './error-body.js';
+import { optionChecks } from '../common/option-checks.js';
 
 /** Connection limits of a server; every field optional (defaults below). */
 export interface ConnectionLimits {
@@ -41,13 +42,7 @@ export const DEFAULT_CONNECTION_LIMITS = Object.freeze({
 
 export type ResolvedConnectionLimits = Readonly<Required<{ [K in keyof ConnectionLimits]: number }>>;
 
-function intIn(name: string, value: unknown, min: number, max: number, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError(name, `must be an integer in ${min}..${max}`, value);
-  }
-  return value;
-}
+const intIn = optionChecks.integerIn;
 
 /**
  * Checks `limits` and fills in the defaults.

@@ -51,7 +51,7 @@ import { EngineRequestError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { clientGoneSignal } from './client-gone.js';
 import { sendError } from './error-body.js';
-import { headerValue } from './header-value.js';
+import { headerValue, singleHeaderValue } from './header-value.js';
 import { registerWriteRoutes } from './data-node-write-routes.js';
 import { isInternalCaller } from './route-auth.js';
 
@@ -168,7 +168,7 @@ export function registerDataNodeRoutes(
           body,
           shards,
           user: headerValue(request, userHeader),
-          sandboxId: headerValue(request, sandboxHeader),
+          sandboxId: singleHeaderValue(request, sandboxHeader),
           cancelAfterTimeInterval: cancel_after_time_interval,
         },
         { signal: gone.signal },
@@ -244,7 +244,11 @@ export function registerDataNodeRoutes(
   return {
     recover: async (recoverOptions = {}) => {
       await Promise.all([
-        recoverReplicas(indices, log, { ...recoverOptions, signal: closing.signal, clusterSecret: options.clusterSecret }),
+        recoverReplicas(indices, log, {
+          ...recoverOptions,
+          signal: closing.signal,
+          clusterSecret: options.clusterSecret,
+        }),
         replicator.resync(),
       ]);
     },

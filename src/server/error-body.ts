@@ -27,6 +27,7 @@ import {
   InvalidBulkError,
   ShardsFailedError,
   TimedOutError,
+  UnsupportedContentTypeError,
   WriteRejectedError,
 } from '../errors.js';
 
@@ -87,6 +88,10 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
     const status = httpStatusOf(error);
     // A data node's 4xx that a coordinator passes on: the data node's own body.
     if (error instanceof RemoteClientError) return { status, body: error.body as unknown as ErrorBody };
+    // Elasticsearch answers a content type it does not read with a plain string `error`, no root cause.
+    if (error instanceof UnsupportedContentTypeError) {
+      return { status, body: { error: error.message, status } as unknown as ErrorBody };
+    }
     const extra: Record<string, unknown> = { code: error.code };
     if (error instanceof RejectedError || error instanceof CancelledError) {
       extra['sandbox_id'] = error.sandboxId;

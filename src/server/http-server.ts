@@ -16,7 +16,7 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from 'fastify';
-import { InvalidArgumentError, SandboxConflictError, SandboxNotFoundError } from '../errors.js';
+import { InvalidArgumentError, SandboxConflictError, SandboxNotFoundError, UnsupportedContentTypeError } from '../errors.js';
 import { toSandboxDocument } from '../sandbox/sandbox-document.js';
 import type { Runtime } from '../runtime.js';
 import type { SandboxInput, SandboxPatch } from '../sandbox/sandbox-input.js';
@@ -30,7 +30,7 @@ import {
 import type { SearchService } from '../execution/search-service.js';
 import { clientGoneSignal } from './client-gone.js';
 import { errorBody, sendError, toErrorResponse } from './error-body.js';
-import { headerValue } from './header-value.js';
+import { headerValue, singleHeaderValue } from './header-value.js';
 import { nodeCatalog } from './index-catalogs.js';
 import { registerIndexInfoRoutes } from './index-info-routes.js';
 import { registerIndexRoutes } from './index-routes.js';
@@ -164,7 +164,29 @@ declare module 'fastify' {
 }
 
 /**
- * The one body parser of both servers: JSON whatever the content type, `undefined` for an empty body,
+ * The media types a request body may be sent as (Elasticsearch reads JSON and NDJSON as such, with the
+ * `vnd.elasticsearch` forms its clients send: `application/vnd.elasticsearch+json; compatible-with=8`,
+ * `application/vnd.elasticsearch+x-ndjson`), plus `application/x-www-form-urlencoded`, which
+ * curl's `-d` sends by default and which is read as JSON here (Elasticsearch refuses it).
+ */
+const READABLE_MEDIA_TYPE = /^application\/(?:json|x-ndjson|x-www-form-urlencoded|[\w.+-]*\+(?:json|x-ndjson))$/;
+
+/**
+ * The `Content-Type` of a body that the server does not read (`text/plain`, `application/cbor`), as
+ * sent; `undefined` for a readable one or none. Internal cluster calls (`/_internal/`) are not checked:
+ * the nodes send JSON to each other.
+ */
+export function unsupportedContentType(request: FastifyRequest): string | undefined {
+  if (request.url.startsWith('/_internal/')) return undefined;
+  const header = request.headers['content-type'];
+  if (header === undefined || header === '') return undefined;
+  const mediaType = (header.split(';')[0] ?? '').trim().toLowerCase();
+  return READABLE_MEDIA_TYPE.test(mediaType) ? undefined : header;
+}
+
+/**
+ * The one body parser of both servers: JSON for any readable content type (`READABLE_MEDIA_TYPE`;
+ * another one answers 406, `UnsupportedContentTypeError`), `undefined` for an empty body,
  * JSON.parse's own message (400) on a syntax error, a 400 naming the field and the literal for a number
  * beyond a double (`json-body.ts`; not checked on internal routes, whose bodies nodes serialised); the
  * raw bytes for a route with `config.rawBody`.
@@ -175,12 +197,18 @@ export function parseBody(
   done: (error: Error | null, body?: unknown) => void,
 ): void {
   if ((request.routeOptions.config as RouteConfig | undefined)?.rawBody === true) {
-    done(null, body);
+    const refusedRaw = unsupportedContentType(request);
+    done(refusedRaw === undefined ? null : new UnsupportedContentTypeError(refusedRaw), refusedRaw === undefined ? body : undefined);
     return;
   }
   // A route that does not exist answers 404, whatever its body (an NDJSON `_msearch` is no JSON).
   if (request.is404) {
     done(null, undefined);
+    return;
+  }
+  const refused = unsupportedContentType(request);
+  if (refused !== undefined) {
+    done(new UnsupportedContentTypeError(refused), undefined);
     return;
   }
   const text = typeof body === 'string' ? body : body.toString('utf8');
@@ -381,7 +409,7 @@ export function createApiServer(options: ApiServerOptions): FastifyInstance {
       );
     },
   });
-  // Bodies are JSON whatever the content type says (curl -d sends form-urlencoded by default), and a
+  // Bodies are JSON for every readable content type (curl -d sends form-urlencoded by default), and a
   // syntax error reports JSON.parse's own message, which says where the text went wrong. Routes with
   // `config.rawBody` (bulk: NDJSON) get the raw bytes instead.
   applyConnectionLimits(app, limits, options.logger);
@@ -415,11 +443,11 @@ export function createApiServer(options: ApiServerOptions): FastifyInstance {
 /**
  * The explicit sandbox of a request: the explicit-sandbox header or the `workloadGroupId` header,
  * which name the same thing (a sandbox `_id`) and go through the same check (`resolveExplicit`).
- * @throws InvalidArgumentError when both are sent with different values.
+ * @throws InvalidArgumentError when both are sent with different values, or either is sent twice.
  */
 export function explicitSandboxOf(request: FastifyRequest, sandboxHeader: string): string | undefined {
-  const sandboxId = headerValue(request, sandboxHeader);
-  const group = headerValue(request, WORKLOAD_GROUP_HEADER);
+  const sandboxId = singleHeaderValue(request, sandboxHeader);
+  const group = singleHeaderValue(request, WORKLOAD_GROUP_HEADER);
   if (sandboxId !== undefined && group !== undefined && sandboxId !== group) {
     throw new InvalidArgumentError(
       'workloadGroupId',

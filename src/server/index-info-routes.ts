@@ -31,7 +31,7 @@ import {
 import { parseTimeValueMs } from '../common/time-value.js';
 import type { IndexApi } from '../indices/index-api.js';
 import { sendError } from './error-body.js';
-import { headerValue } from './header-value.js';
+import { headerValue, singleHeaderValue } from './header-value.js';
 import { CAT_FORMAT_PARAMETER, querySchema } from './route-schemas.js';
 import { CLUSTER_NAME } from './product-info.js';
 import { COUNT_URL_PARAMETERS, queryStringOf } from './search-parameters.js';
@@ -394,7 +394,7 @@ export function registerIndexInfoRoutes(
       index,
       body: { ...(searchQuery === undefined ? {} : { query: searchQuery }), size: 0, track_total_hits: true },
       user: headerValue(request, headers.userHeader),
-      sandboxId: headerValue(request, headers.sandboxHeader),
+      sandboxId: singleHeaderValue(request, headers.sandboxHeader),
     })) as { hits?: { total?: { value?: number } }; _shards?: Record<string, unknown> };
     const total = response.hits?.total?.value;
     if (typeof total !== 'number') {

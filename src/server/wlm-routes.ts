@@ -80,7 +80,14 @@ function statsRows(
   const groups = idList(params.workloadGroupId);
   const limits = new Map(runtime.sandboxes().map((s) => [s.id, s.limits]));
   const rows: Array<{ nodeId: string; groupId: string; stats: SandboxStats }> = [];
-  for (const [id, stats] of runtime.sandboxStats()) {
+  const all = runtime.sandboxStats();
+  // OpenSearch (`WorkloadGroupService.nodeStats`) refuses an id that names no workload group on the node.
+  for (const wanted of groups ?? []) {
+    if (![...all.keys()].some((id) => id === wanted || groupKey(id) === wanted)) {
+      throw new SandboxNotFoundError(wanted, `WorkloadGroup with id ${wanted} does not exist`);
+    }
+  }
+  for (const [id, stats] of all) {
     const key = groupKey(id);
     if (groups !== undefined && !groups.includes(key) && !groups.includes(id)) continue;
     if (breach !== undefined) {

@@ -21,9 +21,10 @@
  */
 import { InvalidSandboxError } from '../errors.js';
 import { isPlainObject } from '../common/is-plain-object.js';
-import { RESOURCES, ROOT_SANDBOX_ID, type Sandbox } from '../sandbox/sandbox.js';
+import { RESOURCES, ROOT_SANDBOX_ID, type Sandbox, SandboxMode } from '../sandbox/sandbox.js';
 import { parseSearchSettings, toSearchSettingsDocument } from '../sandbox/search-settings.js';
 import { MAX_CONCURRENT_TASKS } from '../sandbox/sandbox-entry.js';
+import { sandboxChecks } from '../common/option-checks.js';
 
 /** OpenSearch's default node-level rejection and cancellation thresholds, as fractions of a group's limit. */
 export const WLM_REJECTION_FRACTION = 0.8;
@@ -97,12 +98,9 @@ export function sandboxBodyOf(
   return out;
 }
 
+/** `resiliency_mode`: any case, as OpenSearch's `ResiliencyMode.fromName` (the rule of common/option-checks.ts). */
 function modeOf(raw: unknown): string {
-  const mode = typeof raw === 'string' ? raw.toLowerCase() : raw;
-  if (mode !== 'enforced' && mode !== 'soft' && mode !== 'monitor') {
-    throw new InvalidSandboxError('resiliency_mode', 'must be one of enforced, soft, monitor', raw);
-  }
-  return mode;
+  return sandboxChecks.oneOf('resiliency_mode', raw, Object.values(SandboxMode));
 }
 
 function limitsOf(raw: unknown, create: boolean): Record<string, unknown> {

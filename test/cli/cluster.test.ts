@@ -189,7 +189,7 @@ describe('query-sandbox cluster (real processes)', () => {
         `data-1 http://127.0.0.1:${base + 1}, data-2 http://127.0.0.1:${base + 2}, data-3 http://127.0.0.1:${base + 3} ` +
         '(3 shards per index, 1 replica; Ctrl-C stops all)',
     );
-    const r = await fetch(`http://127.0.0.1:${base}/_search`, { method: 'POST', body: '{"size": 2}' });
+    const r = await fetch(`http://127.0.0.1:${base}/_search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"size": 2}' });
     expect(r.status).toBe(200);
     expect(r.headers.get('resource_usage_stats')).toBeNull();
     const body = (await r.json()) as { _shards: unknown; hits: { total: { value: number } } };

@@ -174,7 +174,7 @@ describe('cluster on loopback (in-process data nodes)', () => {
       }
     }
     // The data node's public routes do not carry it either.
-    const publicRoute = await fetch(`${data[1]!.url}/spam-1/_search`, { method: 'POST', body: '{}' });
+    const publicRoute = await fetch(`${data[1]!.url}/spam-1/_search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(publicRoute.headers.get('resource_usage_stats')).toBeNull();
     const r = await viaCoordinator('_all', { size: 1 });
     expect(r.headers['resource_usage_stats']).toBeUndefined();

@@ -21,6 +21,12 @@ describe('node modes at the edge', () => {
     );
   });
 
+  it('takes the words in any case, as the sandbox modes and "never" are taken', () => {
+    expect(enforcementModeOf('ENABLED', 'm')).toBe('enabled');
+    expect(enforcementModeOf('Monitor_Only', 'm')).toBe('monitor_only');
+    expect(admissionModeOf('Enforced', 'm')).toBe('enforced');
+  });
+
   it('reads the flags with either word', () => {
     expect(parseServeOptions(['--enforcement', 'enforced'], {}).runtime.enforcement).toBe('enabled');
     const coordinator = parseServeOptions(['--role', 'coordinator', '--data-nodes', '127.0.0.1:9201', '--admission-mode', 'enabled'], {});

@@ -53,6 +53,16 @@ describe('cancellationGraceMs', () => {
     }
   });
 
+  it('takes "never" in any case, as the modes are taken, and stores it as "never"', () => {
+    for (const word of ['Never', 'NEVER', 'never']) {
+      const [, sandbox] = parseSandboxDefinitions({
+        sandboxes: [{ name: 'a', priority: 1, cancellationGraceMs: word, mode: word === 'never' ? 'soft' : 'Soft' }],
+      });
+      expect(sandbox?.cancellationGraceMs).toBe('never');
+      expect(sandbox?.mode).toBe('soft');
+    }
+  });
+
   it('round-trips through the stored document, the root included', () => {
     const sandboxes = parseSandboxDefinitions(tree);
     const documents = sandboxes.map(toSandboxDocument);

@@ -37,7 +37,8 @@ interface BadInput {
   readonly url: string;
   /** A string is sent as it is; anything else as JSON. */
   readonly body?: unknown;
-  readonly headers?: Readonly<Record<string, string>>;
+  /** A list is sent as that many header lines. */
+  readonly headers?: Readonly<Record<string, string | readonly string[]>>;
   /** @default 'admin' (every case but the auth ones is about the input, not the token) */
   readonly as?: Credential;
   readonly status: number;
@@ -172,7 +173,7 @@ const SANDBOX: BadInput[] = [
 
 // ---------------------------------------------------------------------------------------------------
 // explicit sandbox choice and other headers
-const search = (headers: Record<string, string>, url = '/_all/_search'): Pick<BadInput, 'method' | 'url' | 'body' | 'headers'> => ({
+const search = (headers: Record<string, string | readonly string[]>, url = '/_all/_search'): Pick<BadInput, 'method' | 'url' | 'body' | 'headers'> => ({
   method: 'POST',
   url,
   body: { query: { prefix: { body: 'a' } }, size: 100 },
@@ -184,6 +185,8 @@ const HEADERS: BadInput[] = [
   { route: 'headers', name: 'x-sandbox-id of a sandbox without attributes, for an analyst', ...search({ 'x-user': 'analyst_eve', 'x-sandbox-id': GROUPING }), status: 403, field: `sandbox "${GROUPING}"`, received: 'sandbox "analysts"' },
   { route: 'headers', name: 'x-sandbox-id of another user group', ...search({ 'x-user': 'analyst_eve', 'x-sandbox-id': 'dashboards' }), status: 403, field: 'userPattern ["dash_*"]', received: 'user "analyst_eve"' },
   { route: 'headers', name: 'x-sandbox-id without a user', ...search({ 'x-sandbox-id': 'dashboards' }), status: 403, field: 'userPattern ["dash_*"]', received: 'the request has no user' },
+  { route: 'headers', name: 'x-sandbox-id sent twice', ...search({ 'x-user': 'dash_ops', 'x-sandbox-id': ['dashboards', 'ghost'] }), status: 400, field: 'header [x-sandbox-id]', received: '["dashboards","ghost"]' },
+  { route: 'headers', name: 'workloadGroupId sent twice', ...search({ 'x-user': 'dash_ops', workloadGroupId: ['dashboards', 'dashboards'] }), status: 400, field: 'header [workloadgroupid]', received: '["dashboards","dashboards"]' },
   { route: 'headers', name: 'x-sandbox-id of a missing sandbox', ...search({ 'x-user': 'dash_ops', 'x-sandbox-id': 'ghost' }), status: 403, field: 'sandbox "ghost"', received: 'does not exist' },
   { route: 'headers', name: 'x-sandbox-id empty', ...search({ 'x-user': 'dash_ops', 'x-sandbox-id': '' }), status: 403, field: 'sandbox ""', received: 'does not exist' },
   // Not entity tags: 400. Tags that can never match (weak ones, ones that are not versions): 409.
@@ -490,7 +493,7 @@ interface Answer {
 }
 
 /** One request over a fresh connection (node:http, so URLs go out exactly as written). */
-function send(method: Method, url: string, headers: Record<string, string>, body: string | undefined): Promise<Answer> {
+function send(method: Method, url: string, headers: Record<string, string | readonly string[]>, body: string | undefined): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const request = http.request(
       { host: '127.0.0.1', port, method, path: url, headers: { ...headers, connection: 'close' }, agent: false },
@@ -564,11 +567,13 @@ describe('the bad-input table', () => {
   it.each(CASES.map((c) => [`${c.route}: ${c.name}`, c] as const))('%s', async (_label, c) => {
     const token = TOKENS[c.as ?? 'admin'];
     const body = c.body === undefined ? undefined : typeof c.body === 'string' ? c.body : JSON.stringify(c.body);
-    const headers: Record<string, string> = {
+    const headers: Record<string, string | readonly string[]> = {
       ...(body === undefined ? {} : { 'content-type': 'application/json' }),
       ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
     };
-    for (const [name, value] of Object.entries(c.headers ?? {})) headers[name] = value.replace(GROUPING, groupingId);
+    for (const [name, value] of Object.entries(c.headers ?? {})) {
+      headers[name] = typeof value === 'string' ? value.replace(GROUPING, groupingId) : value;
+    }
     const url = c.url.replace(GROUPING, groupingId);
     const field = c.field.replace(GROUPING, groupingId);
     totals.cases++;

@@ -182,7 +182,7 @@ describe.skipIf(!haveChromium && process.env['CI'] === undefined)('dashboard in 
     it('lists the data nodes with their stats and charts, without console errors', async () => {
       const page = await browser.context.newPage();
       const errors = collectErrors(page);
-      for (let i = 0; i < 5; i++) await fetch(`${base}/_search`, { method: 'POST', body: '{}' }).then((r) => r.text());
+      for (let i = 0; i < 5; i++) await fetch(`${base}/_search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).then((r) => r.text());
       await page.goto(`${base}/_dashboard`);
       for (const n of nodes) {
         await page.waitForSelector(`[data-node-id="${n.id}"]`, { timeout: 10_000 });

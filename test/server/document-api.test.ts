@@ -207,4 +207,41 @@ describe('single-document writes', () => {
     expect(badName.status).toBe(400);
     expect(badName.json.error.type).toBe('invalid_index_name_exception');
   });
+
+  it("answers a write body of a content type it does not read with Elasticsearch's 406, and reads the clients' ones", async () => {
+    for (const [method, url] of [
+      ['PUT', '/docs/_doc/ct'],
+      ['POST', '/docs/_doc'],
+      ['POST', '/docs/_bulk'],
+    ] as const) {
+      const r = await app.inject({ method, url, payload: '{"a":1}\n', headers: { 'content-type': 'text/plain' } });
+      expect(r.statusCode, `${method} ${url}`).toBe(406);
+      expect(r.json()).toEqual({ error: 'Content-Type header [text/plain] is not supported', status: 406 });
+    }
+    const ndjson = `${JSON.stringify({ index: { _index: 'docs', _id: 'ct' } })}\n${JSON.stringify({ a: 1 })}\n`;
+    for (const type of ['application/x-ndjson', 'application/vnd.elasticsearch+x-ndjson; compatible-with=8']) {
+      const r = await app.inject({ method: 'POST', url: '/_bulk', payload: ndjson, headers: { 'content-type': type } });
+      expect(r.statusCode, type).toBe(200);
+    }
+    const put = await app.inject({
+      method: 'PUT',
+      url: '/docs/_doc/ct',
+      payload: '{"a":2}',
+      headers: { 'content-type': 'application/vnd.elasticsearch+json; compatible-with=9' },
+    });
+    expect(put.statusCode).toBe(200);
+  });
+
+  it('names the document, not a bulk line, in the reason of a refused single-document write', async () => {
+    const array = await call('PUT', '/docs/_doc/x', [1]);
+    expect(array.json.error.reason).toBe(
+      'failed to parse: Malformed content, must start with an object (document [docs]/[x]; received "[1]")',
+    );
+    const auto = await call('POST', '/docs/_doc', 'text');
+    expect(auto.status).toBe(400);
+    expect(auto.json.error.reason).toMatch(/\(document \[docs\]\/\[_auto_\]; received /);
+    const badName = await call('PUT', '/Docs/_doc/1', { a: 1 });
+    expect(badName.json.error.reason).toMatch(/\(document \[Docs\]\/\[1\]\)$/);
+    for (const r of [array, auto, badName]) expect(JSON.stringify(r.json)).not.toMatch(/bulk line/);
+  });
 });

@@ -69,6 +69,38 @@ describe('HTTP server', () => {
     expect(empty.json().indices).toEqual(['alpha', 'beta', 'gamma']);
   });
 
+  it("answers a search body of a content type it does not read with Elasticsearch's 406", async () => {
+    for (const [method, url] of [
+      ['POST', '/alpha/_search'],
+      ['POST', '/_search'],
+    ] as const) {
+      const r = await app.inject({ method, url, payload: '{"echo":1}', headers: { 'content-type': 'text/plain' } });
+      expect(r.statusCode, `${method} ${url}`).toBe(406);
+      expect(r.json()).toEqual({ error: 'Content-Type header [text/plain] is not supported', status: 406 });
+    }
+    const cbor = await app.inject({
+      method: 'POST',
+      url: '/alpha/_search',
+      payload: '{}',
+      headers: { 'content-type': 'application/cbor; charset=x' },
+    });
+    expect(cbor.json()).toEqual({ error: 'Content-Type header [application/cbor; charset=x] is not supported', status: 406 });
+  });
+
+  it('reads the content types the official clients send', async () => {
+    for (const type of [
+      'application/json',
+      'application/json; charset=utf-8',
+      'application/vnd.elasticsearch+json; compatible-with=8',
+      'application/vnd.elasticsearch+json; compatible-with=9',
+      'Application/JSON',
+    ]) {
+      const r = await app.inject({ method: 'POST', url: '/alpha/_search', payload: '{"echo":3}', headers: { 'content-type': type } });
+      expect(r.statusCode, type).toBe(200);
+      expect(r.json()).toEqual({ echo: 3, indices: ['alpha'] });
+    }
+  });
+
   it('answers malformed JSON with 400 parsing_exception and keeps serving', async () => {
     const r = await search('/alpha/_search', '{"query": {');
     expect(r.statusCode).toBe(400);

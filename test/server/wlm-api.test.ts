@@ -152,6 +152,18 @@ describe('the _wlm API over the sandboxes', () => {
     expect((await call('GET', '/_wlm/stats?breach=maybe')).statusCode).toBe(400);
   });
 
+  it('answers 404 resource_not_found_exception for a workload group id that does not exist, as OpenSearch', async () => {
+    for (const url of ['/_wlm/stats/nope', '/_wlm/_local/stats/DEFAULT_WORKLOAD_GROUP,nope', '/_list/wlm_stats/stats/nope']) {
+      const r = await call('GET', url);
+      expect(r.statusCode, url).toBe(404);
+      expect(r.json().error).toMatchObject({
+        type: 'resource_not_found_exception',
+        reason: 'WorkloadGroup with id nope does not exist',
+      });
+    }
+    expect((await call('GET', '/_wlm/stats/DEFAULT_WORKLOAD_GROUP')).statusCode).toBe(200);
+  });
+
   it('pages _list/wlm_stats with a token, sorts and orders, and refuses a token outdated by a change', async () => {
     for (const name of ['g-b', 'g-a']) {
       const r = await call('PUT', '/_wlm/workload_group', { name, resiliency_mode: 'soft', resource_limits: { cpu: 0.1 } });
