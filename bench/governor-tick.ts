@@ -26,6 +26,9 @@ async function measure(threads: number, ms: number): Promise<{ median: number; p
   const runtime = await createRuntime({
     engine: echoEngine,
     threads,
+    // One pool of `threads` workers: with the default two lanes the bundled priorities would spread
+    // the tasks over 2 x threads workers, and the table is per running-task count.
+    lanes: false,
     spareWorkers: 0,
     workerHeapMb: 64,
     maxQueuedTasks: threads,
