@@ -123,7 +123,9 @@ function bulkBody(write: DocumentWrite): string {
  * the line becomes the document, as `[index]/[id]` (`_auto_` for an id yet to be made).
  */
 function documentReason(reason: string, write: DocumentWrite): string {
-  return reason.replace(/bulk line \d+/g, `document [${write.index}]/[${write.id ?? '_auto_'}]`);
+  const doc = `document [${write.index}]/[${write.id ?? '_auto_'}]`;
+  // `bulk line 2`, `(line 1)`, `line [2]`, `action/metadata line [1]`: every way the parser names a line.
+  return reason.replace(/\b(?:bulk |action\/metadata )?line \[?\d+\]?/gi, doc);
 }
 
 /**

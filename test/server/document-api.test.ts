@@ -244,4 +244,17 @@ describe('single-document writes', () => {
     expect(badName.json.error.reason).toMatch(/\(document \[Docs\]\/\[1\]\)$/);
     for (const r of [array, auto, badName]) expect(JSON.stringify(r.json)).not.toMatch(/bulk line/);
   });
+
+  it('names the document in the id, compare-and-set and update checks too, never a line', async () => {
+    const longId = await call('PUT', `/docs/_doc/${'x'.repeat(600)}`, { a: 1 });
+    expect(longId.status).toBe(400);
+    expect(longId.json.error.reason).toMatch(/but was: 600 \(document \[docs\]\/\[x{600}\]\)/);
+    const cas = await call('PUT', '/docs/_doc/1?if_seq_no=1', { a: 1 });
+    expect(cas.status).toBe(400);
+    expect(cas.json.error.reason).toMatch(/ifSeqNo is set, but primary term is \[0\] \(document \[docs\]\/\[1\]\)/);
+    const update = await call('POST', '/docs/_update/1', { doc: 'notobj' });
+    expect(update.status).toBe(400);
+    expect(update.json.error.reason).toMatch(/\(document \[docs\]\/\[1\]\)/);
+    for (const r of [longId, cas, update]) expect(JSON.stringify(r.json)).not.toMatch(/\bline\b/);
+  });
 });
