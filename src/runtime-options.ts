@@ -34,7 +34,7 @@ import { optionChecks } from './common/option-checks.js';
 
 /** Default old-generation heap cap of each worker, MiB (see `RuntimeOptions.workerHeapMb` for why 2,048). */
 export const DEFAULT_WORKER_HEAP_MB = 2048;
-/** Memory budget per worker when `workerHeapMb` is not given, MiB (see `RuntimeOptions.memoryBudgetBytes`). */
+/** Memory budget per worker, MiB, unless the worker heap cap is smaller (see `RuntimeOptions.memoryBudgetBytes`). */
 export const DEFAULT_BUDGET_PER_WORKER_MB = 1024;
 
 export interface RuntimeOptions {
@@ -132,8 +132,9 @@ export interface RuntimeOptions {
   workerHeapMb?: number;
   /**
    * Bytes that count as 100 % memory usage. Default: the lanes' workers (spares excluded) ×
-   * workerHeapMb MiB when `workerHeapMb` is given, else × 1,024 MiB (the budget per worker stays what
-   * it was before the default cap rose to 2,048 MiB for the collector's sake).
+   * min(workerHeapMb, 1,024) MiB: 1 GiB per worker, or the cap where it is smaller (the cap is set
+   * above the budget for the collector's sake, see `workerHeapMb`; a cap says how far one worker may
+   * grow, the budget what the governor calls full).
    */
   memoryBudgetBytes?: number;
   /**
@@ -432,7 +433,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
       : parseQueryPriority(options.queryPriority, 'options.queryPriority');
   checkReservations(queryPriority, lanes, 'options.queryPriority');
   const workerHeapMb = integer('workerHeapMb', options.workerHeapMb, 64, 65536, DEFAULT_WORKER_HEAP_MB);
-  const budgetPerWorkerMb = options.workerHeapMb === undefined ? DEFAULT_BUDGET_PER_WORKER_MB : workerHeapMb;
+  const budgetPerWorkerMb = Math.min(workerHeapMb, DEFAULT_BUDGET_PER_WORKER_MB);
   const memoryBudgetBytes = integer(
     'memoryBudgetBytes',
     options.memoryBudgetBytes,

@@ -71,10 +71,13 @@ describe('worker heap cap and memory budget', () => {
     expect(o.memoryBudgetBytes).toBe(workers * 1024 * 1024 * 1024);
   });
 
-  it('follows a given workerHeapMb in the budget, and a given budget wins', () => {
+  it('takes a smaller workerHeapMb as the budget per worker, a larger one not, and a given budget wins', () => {
     const o = resolveRuntimeOptions({ cores: 2, workerHeapMb: 512 });
     expect(o.workerHeapMb).toBe(512);
     expect(o.memoryBudgetBytes).toBe(4 * 512 * 1024 * 1024);
+    // Naming the default cap changes nothing; a larger cap lets a worker grow, not the budget.
+    expect(resolveRuntimeOptions({ cores: 2, workerHeapMb: 2048 }).memoryBudgetBytes).toBe(4 * 1024 ** 3);
+    expect(resolveRuntimeOptions({ cores: 2, workerHeapMb: 4096 }).memoryBudgetBytes).toBe(4 * 1024 ** 3);
     expect(resolveRuntimeOptions({ cores: 2, workerHeapMb: 4096, memoryBudgetBytes: 1000 }).memoryBudgetBytes).toBe(1000);
   });
 });
