@@ -108,6 +108,9 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       engine: echoEngine,
       spareWorkers: 0,
       dataDir: '.query-sandbox/bench',
+      // Accounting, not governance, is measured: the runs saturate the CPU on purpose, and shedding
+      // in duress would refuse the root's tasks mid-run.
+      duressShedding: false,
       ...(c.lanes === false ? { lanes: false } : {}),
       sandboxes: {
         sandboxes: [{ name: 'fg', priority: 20, selectionAttributes: [{ name: 'userPattern', value: 'fg_*' }] }],
