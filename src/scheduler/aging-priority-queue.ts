@@ -59,18 +59,17 @@ class Level<T> {
 
   /** The oldest queued entry. */
   peek(): QueueEntry<T> | undefined {
-    const entries = this.#entries;
-    while (this.#head < entries.length && !entries[this.#head]!.queued) this.#head++;
-    this.#compact();
+    this.#skipLeft();
     return this.#entries[this.#head];
   }
 
   /**
-   * The oldest queued entry accepted by `filter`, scanning from the head: O(entries it skips). Used
-   * when some entries may not start yet (a sandbox at its concurrency cap) and must not hold back the
-   * entries behind them.
+   * The oldest queued entry accepted by `filter`, scanning from the head: O(queued entries it
+   * skips). Used when some entries may not start yet (a sandbox at its concurrency cap) and must not
+   * hold back the entries behind them.
    */
   first(filter: (item: T) => boolean): QueueEntry<T> | undefined {
+    this.#skipLeft();
     const entries = this.#entries;
     for (let i = this.#head; i < entries.length; i++) {
       const e = entries[i]!;
@@ -107,7 +106,19 @@ class Level<T> {
     for (let i = this.#head; i < entries.length; i++) if (entries[i]!.queued) yield entries[i]!;
   }
 
-  #compact(): void {
+  /** Entries the level's array still holds, queued or not: what it costs in memory (diagnostics). */
+  get held(): number {
+    return this.#entries.length;
+  }
+
+  /**
+   * Moves the head past entries that left (taken, evicted, removed), then drops the consumed prefix.
+   * Every read from the head goes through here: a level that never empties would otherwise keep every
+   * entry it ever held and rescan them on each read.
+   */
+  #skipLeft(): void {
+    const entries = this.#entries;
+    while (this.#head < entries.length && !entries[this.#head]!.queued) this.#head++;
     // Drop the consumed prefix once it is half the array: amortised O(1) per shift.
     if (this.#head > 1024 && this.#head * 2 > this.#entries.length) {
       this.#entries = this.#entries.slice(this.#head);
@@ -281,6 +292,17 @@ export class AgingPriorityQueue<T> {
 
   get length(): number {
     return this.#length;
+  }
+
+  /**
+   * Entries the queue's arrays hold, at least `length`: those that left count until the consumed
+   * prefix is dropped (lazy deletion, amortised). Diagnostics: a queue that never empties holds at
+   * most about `length` + 1,024 per priority level, not every entry it ever held.
+   */
+  get heldEntries(): number {
+    let held = 0;
+    for (const level of this.#levels) held += level.held;
+    return held;
   }
 
   /** Queued items per priority, highest first. */
