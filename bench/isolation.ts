@@ -24,8 +24,13 @@
  * Targets: (L) and (L+) p99 within 1.5x of (a); (L) flood throughput >= 0.9x (b)'s; the background
  * lane alone >= 0.95x bare piscina's capacity.
  *
- * Usage: part of `npm run bench`; alone: `node dist/bench/isolation.js [--full] [--rounds N]
- * [--phase-seconds S] [--helper-thread-weight N]`.
+ * GC: `npm run bench` runs under `node --single-threaded-gc`, as `npm start` serves (docs/lanes.md,
+ * "GC helper threads"). The flag is process-wide, so bare piscina here collects the same way; each
+ * round then also measures bare piscina's flood capacity in a child process with node's default flags
+ * (`bench/bare-capacity.ts`), and the background lane alone is compared with both.
+ *
+ * Usage: part of `npm run bench`; alone: `node [--single-threaded-gc] dist/bench/isolation.js [--full]
+ * [--rounds N] [--phase-seconds S] [--helper-thread-weight N]`.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,6 +39,7 @@ import { Piscina } from 'piscina';
 import { createRuntime, type QueryPriorityInput, type Runtime } from '../src/index.js';
 import { CHARTS } from './charts.js';
 import { median, printTable, writeResult } from './harness.js';
+import { bareCapacityWithDefaultGc } from './bare-capacity.js';
 import { benchPhase } from './progress.js';
 
 const engineUrl = new URL('../src/engine/minisearch-engine.js', import.meta.url).href;
@@ -288,7 +294,9 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     s.floodRefused.push(r.floodRefused);
     samples.set(key, s);
   };
-  const capacities = { bare: [] as number[], background: [] as number[] };
+  // bareDefaultGc: bare piscina in a child process with node's default flags (only when this one runs
+  // under --single-threaded-gc, which applies to every pool of the process): bench/bare-capacity.ts.
+  const capacities = { bare: [] as number[], background: [] as number[], bareDefaultGc: [] as number[] };
   let floodCapacity = 0;
   try {
     // Warm up (the JIT, the workers' first queries), then measure the flood's rate on bare piscina.
@@ -318,8 +326,10 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       capacities.bare.push(await capacity(bareTarget, threads, phaseMs));
       capacities.background.push(await capacity(lanedTarget, threads, phaseMs));
       await idle(laned)();
+      if (singleThreadedGc) capacities.bareDefaultGc.push(await bareCapacityWithDefaultGc(threads, phaseMs, indices, DATA_DIR));
       console.log(
-        `  round ${round}: flood capacity alone: bare ${capacities.bare.at(-1)!.toFixed(1)}/s, background lane ${capacities.background.at(-1)!.toFixed(1)}/s`,
+        `  round ${round}: flood capacity alone: bare ${capacities.bare.at(-1)!.toFixed(1)}/s, background lane ${capacities.background.at(-1)!.toFixed(1)}/s` +
+          (singleThreadedGc ? `, bare with the default GC (own process) ${capacities.bareDefaultGc.at(-1)!.toFixed(1)}/s` : ''),
       );
       benchPhase(`round ${round}: (a) alone`);
       await configure(laned, 'disabled', {})();
@@ -381,9 +391,16 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     }
   }
   const backgroundVsBare = median(capacities.background) / median(capacities.bare);
+  // Against bare piscina with node's default GC (null when this run used the default GC itself).
+  const backgroundVsBareDefaultGc = singleThreadedGc ? median(capacities.background) / median(capacities.bareDefaultGc) : null;
+  const bareVsBareDefaultGc = singleThreadedGc ? median(capacities.bare) / median(capacities.bareDefaultGc) : null;
   console.log(
     `\nmedians of ${rounds} rounds: cheap p99 alone ${aloneP99.toFixed(2)} ms; flood capacity alone: bare ${median(capacities.bare).toFixed(1)}/s, ` +
-      `background lane ${median(capacities.background).toFixed(1)}/s (${backgroundVsBare.toFixed(3)}x)`,
+      `background lane ${median(capacities.background).toFixed(1)}/s (${backgroundVsBare.toFixed(3)}x)` +
+      (singleThreadedGc
+        ? `; bare with the default GC in its own process ${median(capacities.bareDefaultGc).toFixed(1)}/s ` +
+          `(background lane ${backgroundVsBareDefaultGc!.toFixed(3)}x of it, bare here ${bareVsBareDefaultGc!.toFixed(3)}x)`
+        : ''),
   );
   printTable(
     ['case', 'flood', 'p50 ms', 'p99 ms', 'p99 / alone', 'flood done', 'refused', 'flood/s', 'flood / bare'],
@@ -412,11 +429,13 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     aloneP99,
     capacities,
     backgroundVsBare,
+    backgroundVsBareDefaultGc,
+    bareVsBareDefaultGc,
     rows,
     summary,
   };
   await writeResult('isolation', data, CHARTS['isolation']!(data));
-  return { aloneP99, rows, summary, backgroundVsBare };
+  return { aloneP99, rows, summary, backgroundVsBare, backgroundVsBareDefaultGc };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await run(process.argv.includes('--full'));

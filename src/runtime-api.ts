@@ -12,6 +12,7 @@ import type { NodeModeWord } from './governor/node-mode.js';
 import type { SandboxCounters } from './governor/sandbox-counters.js';
 import type { WritableIndices } from './indices/writable-indices.js';
 import type { EngineDescription } from './pool/engine-module.js';
+import type { GcThreads } from './pool/helper-threads.js';
 import type { PoolLaneStats } from './pool/lane-pool.js';
 import type { ResolvedRuntimeOptions } from './runtime-options.js';
 import type { QueryPriorityDocument, QueryPriorityInput } from './scheduler/query-priority.js';
@@ -67,6 +68,12 @@ export interface NodeStats {
    * nothing preempts a running task).
    */
   readonly isolation: 'weighted' | 'unweighted' | 'single_lane';
+  /**
+   * Where the isolates collect their garbage: `per_isolate` (`node --single-threaded-gc`: each
+   * lane's GC runs on its own workers, at the lane's weight) or `shared` (V8's platform threads, at
+   * nice 0 for every lane: a background flood's GC competes with the foreground). See docs/lanes.md.
+   */
+  readonly gcThreads: GcThreads;
   /** The lanes, highest band first, with their band and workers. */
   readonly lanes: readonly LaneStats[];
   readonly running: number;

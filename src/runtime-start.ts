@@ -4,6 +4,7 @@
  */
 import fs from 'node:fs/promises';
 import { InvalidArgumentError } from './errors.js';
+import { gcThreadsOf } from './pool/helper-threads.js';
 import type { LanePool, PoolLaneStats } from './pool/lane-pool.js';
 import type { NodeStats } from './runtime-api.js';
 import type { ResolvedRuntimeOptions } from './runtime-options.js';
@@ -37,10 +38,20 @@ export function logLanes(log: RuntimeLogger, pool: LanePool): void {
       );
     }
   }
+  const gcThreads = gcThreadsOf();
+  if (lanes.length > 1 && gcThreads === 'shared') {
+    log.warn(
+      { gcThreads },
+      "garbage collection runs on V8's shared helper threads at nice 0, whatever the lane: a background " +
+        "flood's GC competes with the foreground at full weight; start node with --single-threaded-gc " +
+        '(npm start and the query-sandbox command do) so that each lane collects at its own weight (docs/lanes.md)',
+    );
+  }
   log.info(
     {
       lanes: lanes.map((l) => ({ name: l.name, weight: l.weight, nice: l.nice, workers: l.workers, spare: l.spareWorkers })),
       isolation: isolationOf(lanes),
+      gcThreads,
     },
     'lanes ready',
   );

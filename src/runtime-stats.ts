@@ -8,6 +8,7 @@ import type { EnforcementMode } from './governor/decide.js';
 import type { LanePool } from './pool/lane-pool.js';
 import type { NodeStats, SandboxStats } from './runtime-api.js';
 import type { ResolvedRuntimeOptions } from './runtime-options.js';
+import { gcThreadsOf } from './pool/helper-threads.js';
 import { isolationOf } from './runtime-start.js';
 import type { Sandbox } from './sandbox/sandbox.js';
 
@@ -69,6 +70,7 @@ export function nodeStatsOf(
     liveWorkers: pool.liveWorkers,
     loadingWorkers: pool.loadingWorkers,
     isolation: isolationOf(poolLanes),
+    gcThreads: gcThreadsOf(),
     lanes,
     running: x.running.size,
     queued: x.scheduler.length,

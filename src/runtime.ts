@@ -25,7 +25,7 @@ import {
   type EngineShape,
   WRITABLE_INDICES_OPTION,
 } from './pool/engine-module.js';
-import { weighHelperThreads } from './pool/helper-threads.js';
+import { noteSingleThreadedGc, weighHelperThreads } from './pool/helper-threads.js';
 import { LanePool } from './pool/lane-pool.js';
 import type { Runtime } from './runtime-api.js';
 import { SILENT_LOGGER } from './runtime-logger.js';
@@ -162,6 +162,7 @@ export async function createRuntime<Engine extends EngineShape = EngineModule>(
     // (seen: V8 `Check failed: concurrent_marking_handle_ implies ...`, the process aborted).
     log.warn('singleThreadedGc is set at run time; start node with --single-threaded-gc instead (see docs/lanes.md)');
     v8.setFlagsFromString('--single-threaded-gc');
+    noteSingleThreadedGc();
   }
   // Follows workers from their start, so a task that stops checkpointing can still be measured.
   const heapProbe = resolved.heapProbe ? new WorkerHeapProbe() : undefined;

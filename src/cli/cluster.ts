@@ -503,7 +503,10 @@ export async function startCluster(
   const launch = (id: string, role: 'coordinator' | 'data', port: number, args: readonly string[]) => {
     launched.set(id, { role, port, args });
     const common = ['serve', '--role', role, '--node-id', id, '--host', host, '--port', String(port)];
-    const child = spawn(process.execPath, [script, ...common, '--log-level', options.logLevel, ...args], {
+    // Each node collects garbage where this process does (`node --single-threaded-gc`: per isolate, at
+    // each lane's weight; docs/lanes.md).
+    const gcFlags = process.execArgv.filter((a) => a === '--single-threaded-gc');
+    const child = spawn(process.execPath, [...gcFlags, script, ...common, '--log-level', options.logLevel, ...args], {
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       env,
     });

@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --single-threaded-gc
 /** The `query-sandbox` command: `serve`, `cluster`, `demo`, `shard`. */
 import { ClusterDiscoveryError } from '../cluster/discovery.js';
 import { isQuerySandboxError } from '../errors.js';

@@ -31,6 +31,7 @@
  * | `lane_workers`, `lane_busy_workers`, `lane_queued_tasks`, `lane_live_workers`, `lane_loading_workers` | gauge | lane |
  * | `lane_workers_replaced_total` | counter | lane |
  * | `lane_isolation` | gauge (1) | isolation (`weighted`, `unweighted`, `single_lane`) |
+ * | `gc_threads` | gauge (1) | mode (`per_isolate`, `shared`) |
  * | `reservation_workers`, `reservation_busy_workers` | gauge | lane, min_priority (`none`: not reserved) |
  * | `scheduler_queued_tasks` | gauge | priority |
  * | `scheduler_dequeued_total`, `scheduler_evicted_total` | counter | priority |
@@ -322,6 +323,9 @@ function laneSeries(m: SnapshotMetrics<RuntimeSnapshot>): void {
   });
   m.gauge('lane_isolation', "What the lanes give (1 for the current one): weighted, unweighted or single_lane.", ['isolation'], (emit, s) =>
     emit({ isolation: s.node.isolation }, 1),
+  );
+  m.gauge('gc_threads', "Where the isolates collect garbage (1 for the current one): per_isolate (node --single-threaded-gc) or shared.", ['mode'], (emit, s) =>
+    emit({ mode: s.node.gcThreads }, 1),
   );
 }
 

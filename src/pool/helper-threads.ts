@@ -8,6 +8,28 @@
  */
 import { applyThreadWeight, processThreadIds } from '../../native-shim/index.js';
 
+/**
+ * Where V8 runs the isolates' garbage collection: `per_isolate` when the process was started with
+ * `node --single-threaded-gc` (or a runtime set it, `singleThreadedGc`): each isolate collects on its
+ * own thread, so a lane's GC runs at the lane's weight and shows in its task's thread clock;
+ * `shared`: on V8's platform threads, at nice 0 whatever the lane. With shared helper threads a
+ * background flood's GC competes with the foreground at full weight: docs/lanes.md, "GC helper
+ * threads", has what each costs.
+ */
+export type GcThreads = 'per_isolate' | 'shared';
+
+let singleThreadedGcSet = false;
+
+/** Records that this process turned on `--single-threaded-gc` at run time (`v8.setFlagsFromString`). */
+export function noteSingleThreadedGc(): void {
+  singleThreadedGcSet = true;
+}
+
+/** Where this process's isolates collect their garbage; see `GcThreads`. */
+export function gcThreadsOf(execArgv: readonly string[] = process.execArgv): GcThreads {
+  return singleThreadedGcSet || execArgv.includes('--single-threaded-gc') ? 'per_isolate' : 'shared';
+}
+
 /** Kernel tids of the lane workers every runtime of this process has started. */
 const laneWorkerTids = new Set<number>();
 

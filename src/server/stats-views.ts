@@ -101,6 +101,7 @@ export function nodeStatsView(runtime: Runtime): Record<string, unknown> {
         cpu: { usage: n.usage.cpu },
         heap: { usage: n.usage.memory, main_thread_heap_used_bytes: n.mainHeapUsedBytes, rss_bytes: n.rssBytes },
         isolation: n.isolation,
+        gc_threads: n.gcThreads,
         lanes: n.lanes.map((l) => ({
           name: l.name,
           min_priority: l.minPriority,

@@ -296,6 +296,7 @@ describe('HTTP server', () => {
     expect(node.workers.startup_ms).toHaveLength(4);
     expect(node.workers.spare).toBe(2);
     expect(node.isolation).toBe('weighted');
+    expect(node.gc_threads).toBe(process.execArgv.includes('--single-threaded-gc') ? 'per_isolate' : 'shared');
     expect(node.lanes.map((l: { name: string; weight: number; weighted: boolean }) => [l.name, l.weight, l.weighted])).toEqual([
       ['foreground', 0, true],
       ['background', 19, true],

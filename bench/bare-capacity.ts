@@ -1,0 +1,93 @@
+/**
+ * Bare piscina's closed-loop capacity for the isolation benchmark's flood (its expensive queries, the
+ * same engine and workers as case (b)), in a process of its own started with node's default flags.
+ * It is the baseline when the benchmark runs under `node --single-threaded-gc` (as `npm run bench`
+ * does): that flag is process-wide, so the in-process bare pool collects garbage the way the lanes
+ * do, and this one shows what bare piscina gets with V8's default collector.
+ *
+ * Prints one JSON line, `{ "perSecond": n }` (completed queries per second over `--ms`).
+ *
+ * Usage: `node dist/bench/bare-capacity.js --threads N --ms MS --indices a,b,c` (the engine's
+ * indices, for resolving the queries' index patterns as the benchmark does).
+ */
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import { capacity, expensive, type Target } from './isolation.js';
+
+const engineUrl = new URL('../src/engine/minisearch-engine.js', import.meta.url).href;
+const bareWorker = fileURLToPath(new URL('../../bench/workers/bare-engine.mjs', import.meta.url));
+const script = fileURLToPath(import.meta.url);
+
+/**
+ * Runs this module in a child process with node's default flags and returns its capacity, queries
+ * per second. @throws Error when the child fails (its stderr in the message).
+ */
+export function bareCapacityWithDefaultGc(threads: number, ms: number, indices: readonly string[], dataDir: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [script, '--threads', String(threads), '--ms', String(ms), '--indices', indices.join(',')], {
+      env: { ...process.env, QS_BENCH_DATA_DIR: dataDir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const line = out.trim().split('\n').at(-1) ?? '';
+      try {
+        const perSecond = (JSON.parse(line) as { perSecond: number }).perSecond;
+        if (code === 0 && Number.isFinite(perSecond)) return resolve(perSecond);
+      } catch {
+        // Reported below with the child's output.
+      }
+      reject(new Error(`bare-capacity child exited ${code}: ${err.trim() || line}`));
+    });
+  });
+}
+
+function arg(name: string): string {
+  const i = process.argv.indexOf(name);
+  if (i < 0 || process.argv[i + 1] === undefined) throw new Error(`bare-capacity: ${name} is required`);
+  return process.argv[i + 1]!;
+}
+
+async function main(): Promise<void> {
+  const threads = Number(arg('--threads'));
+  const ms = Number(arg('--ms'));
+  const indices = arg('--indices').split(',');
+  const dataDir = process.env.QS_BENCH_DATA_DIR ?? path.resolve('.query-sandbox/bench');
+  const resolveIndex = (expr: string) =>
+    indices.filter((n) => new RegExp(`^(${expr.split(',').map((e) => e.replace('*', '.*')).join('|')})$`).test(n));
+  const pool = new Piscina({
+    filename: bareWorker,
+    minThreads: threads,
+    maxThreads: threads,
+    idleTimeout: 600_000,
+    workerData: { engineUrl, cacheDir: path.join(dataDir, 'cache'), options: {} },
+  });
+  const target: Target = {
+    name: 'bare piscina, default GC',
+    cheap: () => Promise.reject(new Error('not used')),
+    expensive: (i) => {
+      const r = expensive(i);
+      return pool.run({ indices: resolveIndex(r.index), body: r.body });
+    },
+  };
+  try {
+    // Warm up as the benchmark warms its own pools (the JIT, each worker's first queries).
+    await capacity(target, threads, 3000);
+    const perSecond = await capacity(target, threads, ms);
+    console.log(JSON.stringify({ perSecond }));
+  } finally {
+    await pool.destroy();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();
