@@ -388,7 +388,11 @@ export class BulkRequestParser {
               : `script or doc is missing (line ${sourceLine})`,
           );
         }
-        const error = indexError;
+        // The shard indexes the merged document: a metadata field in `doc` or `upsert` fails the item.
+        const error =
+          indexError ??
+          (update.doc !== undefined ? metadataFieldError(update.doc, sourceLine) : undefined) ??
+          (update.upsert !== undefined ? metadataFieldError(update.upsert, sourceLine) : undefined);
         if (error !== undefined) failedItems++;
         items.push({
           action: 'update',
@@ -648,6 +652,47 @@ function indexNameError(index: string, line: number): BulkError | undefined {
  */
 export const MAX_DOCUMENT_DEPTH = 20;
 
+/**
+ * Elasticsearch's metadata fields (its `MetadataFieldMapper`s, 8.x) that a document's source may not
+ * hold at its top level: the shard refuses such a document (`document_parsing_exception`, 400) and
+ * the caller gives `_id`, `_routing` and the like as request parameters. `_doc_count` is left out: a
+ * document may set it (pre-aggregated data).
+ */
+const METADATA_FIELDS: ReadonlySet<string> = new Set([
+  '_id',
+  '_index',
+  '_routing',
+  '_source',
+  '_seq_no',
+  '_primary_term',
+  '_version',
+  '_ignored',
+  '_ignored_source',
+  '_field_names',
+  '_nested_path',
+  '_tier',
+  '_data_stream_timestamp',
+  '_tsid',
+  '_routing_hash',
+  '_feature',
+]);
+
+/** The item error for a document whose top level holds a metadata field, or undefined. */
+function metadataFieldError(source: Record<string, unknown>, line: number): BulkError | undefined {
+  for (const key of Object.keys(source)) {
+    if (METADATA_FIELDS.has(key)) {
+      return {
+        type: 'document_parsing_exception',
+        reason:
+          `failed to parse: field [${key}] is a metadata field and cannot be added inside a document; ` +
+          `give it as a request parameter (bulk line ${line}; received ${formatReceived(source[key])})`,
+        status: 400,
+      };
+    }
+  }
+  return undefined;
+}
+
 /** Elasticsearch's message for a document over the depth limit. */
 function depthReason(line: number): string {
   return `failed to parse: Limit of mapping depth [${MAX_DOCUMENT_DEPTH}] has been exceeded (bulk line ${line})`;
@@ -691,6 +736,8 @@ function parseDocument(
   if (jsonDepth(parsed, MAX_DOCUMENT_DEPTH) > MAX_DOCUMENT_DEPTH) {
     return { error: { type: 'document_parsing_exception', reason: depthReason(line), status: 400 } };
   }
+  const metadata = metadataFieldError(parsed, line);
+  if (metadata !== undefined) return { error: metadata };
   return { source: parsed };
 }
 

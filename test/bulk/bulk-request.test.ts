@@ -521,6 +521,33 @@ describe('document depth', () => {
     expect(list[2]!.error?.type).toBe('document_parsing_exception');
   });
 
+  it('fails an item whose document holds a metadata field at its top level, index and update alike', () => {
+    const result = parser.parse(
+      ndjson(
+        '{"index":{"_index":"i"}}',
+        '{"_id":"x","a":1}',
+        '{"create":{"_index":"i","_id":"2"}}',
+        '{"nested":{"_id":"fine"},"_doc_count":3}',
+        '{"update":{"_index":"i","_id":"3"}}',
+        '{"doc":{"_routing":"r"}}',
+        '{"update":{"_index":"i","_id":"4"}}',
+        '{"doc":{"a":1},"upsert":{"_source":{}}}',
+      ),
+    );
+    const list = items(result);
+    expect(list[0]!.error).toEqual({
+      type: 'document_parsing_exception',
+      reason:
+        'failed to parse: field [_id] is a metadata field and cannot be added inside a document; ' +
+        'give it as a request parameter (bulk line 2; received "x")',
+      status: 400,
+    });
+    // Only the top level is checked (a nested `_id` is an ordinary field), and `_doc_count` may be set.
+    expect(list[1]!.error).toBeUndefined();
+    expect(list[2]!.error?.reason).toMatch(/^failed to parse: field \[_routing\] is a metadata field.*bulk line 6/);
+    expect(list[3]!.error?.reason).toMatch(/^failed to parse: field \[_source\] is a metadata field/);
+  });
+
   it('fails the request for an update doc deeper than 20 levels', () => {
     const result = parser.parse(ndjson('{"update":{"_index":"i","_id":"1"}}', `{"doc":${nested(21)}}`));
     expect(result.ok).toBe(false);

@@ -191,6 +191,12 @@ describe('single-document writes', () => {
     const array = await call('PUT', '/docs/_doc/x', [1]);
     expect(array.status).toBe(400);
     expect(array.json.error.type).toBe('document_parsing_exception');
+    const metadata = await call('PUT', '/docs/_doc/x', { _id: 'y', a: 1 });
+    expect(metadata.status).toBe(400);
+    expect(metadata.json.error).toMatchObject({ type: 'document_parsing_exception' });
+    expect(metadata.json.error.reason).toMatch(/field \[_id\] is a metadata field and cannot be added inside a document/);
+    expect(metadata.json.error.reason).not.toMatch(/bulk line/);
+    expect((await call('GET', '/docs/_doc/x')).status).toBe(404);
     const param = await call('PUT', '/docs/_doc/x?version=3', { a: 1 });
     expect(param.status).toBe(400);
     expect(param.json.error.reason).toMatch(/^url parameter \[version\] is not supported/);
