@@ -393,10 +393,86 @@ export function userCacheDir(env: NodeJS.ProcessEnv): string {
 }
 
 /** Validates and fills defaults. @throws InvalidArgumentError naming the option and value. */
+/** Every key of `RuntimeOptions` (the compiler checks the list is complete and has nothing else). */
+const RUNTIME_OPTION_KEYS = {
+  engine: true,
+  engineOptions: true,
+  sandboxes: true,
+  sandboxStore: true,
+  queryPriorityStore: true,
+  indexMetadataStore: true,
+  onTaskEnd: true,
+  maxSandboxes: true,
+  spareWorkers: true,
+  lanes: true,
+  helperThreadWeight: true,
+  heapProbe: true,
+  singleThreadedGc: true,
+  threads: true,
+  workerHeapMb: true,
+  memoryBudgetBytes: true,
+  queueOrder: true,
+  agingMsPerPriority: true,
+  queryPriority: true,
+  maxQueuedTasks: true,
+  maxQueueWaitMs: true,
+  standingQueueMs: true,
+  controlledDelayMs: true,
+  adaptiveLifo: true,
+  agingOvertakeEvery: true,
+  duressShedding: true,
+  intervalMs: true,
+  graceIntervals: true,
+  enforcement: true,
+  duress: true,
+  cancellation: true,
+  boost: true,
+  selection: true,
+  dataDir: true,
+  cacheDir: true,
+  nodeId: true,
+  cores: true,
+  resourceUsage: true,
+  startTimeoutMs: true,
+  nodeRole: true,
+  translogDurability: true,
+  translogSyncIntervalMs: true,
+  indexingPressureBytes: true,
+  writeQueueSize: true,
+  logger: true,
+} as const satisfies Record<keyof RuntimeOptions, true>;
+
+/**
+ * Refuses a key that is not an option, so that a misspelt one (`workerHeapMB`) is not silently
+ * ignored: names it and, where one option differs only in case or by one character, suggests it.
+ * @throws InvalidArgumentError naming `options.<key>`.
+ */
+function checkOptionKeys(options: object): void {
+  for (const key of Object.keys(options)) {
+    if (Object.hasOwn(RUNTIME_OPTION_KEYS, key)) continue;
+    const near = Object.keys(RUNTIME_OPTION_KEYS).find((k) => k.toLowerCase() === key.toLowerCase() || editDistanceIsOne(k, key));
+    throw new InvalidArgumentError(
+      `options.${key}`,
+      `is not an option of createRuntime${near === undefined ? '' : `; did you mean ${near}?`}`,
+      (options as Record<string, unknown>)[key],
+    );
+  }
+}
+
+/** True when `a` becomes `b` by one insertion, deletion or substitution. */
+function editDistanceIsOne(a: string, b: string): boolean {
+  if (Math.abs(a.length - b.length) > 1 || a === b) return false;
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  if (a.length === b.length) return a.slice(i + 1) === b.slice(i + 1);
+  return a.length > b.length ? a.slice(i + 1) === b.slice(i) : a.slice(i) === b.slice(i + 1);
+}
+
 export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRuntimeOptions {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options', 'must be an object', options);
   }
+  checkOptionKeys(options);
   const cores = options.cores ?? availableCores();
   if (typeof cores !== 'number' || !(cores > 0 && cores <= 4096)) {
     throw new InvalidArgumentError('options.cores', 'must be a number in (0, 4096]', options.cores);

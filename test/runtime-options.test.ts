@@ -81,3 +81,13 @@ describe('worker heap cap and memory budget', () => {
     expect(resolveRuntimeOptions({ cores: 2, workerHeapMb: 4096, memoryBudgetBytes: 1000 }).memoryBudgetBytes).toBe(1000);
   });
 });
+
+describe('option keys', () => {
+  it('refuses a key that is not an option, naming it and the option it is likely a typo of', () => {
+    const resolve = (o: Record<string, unknown>) => () => resolveRuntimeOptions(o as never);
+    expect(resolve({ workerHeapMB: 512 })).toThrow('options.workerHeapMB is not an option of createRuntime; did you mean workerHeapMb?; received 512');
+    expect(resolve({ thread: 2 })).toThrow('did you mean threads?');
+    expect(resolve({ colour: 'blue' })).toThrow(/^options\.colour is not an option of createRuntime; received "blue"$/);
+    expect(() => resolveRuntimeOptions({ threads: 2, workerHeapMb: 512, lanes: false })).not.toThrow();
+  });
+});

@@ -43,7 +43,7 @@ import { ClusterStartError, InvalidArgumentError } from '../errors.js';
 import { isListeningMessage } from './node-lifecycle.js';
 import { packageRoot } from '../common/package-root.js';
 import { probePort } from './port-probe.js';
-import { optionChecks } from '../common/option-checks.js';
+import { joinNegativeValues, optionChecks } from '../common/option-checks.js';
 
 export const CLUSTER_USAGE = `query-sandbox cluster [options]   (npm run cluster -- [options])
 
@@ -120,7 +120,7 @@ export function parseClusterOptions(argv: readonly string[], env: NodeJS.Process
   let values: Record<string, string | undefined>;
   try {
     ({ values } = parseArgs({
-      args,
+      args: joinNegativeValues(args),
       options: {
         'base-port': { type: 'string' },
         host: { type: 'string' },

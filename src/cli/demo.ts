@@ -20,7 +20,7 @@ import { buildHttpServer } from '../server/http-server.js';
 import { LatencyRecorder } from './latency-recorder.js';
 import { ProgressReporter } from './progress-reporter.js';
 import { parseServeOptions } from './serve-options.js';
-import { optionChecks } from '../common/option-checks.js';
+import { joinNegativeValues, optionChecks } from '../common/option-checks.js';
 
 export interface DemoOptions {
   /** Seconds per phase, 1..600. Default 10. */
@@ -55,7 +55,7 @@ export function parseDemoOptions(argv: readonly string[], env: NodeJS.ProcessEnv
     }
   }
   const { values } = parseArgs({
-    args: own,
+    args: joinNegativeValues(own),
     options: {
       'phase-seconds': { type: 'string' },
       'dashboard-rate': { type: 'string' },

@@ -13,7 +13,7 @@ import type { RuntimeOptions } from '../runtime-options.js';
 import { DEFAULT_BACKGROUND_WEIGHT, DEFAULT_FOREGROUND_MIN_PRIORITY } from '../scheduler/lanes.js';
 import type { ConnectionLimits } from '../server/connection-limits.js';
 import { packageRoot } from '../common/package-root.js';
-import { optionChecks } from '../common/option-checks.js';
+import { joinNegativeValues, optionChecks } from '../common/option-checks.js';
 
 /** `--role`: `single` (one node holding everything, the default), `data` or `coordinator` of a cluster. */
 export type ServeRole = 'single' | 'data' | 'coordinator';
@@ -208,7 +208,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
   let values: Record<string, string | boolean | undefined>;
   try {
     ({ values } = parseArgs({
-      args: [...argv],
+      args: joinNegativeValues(argv),
       options: {
         host: { type: 'string' },
         port: { type: 'string' },

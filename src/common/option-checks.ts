@@ -155,3 +155,30 @@ export const optionChecks: OptionChecks = makeOptionChecks(
 export const sandboxChecks: OptionChecks = makeOptionChecks(
   (path, expectation, received) => new InvalidSandboxError(path, expectation, received),
 );
+
+/**
+ * Joins a string flag and a negative number after it (`--spare-workers -1` → `--spare-workers=-1`)
+ * for `node:util` `parseArgs`, which otherwise refuses the pair as ambiguous ("did you forget to
+ * specify the option argument?"), so that the flag's own range check names it and the value. Only
+ * tokens that read as a number (`-1`, `-0.5`) are joined; `--port --host` stays an error. With
+ * `options`, only after string flags (for commands that take positionals); without, after any flag
+ * (a boolean one then fails as "does not take an argument", as the loose number would have).
+ */
+export function joinNegativeValues(
+  args: readonly string[],
+  options?: Readonly<Record<string, { readonly type: 'string' | 'boolean' }>>,
+): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const next = args[i + 1];
+    const name = arg.startsWith('--') && !arg.includes('=') ? arg.slice(2) : undefined;
+    if (name !== undefined && (options === undefined || options[name]?.type === 'string') && next !== undefined && /^-\d/.test(next) && Number.isFinite(Number(next))) {
+      out.push(`${arg}=${next}`);
+      i++;
+    } else {
+      out.push(arg);
+    }
+  }
+  return out;
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { optionChecks as c, sandboxChecks } from '../../src/common/option-checks.js';
+import { optionChecks as c, joinNegativeValues, sandboxChecks } from '../../src/common/option-checks.js';
 import { ErrorCode, InvalidArgumentError, InvalidSandboxError } from '../../src/errors.js';
 
 /** The error a check threw, for assertions on its path, expectation and received value. */
@@ -159,5 +159,28 @@ describe('sandboxChecks', () => {
     expect(e).toBeInstanceOf(InvalidSandboxError);
     expect(e.code).toBe(ErrorCode.INVALID_SANDBOX);
     expect(e.message).toBe('limits.cpu.low must be a ratio in (0, 1]; received 2');
+  });
+});
+
+describe('joinNegativeValues', () => {
+  it('joins a flag and a negative number after it, so that the flag range check reports the value', () => {
+    expect(joinNegativeValues(['--spare-workers', '-1', '--port', '9200'])).toEqual(['--spare-workers=-1', '--port', '9200']);
+    expect(joinNegativeValues(['--ratio', '-0.5'])).toEqual(['--ratio=-0.5']);
+    // Not a number, already joined, or a short flag: left for parseArgs to judge.
+    expect(joinNegativeValues(['--port', '--host', 'x', '--a=-1', '-p', '-1', '--b', '-1x'])).toEqual([
+      '--port',
+      '--host',
+      'x',
+      '--a=-1',
+      '-p',
+      '-1',
+      '--b',
+      '-1x',
+    ]);
+  });
+
+  it('with the flags given, joins only after string flags (a negative positional after a boolean stays one)', () => {
+    const flags = { dry: { type: 'boolean' }, count: { type: 'string' } } as const;
+    expect(joinNegativeValues(['--dry', '-3', '--count', '-2'], flags)).toEqual(['--dry', '-3', '--count=-2']);
   });
 });
