@@ -58,13 +58,25 @@ function arg(name: string): string {
   return process.argv[i + 1]!;
 }
 
+function positiveInteger(name: string, max: number): number {
+  const text = arg(name);
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`bare-capacity: ${name} must be an integer in 1..${max}; received "${text}"`);
+  return n;
+}
+
 async function main(): Promise<void> {
-  const threads = Number(arg('--threads'));
-  const ms = Number(arg('--ms'));
+  const threads = positiveInteger('--threads', 1024);
+  const ms = positiveInteger('--ms', 3_600_000);
   const indices = arg('--indices').split(',');
   const dataDir = process.env.QS_BENCH_DATA_DIR ?? path.resolve('.query-sandbox/bench');
   const resolveIndex = (expr: string) =>
     indices.filter((n) => new RegExp(`^(${expr.split(',').map((e) => e.replace('*', '.*')).join('|')})$`).test(n));
+  // The flood's queries read spam-* and easy-ham-*: with none of those, every query would find nothing
+  // at once and the figure would mean nothing.
+  if (resolveIndex(expensive(0).index).length === 0) {
+    throw new Error(`bare-capacity: --indices must name the engine's indices (spam-*, easy-ham-*); received "${indices.join(',')}"`);
+  }
   const pool = new Piscina({
     filename: bareWorker,
     minThreads: threads,
@@ -90,4 +102,9 @@ async function main(): Promise<void> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await main();
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await main().catch((error: unknown) => {
+    console.error(error instanceof Error ? error.message : String(error));
+    process.exitCode = 2;
+  });
+}

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -12,6 +12,15 @@ function run(...args: string[]) {
 }
 
 describe('query-sandbox command', () => {
+  it('is an executable that starts node with --single-threaded-gc, and reports a bad flag value by its range', () => {
+    // The bin (`./dist/src/cli/main.js`, the npm bin link): its own line starts node, with per-isolate GC.
+    expect(statSync(main).mode & 0o111).not.toBe(0);
+    expect(readFileSync(main, 'utf8').split('\n')[0]).toBe('#!/usr/bin/env -S node --single-threaded-gc');
+    const r = spawnSync(main, ['serve', '--spare-workers', '-1'], { encoding: 'utf8', timeout: 20_000 });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('--spare-workers must be an integer in 0..64; received "-1"');
+  });
+
   it('refuses to start with an invalid sandbox file, naming the field, the value and the file', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'qs-cli-'));
     const file = path.join(dir, 'sandboxes.json');

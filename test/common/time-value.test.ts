@@ -24,4 +24,11 @@ describe('parseTimeValueMs (TimeValue.parseTimeValue)', () => {
   it.each(['1', '1.5s', 'abc', '1w', '-2s', '-1s', '', true])('refuses %j', (text) => {
     expect(() => parseTimeValueMs(text, 'x')).toThrow(InvalidArgumentError);
   });
+
+  it('refuses an amount past a 64-bit integer, as Elasticsearch fails to parse it, and takes the largest one', () => {
+    expect(() => parseTimeValueMs('99999999999999999999d', 'timeout')).toThrow(
+      'timeout must be a time value whose amount fits in a 64-bit integer; received "99999999999999999999d"',
+    );
+    expect(parseTimeValueMs('9223372036854775807ms', 'timeout')).toBe(9223372036854775807);
+  });
 });
