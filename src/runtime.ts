@@ -91,6 +91,19 @@ export async function createRuntime<Engine extends EngineShape = EngineModule>(
       ? 'sandbox store was empty: seeded it from the sandbox file'
       : 'loaded sandboxes from the store (the sandbox file is not applied)',
   );
+  if (!registry.seeded && typeof resolved.sandboxes === 'string') {
+    // Not read, as the store holds sandboxes; but a path that does not exist is most likely a typo.
+    const unreadable = await fs.access(resolved.sandboxes, fs.constants.R_OK).then(
+      () => undefined,
+      (error: NodeJS.ErrnoException) => error.code ?? String(error),
+    );
+    if (unreadable !== undefined) {
+      log.warn(
+        { sandboxes: resolved.sandboxes, error: unreadable },
+        `the sandbox file ${resolved.sandboxes} cannot be read (${unreadable}); the sandboxes come from the store`,
+      );
+    }
+  }
   const priorityStore: QueryPriorityStore = options.queryPriorityStore ?? new MemoryQueryPriorityStore();
   const opened = await openQueryPriority(
     priorityStore,

@@ -1,11 +1,12 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { CancelledError, InvalidArgumentError, NotRunningError } from '../src/errors.js';
 import { createRuntime } from '../src/runtime.js';
+import { FileSandboxStore } from '../src/sandbox/file-sandbox-store.js';
 
 const echoEngine = fileURLToPath(new URL('./fixtures/echo-engine.mjs', import.meta.url));
 const forgetsClose = fileURLToPath(new URL('./fixtures/forgets-close.mjs', import.meta.url));
@@ -173,6 +174,26 @@ describe('runtime lifecycle', () => {
       expect(loaded.lanes.map((l) => [l.liveWorkers, l.loadingWorkers, l.replacedWorkers])).toEqual([[2, 0, 1]]);
     } finally {
       await runtime.close();
+    }
+  });
+
+  it('warns when the sandbox file named cannot be read while the store already holds the sandboxes', async () => {
+    const dir = dataDir();
+    const file = path.join(dir, 'seed.json');
+    writeFileSync(file, JSON.stringify({ sandboxes: [{ name: 'batch', priority: 1 }] }));
+    const store = () => new FileSandboxStore(path.join(dir, 'sandboxes.json'));
+    const warnings: string[] = [];
+    const logger = { info: () => {}, error: () => {}, warn: (_f: unknown, m?: string) => warnings.push(m ?? '') };
+    // First start seeds the store from the file; the second names a file that does not exist.
+    const first = await createRuntime({ engine: echoEngine, threads: 1, lanes: false, dataDir: dir, sandboxes: file, sandboxStore: store() });
+    await first.close();
+    const missing = path.join(dir, 'typo.json');
+    const second = await createRuntime({ engine: echoEngine, threads: 1, lanes: false, dataDir: dir, sandboxes: missing, sandboxStore: store(), logger });
+    try {
+      expect(second.sandboxRegistry.list().map((s) => s.name)).toContain('batch');
+      expect(warnings).toContain(`the sandbox file ${missing} cannot be read (ENOENT); the sandboxes come from the store`);
+    } finally {
+      await second.close();
     }
   });
 });
