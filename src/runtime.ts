@@ -92,15 +92,17 @@ export async function createRuntime<Engine extends EngineShape = EngineModule>(
       : 'loaded sandboxes from the store (the sandbox file is not applied)',
   );
   if (!registry.seeded && typeof resolved.sandboxes === 'string') {
-    // Not read, as the store holds sandboxes; but a path that does not exist is most likely a typo.
-    const unreadable = await fs.access(resolved.sandboxes, fs.constants.R_OK).then(
+    // Not applied, as the store holds sandboxes; but a file that would be refused (missing, not JSON,
+    // a bad sandbox) is most likely a mistake the operator wants to hear of.
+    const file = resolved.sandboxes;
+    const problem = await loadSandboxes(file).then(
       () => undefined,
-      (error: NodeJS.ErrnoException) => error.code ?? String(error),
+      (error: unknown) => (error instanceof Error ? error.message : String(error)),
     );
-    if (unreadable !== undefined) {
+    if (problem !== undefined) {
       log.warn(
-        { sandboxes: resolved.sandboxes, error: unreadable },
-        `the sandbox file ${resolved.sandboxes} cannot be read (${unreadable}); the sandboxes come from the store`,
+        { sandboxes: file, error: problem },
+        `the sandbox file ${file} would be refused (${problem}); the sandboxes come from the store`,
       );
     }
   }

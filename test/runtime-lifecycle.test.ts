@@ -177,7 +177,7 @@ describe('runtime lifecycle', () => {
     }
   });
 
-  it('warns when the sandbox file named cannot be read while the store already holds the sandboxes', async () => {
+  it('warns when the sandbox file named would be refused (missing, not JSON) while the store already holds the sandboxes', async () => {
     const dir = dataDir();
     const file = path.join(dir, 'seed.json');
     writeFileSync(file, JSON.stringify({ sandboxes: [{ name: 'batch', priority: 1 }] }));
@@ -188,12 +188,18 @@ describe('runtime lifecycle', () => {
     const first = await createRuntime({ engine: echoEngine, threads: 1, lanes: false, dataDir: dir, sandboxes: file, sandboxStore: store() });
     await first.close();
     const missing = path.join(dir, 'typo.json');
-    const second = await createRuntime({ engine: echoEngine, threads: 1, lanes: false, dataDir: dir, sandboxes: missing, sandboxStore: store(), logger });
-    try {
-      expect(second.sandboxRegistry.list().map((s) => s.name)).toContain('batch');
-      expect(warnings).toContain(`the sandbox file ${missing} cannot be read (ENOENT); the sandboxes come from the store`);
-    } finally {
-      await second.close();
+    const broken = path.join(dir, 'broken.json');
+    writeFileSync(broken, '{bad');
+    for (const file of [missing, broken]) {
+      warnings.length = 0;
+      const again = await createRuntime({ engine: echoEngine, threads: 1, lanes: false, dataDir: dir, sandboxes: file, sandboxStore: store(), logger });
+      try {
+        expect(again.sandboxRegistry.list().map((s) => s.name)).toContain('batch');
+        expect(warnings).toHaveLength(1);
+        expect(warnings[0]).toMatch(new RegExp(`^the sandbox file ${file} would be refused \\(.*${file === missing ? 'ENOENT' : 'valid JSON'}.*\\); the sandboxes come from the store$`));
+      } finally {
+        await again.close();
+      }
     }
   });
 });
