@@ -84,6 +84,8 @@ function parseLimit(raw: unknown, path: string, percent: boolean): ParsedResourc
         );
       }
     }
+    // A bad low is named as such, before the missing high it came without.
+    if (raw['low'] !== undefined) parseAmount(raw['low'], `${path}.low`, percent);
     if (raw['high'] === undefined) throw new InvalidSandboxError(`${path}.high`, 'is required', undefined);
     high = parseAmount(raw['high'], `${path}.high`, percent);
     if (raw['low'] === undefined) {

@@ -34,11 +34,12 @@ function invalid(fn: () => unknown): InvalidSandboxError {
   throw new Error('expected an InvalidSandboxError');
 }
 
-function expectInvalid(sandboxes: unknown[], path: string, message: string): void {
+function expectInvalid(sandboxes: unknown[], path: string, message: string | RegExp): void {
   const error = invalid(() => parse(...sandboxes));
   expect(error.code).toBe(ErrorCode.INVALID_SANDBOX);
   expect(error.path).toBe(path);
-  expect(error.message).toBe(message);
+  if (typeof message === 'string') expect(error.message).toBe(message);
+  else expect(error.message).toMatch(message);
 }
 
 describe('parseSandboxDefinitions', () => {
@@ -376,6 +377,12 @@ describe('parseSandboxDefinitions', () => {
         [limits({ cpu: { low: 0.5 } })],
         'sandboxes[0].resourceConsumptionLimits.cpu.high',
         'sandboxes[0].resourceConsumptionLimits.cpu.high is required; received undefined',
+      );
+      // A bad low without a high is named for what it is (seen: "high is required" for low "x").
+      expectInvalid(
+        [limits({ cpu: { low: 'x' } })],
+        'sandboxes[0].resourceConsumptionLimits.cpu.low',
+        /^sandboxes\[0\]\.resourceConsumptionLimits\.cpu\.low must be .*; received "x"$/,
       );
     });
 
