@@ -234,7 +234,7 @@ export function formatMaxQueueWait(ms: number): string {
 
 function parsePriority(value: unknown, path: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
-    throw new InvalidSandboxError(path, 'must be an integer (higher = more important)', value);
+    throw new InvalidSandboxError(path, 'must be an integer in -(2^53 - 1)..2^53 - 1 (higher = more important)', value);
   }
   return value;
 }

@@ -254,7 +254,7 @@ describe('parseSandboxDefinitions', () => {
 
   describe('priority and mode', () => {
     it('requires an integer priority', () => {
-      const expectation = 'must be an integer (higher = more important)';
+      const expectation = 'must be an integer in -(2^53 - 1)..2^53 - 1 (higher = more important)';
       expectInvalid(
         [entry('a', { priority: undefined })],
         'sandboxes[0].priority',
@@ -662,7 +662,7 @@ describe('loadSandboxFile', () => {
     const error = await rejection(path);
     expect(error.path).toBe('sandboxes[0].priority');
     expect(error.message).toBe(
-      `sandboxes[0].priority must be an integer (higher = more important); received "high" (in ${path})`,
+      `sandboxes[0].priority must be an integer in -(2^53 - 1)..2^53 - 1 (higher = more important); received "high" (in ${path})`,
     );
   });
 });

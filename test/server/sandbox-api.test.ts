@@ -96,7 +96,7 @@ describe('sandbox REST API', () => {
     const bad = await call('PUT', '/_sandbox', { name: 'b', priority: 'high' });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error.reason).toBe(
-      'priority must be an integer (higher = more important); received "high"',
+      'priority must be an integer in -(2^53 - 1)..2^53 - 1 (higher = more important); received "high"',
     );
     const serverField = await call('PUT', '/_sandbox', { name: 'b', priority: 1, _id: 'mine' });
     expect(serverField.json().error.reason).toBe(
