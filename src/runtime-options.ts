@@ -3,6 +3,7 @@
  * re-validates. Messages name the option and the received value
  * (`options.threads must be an integer in 1..1024; received 0`).
  */
+import { nearName } from './common/near-name.js';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -450,22 +451,13 @@ const RUNTIME_OPTION_KEYS = {
 function checkOptionKeys(options: object): void {
   for (const key of Object.keys(options)) {
     if (Object.hasOwn(RUNTIME_OPTION_KEYS, key)) continue;
-    const near = Object.keys(RUNTIME_OPTION_KEYS).find((k) => k.toLowerCase() === key.toLowerCase() || editDistanceIsOne(k, key));
+    const near = nearName(key, Object.keys(RUNTIME_OPTION_KEYS));
     throw new InvalidArgumentError(
       `options.${key}`,
       `is not an option of createRuntime${near === undefined ? '' : `; did you mean ${near}?`}`,
       (options as Record<string, unknown>)[key],
     );
   }
-}
-
-/** True when `a` becomes `b` by one insertion, deletion or substitution. */
-function editDistanceIsOne(a: string, b: string): boolean {
-  if (Math.abs(a.length - b.length) > 1 || a === b) return false;
-  let i = 0;
-  while (i < a.length && i < b.length && a[i] === b[i]) i++;
-  if (a.length === b.length) return a.slice(i + 1) === b.slice(i + 1);
-  return a.length > b.length ? a.slice(i + 1) === b.slice(i) : a.slice(i) === b.slice(i + 1);
 }
 
 export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRuntimeOptions {

@@ -43,7 +43,7 @@ import { ClusterStartError, InvalidArgumentError } from '../errors.js';
 import { isListeningMessage } from './node-lifecycle.js';
 import { packageRoot } from '../common/package-root.js';
 import { probePort } from './port-probe.js';
-import { joinNegativeValues, optionChecks } from '../common/option-checks.js';
+import { argumentsError, joinNegativeValues, optionChecks, stringFlags } from '../common/option-checks.js';
 
 export const CLUSTER_USAGE = `query-sandbox cluster [options]   (npm run cluster -- [options])
 
@@ -104,6 +104,14 @@ function splitFlags(text: string | undefined): string[] {
   return text === undefined ? [] : text.split(/\s+/).filter((part) => part.length > 0);
 }
 
+/** The command's flags, for parseArgs and for suggesting the one a misspelt flag meant. */
+const CLUSTER_FLAGS = {
+  ...stringFlags(
+    'base-port', 'host', 'data-nodes', 'shards-per-index', 'replicas', 'node-cores', 'threads',
+    'data-dir', 'max-docs', 'engine', 'log-level', 'data-node-flags', 'coordinator-flags', 'etcd',
+  ),
+};
+
 /** Parses `argv` after the sub-command. @throws InvalidArgumentError naming the flag and the value. */
 export function parseClusterOptions(argv: readonly string[], env: NodeJS.ProcessEnv): ClusterOptions {
   // The values of --data-node-flags and --coordinator-flags start with a dash, which parseArgs only
@@ -121,27 +129,12 @@ export function parseClusterOptions(argv: readonly string[], env: NodeJS.Process
   try {
     ({ values } = parseArgs({
       args: joinNegativeValues(args),
-      options: {
-        'base-port': { type: 'string' },
-        host: { type: 'string' },
-        'data-nodes': { type: 'string' },
-        'shards-per-index': { type: 'string' },
-        replicas: { type: 'string' },
-        'node-cores': { type: 'string' },
-        threads: { type: 'string' },
-        'data-dir': { type: 'string' },
-        'max-docs': { type: 'string' },
-        engine: { type: 'string' },
-        'log-level': { type: 'string' },
-        'data-node-flags': { type: 'string' },
-        'coordinator-flags': { type: 'string' },
-        etcd: { type: 'string' },
-      },
+      options: CLUSTER_FLAGS,
       strict: true,
       allowPositionals: false,
     }) as { values: Record<string, string | undefined> });
   } catch (error) {
-    throw new InvalidArgumentError('arguments', `are invalid (${(error as Error).message})`, argv.join(' '));
+    throw argumentsError(error, argv, CLUSTER_FLAGS);
   }
   const dataNodes = intFlag('data-nodes', values['data-nodes'], 1, 16, 3);
   const basePort = intFlag('base-port', values['base-port'], 1, 65535 - dataNodes, 9200);

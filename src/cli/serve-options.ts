@@ -13,7 +13,7 @@ import type { RuntimeOptions } from '../runtime-options.js';
 import { DEFAULT_BACKGROUND_WEIGHT, DEFAULT_FOREGROUND_MIN_PRIORITY } from '../scheduler/lanes.js';
 import type { ConnectionLimits } from '../server/connection-limits.js';
 import { packageRoot } from '../common/package-root.js';
-import { joinNegativeValues, optionChecks } from '../common/option-checks.js';
+import { argumentsError, joinNegativeValues, optionChecks, stringFlags } from '../common/option-checks.js';
 
 /** `--role`: `single` (one node holding everything, the default), `data` or `coordinator` of a cluster. */
 export type ServeRole = 'single' | 'data' | 'coordinator';
@@ -93,7 +93,7 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --query-priority FILE  query-priority rules (JSON) seeding DIR/query-priority.json when it is absent
   --queue-order ORDER    priority | fifo (the baseline: arrival order, no reservations; default priority)
   --max-queue-wait-ms N  longest a task may wait in the queue before a 429, for sandboxes that set no
-                         max_queue_wait (default 5000; none: no bound)
+                         max_queue_wait (default 5000; none or -1: no bound)
   --standing-queue-ms N  a lane whose queue has not emptied for N ms has a standing queue (default 1000)
   --controlled-delay-ms N  under a standing queue a task may wait at most N ms (default: off)
   --adaptive-lifo on|off newest first within a priority under a standing queue (default off)
@@ -203,73 +203,36 @@ const RUNTIME_FLAGS = [
   'translog-sync-interval-ms',
 ];
 
+/** The command's flags, for parseArgs and for suggesting the one a misspelt flag meant. */
+const SERVE_FLAGS = {
+  ...stringFlags(
+    'host', 'port', 'sandboxes', 'data-dir', 'threads', 'lanes', 'foreground-workers',
+    'background-workers', 'foreground-min-priority', 'background-weight', 'spare-workers',
+    'helper-thread-weight', 'engine', 'enforcement', 'interval-ms', 'max-sandboxes', 'max-docs',
+    'query-priority', 'queue-order', 'max-queue-wait-ms', 'standing-queue-ms', 'controlled-delay-ms',
+    'adaptive-lifo', 'duress-shedding', 'log-level', 'cores', 'cache-dir', 'shards-per-index',
+    'usage-interval-ms', 'usage-window-ms', 'role', 'node-id', 'cluster', 'data-nodes',
+    'admission-mode', 'admission-cpu', 'admission-heap', 'duress-cpu', 'duress-heap', 'stats-ttl-ms',
+    'stats-refresh-ms', 'shard-timeout-ms', 'discovery-timeout-ms', 'translog-durability',
+    'translog-sync-interval-ms', 'indexing-pressure-bytes', 'write-queue-size', 'etcd',
+    'etcd-prefix', 'headers-timeout-ms', 'request-timeout-ms', 'max-connections',
+  ),
+  'debug-routes': { type: 'boolean' as const },
+  'insecure-skip-auth': { type: 'boolean' as const },
+};
+
 /** Parses `argv` (after the sub-command) and `env`. @throws InvalidArgumentError naming the flag. */
 export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEnv): ServeOptions {
   let values: Record<string, string | boolean | undefined>;
   try {
     ({ values } = parseArgs({
       args: joinNegativeValues(argv),
-      options: {
-        host: { type: 'string' },
-        port: { type: 'string' },
-        sandboxes: { type: 'string' },
-        'data-dir': { type: 'string' },
-        threads: { type: 'string' },
-        lanes: { type: 'string' },
-        'foreground-workers': { type: 'string' },
-        'background-workers': { type: 'string' },
-        'foreground-min-priority': { type: 'string' },
-        'background-weight': { type: 'string' },
-        'spare-workers': { type: 'string' },
-        'helper-thread-weight': { type: 'string' },
-        engine: { type: 'string' },
-        enforcement: { type: 'string' },
-        'interval-ms': { type: 'string' },
-        'max-sandboxes': { type: 'string' },
-        'max-docs': { type: 'string' },
-        'query-priority': { type: 'string' },
-        'queue-order': { type: 'string' },
-        'max-queue-wait-ms': { type: 'string' },
-        'standing-queue-ms': { type: 'string' },
-        'controlled-delay-ms': { type: 'string' },
-        'adaptive-lifo': { type: 'string' },
-        'duress-shedding': { type: 'string' },
-        'log-level': { type: 'string' },
-        cores: { type: 'string' },
-        'cache-dir': { type: 'string' },
-        'shards-per-index': { type: 'string' },
-        'usage-interval-ms': { type: 'string' },
-        'usage-window-ms': { type: 'string' },
-        role: { type: 'string' },
-        'node-id': { type: 'string' },
-        cluster: { type: 'string' },
-        'debug-routes': { type: 'boolean' },
-        'data-nodes': { type: 'string' },
-        'admission-mode': { type: 'string' },
-        'admission-cpu': { type: 'string' },
-        'admission-heap': { type: 'string' },
-        'duress-cpu': { type: 'string' },
-        'duress-heap': { type: 'string' },
-        'stats-ttl-ms': { type: 'string' },
-        'stats-refresh-ms': { type: 'string' },
-        'shard-timeout-ms': { type: 'string' },
-        'discovery-timeout-ms': { type: 'string' },
-        'translog-durability': { type: 'string' },
-        'translog-sync-interval-ms': { type: 'string' },
-        'indexing-pressure-bytes': { type: 'string' },
-        'write-queue-size': { type: 'string' },
-        etcd: { type: 'string' },
-        'etcd-prefix': { type: 'string' },
-        'headers-timeout-ms': { type: 'string' },
-        'request-timeout-ms': { type: 'string' },
-        'max-connections': { type: 'string' },
-        'insecure-skip-auth': { type: 'boolean' },
-      },
+      options: SERVE_FLAGS,
       strict: true,
       allowPositionals: false,
-    }));
+    }) as { values: Record<string, string | boolean | undefined> });
   } catch (error) {
-    throw new InvalidArgumentError('arguments', `are invalid (${(error as Error).message})`, argv.join(' '));
+    throw argumentsError(error, argv, SERVE_FLAGS);
   }
   const str = (k: string): string | undefined => values[k] as string | undefined;
   const role = (str('role') ?? 'single') as ServeRole;

@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import { InvalidArgumentError } from '../errors.js';
 import { type ShardRouting, resolveShardRouting, shardId } from '../routing/shard-routing.js';
-import { joinNegativeValues } from '../common/option-checks.js';
+import { argumentsError, joinNegativeValues } from '../common/option-checks.js';
 
 export const SHARD_USAGE = `query-sandbox shard <id> --shards N [options]
 
@@ -54,7 +54,7 @@ function parseFlags(argv: readonly string[]) {
   try {
     return parseArgs({ args: joinNegativeValues(argv, SHARD_FLAGS), options: SHARD_FLAGS, strict: true, allowPositionals: true });
   } catch (error) {
-    throw new InvalidArgumentError('arguments', `are invalid (${(error as Error).message})`, argv.join(' '));
+    throw argumentsError(error, argv, SHARD_FLAGS);
   }
 }
 

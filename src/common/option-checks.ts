@@ -17,6 +17,7 @@
  */
 import { InvalidArgumentError, InvalidSandboxError } from '../errors.js';
 import { parseTimeValueMs } from './time-value.js';
+import { nearName } from './near-name.js';
 
 /** Makes the error a failed check throws: `path` names the field, `received` is the value. */
 export type OptionErrorFactory = (path: string, expectation: string, received: unknown) => Error;
@@ -181,4 +182,28 @@ export function joinNegativeValues(
     }
   }
   return out;
+}
+
+/**
+ * The error for arguments `node:util` `parseArgs` refused, naming them; for an unknown flag that is a
+ * near miss of one of `flags` (`--prot`), it suggests that one (`did you mean --port?`).
+ */
+export function argumentsError(
+  error: unknown,
+  argv: readonly string[],
+  flags: Readonly<Record<string, unknown>>,
+): InvalidArgumentError {
+  const message = error instanceof Error ? error.message : String(error);
+  const unknown = (error as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'--([^'=]+)/.exec(message)?.[1] : undefined;
+  const near = unknown === undefined ? undefined : nearName(unknown, Object.keys(flags));
+  return new InvalidArgumentError(
+    'arguments',
+    `are invalid (${message}${near === undefined ? '' : `; did you mean --${near}?`})`,
+    argv.join(' '),
+  );
+}
+
+/** `parseArgs` options declaring each of `names` a string flag (`{ port: { type: 'string' } }`). */
+export function stringFlags(...names: string[]): Record<string, { readonly type: 'string' }> {
+  return Object.fromEntries(names.map((n) => [n, { type: 'string' as const }]));
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { optionChecks as c, joinNegativeValues, sandboxChecks } from '../../src/common/option-checks.js';
+import { argumentsError, optionChecks as c, joinNegativeValues, sandboxChecks } from '../../src/common/option-checks.js';
 import { ErrorCode, InvalidArgumentError, InvalidSandboxError } from '../../src/errors.js';
 
 /** The error a check threw, for assertions on its path, expectation and received value. */
@@ -182,5 +182,17 @@ describe('joinNegativeValues', () => {
   it('with the flags given, joins only after string flags (a negative positional after a boolean stays one)', () => {
     const flags = { dry: { type: 'boolean' }, count: { type: 'string' } } as const;
     expect(joinNegativeValues(['--dry', '-3', '--count', '-2'], flags)).toEqual(['--dry', '-3', '--count=-2']);
+  });
+});
+
+describe('argumentsError', () => {
+  it("names what parseArgs refused and suggests the flag a misspelt one meant", () => {
+    const flags = { port: { type: 'string' }, host: { type: 'string' } };
+    const unknown = Object.assign(new TypeError("Unknown option '--pot'"), { code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION' });
+    expect(argumentsError(unknown, ['--pot', '1'], flags).message).toBe(
+      `arguments are invalid (Unknown option '--pot'; did you mean --port?); received "--pot 1"`,
+    );
+    const far = Object.assign(new TypeError("Unknown option '--colour'"), { code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION' });
+    expect(argumentsError(far, ['--colour'], flags).message).toBe(`arguments are invalid (Unknown option '--colour'); received "--colour"`);
   });
 });
