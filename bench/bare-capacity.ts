@@ -13,11 +13,8 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Piscina } from 'piscina';
-import { capacity, expensive, type Target } from './isolation.js';
+import { barePiscina, capacity, expensive, indexResolver, poolTarget } from './isolation.js';
 
-const engineUrl = new URL('../src/engine/minisearch-engine.js', import.meta.url).href;
-const bareWorker = fileURLToPath(new URL('../../bench/workers/bare-engine.mjs', import.meta.url));
 const script = fileURLToPath(import.meta.url);
 
 /**
@@ -70,28 +67,14 @@ async function main(): Promise<void> {
   const ms = positiveInteger('--ms', 3_600_000);
   const indices = arg('--indices').split(',');
   const dataDir = process.env.QS_BENCH_DATA_DIR ?? path.resolve('.query-sandbox/bench');
-  const resolveIndex = (expr: string) =>
-    indices.filter((n) => new RegExp(`^(${expr.split(',').map((e) => e.replace('*', '.*')).join('|')})$`).test(n));
+  const resolveIndex = indexResolver(indices);
   // The flood's queries read spam-* and easy-ham-*: with none of those, every query would find nothing
   // at once and the figure would mean nothing.
   if (resolveIndex(expensive(0).index).length === 0) {
     throw new Error(`bare-capacity: --indices must name the engine's indices (spam-*, easy-ham-*); received "${indices.join(',')}"`);
   }
-  const pool = new Piscina({
-    filename: bareWorker,
-    minThreads: threads,
-    maxThreads: threads,
-    idleTimeout: 600_000,
-    workerData: { engineUrl, cacheDir: path.join(dataDir, 'cache'), options: {} },
-  });
-  const target: Target = {
-    name: 'bare piscina, default GC',
-    cheap: () => Promise.reject(new Error('not used')),
-    expensive: (i) => {
-      const r = expensive(i);
-      return pool.run({ indices: resolveIndex(r.index), body: r.body });
-    },
-  };
+  const pool = barePiscina(threads, dataDir);
+  const target = poolTarget('bare piscina, default GC', resolveIndex, pool);
   try {
     // Warm up as the benchmark warms its own pools (the JIT, each worker's first queries).
     await capacity(target, threads, 3000);

@@ -65,6 +65,38 @@ export interface Target {
   expensive(i: number): Promise<unknown>;
 }
 
+/** The engine indices an index expression (`spam-*,easy-ham-*`) names, as the runtime resolves them. */
+export function indexResolver(indices: readonly string[]): (expr: string) => string[] {
+  return (expr) =>
+    indices.filter((n) => new RegExp(`^(${expr.split(',').map((e) => e.replace('*', '.*')).join('|')})$`).test(n));
+}
+
+/** Bare piscina on the benchmark's engine: `threads` workers, piscina's FIFO queue, no accounting. */
+export function barePiscina(threads: number, dataDir: string): Piscina {
+  return new Piscina({
+    filename: bareWorker,
+    minThreads: threads,
+    maxThreads: threads,
+    idleTimeout: 600_000,
+    workerData: { engineUrl, cacheDir: path.join(dataDir, 'cache'), options: {} },
+  });
+}
+
+/** A target that runs the cheap queries on `cheapPool` and the expensive ones on `expensivePool`. */
+export function poolTarget(name: string, resolve: (expr: string) => string[], cheapPool: Piscina, expensivePool = cheapPool): Target {
+  return {
+    name,
+    cheap: (i) => {
+      const r = cheap(i);
+      return cheapPool.run({ indices: resolve(r.index), body: r.body });
+    },
+    expensive: (i) => {
+      const r = expensive(i);
+      return expensivePool.run({ indices: resolve(r.index), body: r.body });
+    },
+  };
+}
+
 export interface PhaseResult {
   readonly p50Ms: number;
   readonly p99Ms: number;
@@ -214,13 +246,7 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   });
   const single = await createRuntime({ sandboxes: sandboxFile, dataDir: DATA_DIR, lanes: false, nodeId: 'single' });
   const threads = single.options.threads;
-  const bare = new Piscina({
-    filename: bareWorker,
-    minThreads: threads,
-    maxThreads: threads,
-    idleTimeout: 600_000,
-    workerData: { engineUrl, cacheDir: path.join(DATA_DIR, 'cache'), options: {} },
-  });
+  const bare = barePiscina(threads, DATA_DIR);
   const backgroundWeight = laned.options.lanes.at(-1)!.weight;
   const twoPools = [0, backgroundWeight].map(
     (weight) =>
@@ -233,30 +259,9 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       }),
   );
   const indices = laned.nodeStats().engineIndices!;
-  const resolveIndex = (expr: string) =>
-    indices.filter((n) => new RegExp(`^(${expr.split(',').map((e) => e.replace('*', '.*')).join('|')})$`).test(n));
-  const bareTarget: Target = {
-    name: 'bare piscina',
-    cheap: (i) => {
-      const r = cheap(i);
-      return bare.run({ indices: resolveIndex(r.index), body: r.body });
-    },
-    expensive: (i) => {
-      const r = expensive(i);
-      return bare.run({ indices: resolveIndex(r.index), body: r.body });
-    },
-  };
-  const twoPoolTarget: Target = {
-    name: 'two bare pools',
-    cheap: (i) => {
-      const r = cheap(i);
-      return twoPools[0]!.run({ indices: resolveIndex(r.index), body: r.body });
-    },
-    expensive: (i) => {
-      const r = expensive(i);
-      return twoPools[1]!.run({ indices: resolveIndex(r.index), body: r.body });
-    },
-  };
+  const resolveIndex = indexResolver(indices);
+  const bareTarget = poolTarget('bare piscina', resolveIndex, bare);
+  const twoPoolTarget = poolTarget('two bare pools', resolveIndex, twoPools[0]!, twoPools[1]!);
   const idle = (runtime: Runtime) => async () => {
     while (runtime.nodeStats().queued > 0 || runtime.nodeStats().running > 0) await new Promise((r) => setTimeout(r, 50));
     // Let the governor's usage window pass so one phase does not start in the last one's state.

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { median, printTable, writeResult } from './harness.js';
-import { capacity, cheap, expensive, phase, type Target } from './isolation.js';
+import { capacity, indexResolver, phase, poolTarget, type Target } from './isolation.js';
 import { availableCores } from '../native-shim/index.js';
 
 const engineUrl = new URL('../src/engine/minisearch-engine.js', import.meta.url).href;
@@ -26,8 +26,7 @@ function arg(name: string, fallback: number): number {
   return i < 0 ? fallback : Number(process.argv[i + 1]);
 }
 
-const resolve = (expr: string) =>
-  INDICES.filter((n) => new RegExp(`^(${expr.split(',').map((e) => e.replace('*', '.*')).join('|')})$`).test(n));
+const resolve = indexResolver(INDICES);
 
 function pool(threads: number, weight: number | 'idle'): Piscina {
   return new Piscina({
@@ -46,20 +45,10 @@ export async function run(): Promise<Record<string, unknown>> {
   const weights: Array<number | 'idle'> = [0, 5, 10, 19, 'idle'];
   const fg = pool(threads, 0);
   const bgs = new Map(weights.map((w) => [w, pool(threads, w)]));
-  const target = (p: Piscina): Target => ({
-    name: 'pool',
-    cheap: (i) => {
-      const r = cheap(i);
-      return p.run({ indices: resolve(r.index), body: r.body });
-    },
-    expensive: (i) => {
-      const r = expensive(i);
-      return p.run({ indices: resolve(r.index), body: r.body });
-    },
-  });
+  const target = (p: Piscina): Target => poolTarget('pool', resolve, p);
   const fgTarget = target(fg);
   // Cheap queries go to the foreground pool, the flood to a background one.
-  const split = (bg: Piscina): Target => ({ name: 'split', cheap: fgTarget.cheap, expensive: target(bg).expensive });
+  const split = (bg: Piscina): Target => poolTarget('split', resolve, fg, bg);
   try {
     for (const p of [fg, ...bgs.values()]) await capacity(target(p), threads, 1000);
     const floodCapacity = await capacity(target(bgs.get(0)!), threads, 3000);
