@@ -417,6 +417,8 @@ const DOCUMENTS: BadInput[] = [
   { route: 'document', name: 'GET with routing given twice', method: 'GET', url: '/logs/_doc/1?routing=a&routing=b', status: 400, field: 'routing', received: '["a","b"]' },
   { route: 'document', name: 'GET from a corpus index', method: 'GET', url: '/spam-1/_doc/1', status: 404, field: 'index', received: 'spam-1' },
   { route: 'document', name: 'GET with a wildcard index', method: 'GET', url: '/lo*/_doc/1', status: 404, field: 'index', received: 'lo*' },
+  { route: 'document', name: 'PUT with _id inside the document', method: 'PUT', url: '/logs/_doc/m1', body: { _id: 'other', a: 1 }, status: 400, field: 'field [_id] is a metadata field', received: '"other"' },
+  { route: 'document', name: 'PUT with a timeout past a 64-bit amount', method: 'PUT', url: '/logs/_doc/m2?timeout=99999999999999999999d', body: { a: 1 }, status: 400, field: 'timeout', received: '"99999999999999999999d"' },
 ];
 const CAT: BadInput[] = [
   { route: 'cat', name: 'format=yaml', method: 'GET', url: '/_cat/shards?format=yaml', status: 400, field: 'format', received: '"yaml"' },
