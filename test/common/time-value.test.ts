@@ -29,6 +29,6 @@ describe('parseTimeValueMs (TimeValue.parseTimeValue)', () => {
     expect(() => parseTimeValueMs('99999999999999999999d', 'timeout')).toThrow(
       'timeout must be a time value whose amount fits in a 64-bit integer; received "99999999999999999999d"',
     );
-    expect(parseTimeValueMs('9223372036854775807ms', 'timeout')).toBe(9223372036854775807);
+    expect(parseTimeValueMs('9223372036854775807ms', 'timeout')).toBe(Number(9223372036854775807n));
   });
 });
