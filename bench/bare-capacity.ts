@@ -13,7 +13,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { barePiscina, capacity, expensive, indexResolver, poolTarget } from './isolation.js';
+import { barePiscina, capacity, expensive, indexResolver, poolTarget } from './search-load.js';
 
 const script = fileURLToPath(import.meta.url);
 
@@ -21,12 +21,21 @@ const script = fileURLToPath(import.meta.url);
  * Runs this module in a child process with node's default flags and returns its capacity, queries
  * per second. @throws Error when the child fails (its stderr in the message).
  */
-export function bareCapacityWithDefaultGc(threads: number, ms: number, indices: readonly string[], dataDir: string): Promise<number> {
+export function bareCapacityWithDefaultGc(
+  threads: number,
+  ms: number,
+  indices: readonly string[],
+  dataDir: string,
+): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script, '--threads', String(threads), '--ms', String(ms), '--indices', indices.join(',')], {
-      env: { ...process.env, QS_BENCH_DATA_DIR: dataDir },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [script, '--threads', String(threads), '--ms', String(ms), '--indices', indices.join(',')],
+      {
+        env: { ...process.env, QS_BENCH_DATA_DIR: dataDir },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => {
@@ -58,7 +67,8 @@ function arg(name: string): string {
 function positiveInteger(name: string, max: number): number {
   const text = arg(name);
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`bare-capacity: ${name} must be an integer in 1..${max}; received "${text}"`);
+  if (!Number.isInteger(n) || n < 1 || n > max)
+    throw new Error(`bare-capacity: ${name} must be an integer in 1..${max}; received "${text}"`);
   return n;
 }
 
@@ -71,7 +81,9 @@ async function main(): Promise<void> {
   // The flood's queries read spam-* and easy-ham-*: with none of those, every query would find nothing
   // at once and the figure would mean nothing.
   if (resolveIndex(expensive(0).index).length === 0) {
-    throw new Error(`bare-capacity: --indices must name the engine's indices (spam-*, easy-ham-*); received "${indices.join(',')}"`);
+    throw new Error(
+      `bare-capacity: --indices must name the engine's indices (spam-*, easy-ham-*); received "${indices.join(',')}"`,
+    );
   }
   const pool = barePiscina(threads, dataDir);
   const target = poolTarget('bare piscina, default GC', resolveIndex, pool);

@@ -34,171 +34,29 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import * as hdr from 'hdr-histogram-js';
 import { Piscina } from 'piscina';
 import { createRuntime, type QueryPriorityInput, type Runtime } from '../src/index.js';
 import { CHARTS } from './charts.js';
 import { median, printTable, writeResult } from './harness.js';
 import { bareCapacityWithDefaultGc } from './bare-capacity.js';
 import { benchPhase } from './progress.js';
+import {
+  barePiscina,
+  capacity,
+  cheap,
+  engineUrl,
+  expensive,
+  indexResolver,
+  type PhaseResult,
+  phase,
+  poolTarget,
+  type Target,
+} from './search-load.js';
 
-const engineUrl = new URL('../src/engine/minisearch-engine.js', import.meta.url).href;
-const bareWorker = fileURLToPath(new URL('../../bench/workers/bare-engine.mjs', import.meta.url));
 const weightedWorker = fileURLToPath(new URL('../../bench/workers/weighted-engine.mjs', import.meta.url));
 const shimUrl = new URL('../native-shim/index.js', import.meta.url).href;
 const sandboxFile = fileURLToPath(new URL('../../config/sandboxes.json', import.meta.url));
 const DATA_DIR = path.resolve('.query-sandbox/bench');
-
-const CHEAP_WORDS = ['money', 'meeting', 'free', 'offer', 'report', 'linux', 'update', 'click'];
-const EXPENSIVE = [
-  { query: { match: { body: { query: 'mony fre ofer clik remuve', fuzziness: 2 } } } },
-  { query: { prefix: { body: 'a' } } },
-  { query: { multi_match: { query: 'bussines oportunity investmnt', fields: ['subject', 'body'], fuzziness: 2 } } },
-  { query: { prefix: { body: 'co' } } },
-];
-export const cheap = (i: number) => ({ index: 'spam-*', body: { query: { match: { subject: CHEAP_WORDS[i % CHEAP_WORDS.length] } } } });
-export const expensive = (i: number) => ({ index: 'spam-*,easy-ham-*', body: EXPENSIVE[i % EXPENSIVE.length] });
-
-export interface Target {
-  readonly name: string;
-  cheap(i: number): Promise<unknown>;
-  expensive(i: number): Promise<unknown>;
-}
-
-/** The engine indices an index expression (`spam-*,easy-ham-*`) names, as the runtime resolves them. */
-export function indexResolver(indices: readonly string[]): (expr: string) => string[] {
-  return (expr) =>
-    indices.filter((n) => new RegExp(`^(${expr.split(',').map((e) => e.replace('*', '.*')).join('|')})$`).test(n));
-}
-
-/** Bare piscina on the benchmark's engine: `threads` workers, piscina's FIFO queue, no accounting. */
-export function barePiscina(threads: number, dataDir: string): Piscina {
-  return new Piscina({
-    filename: bareWorker,
-    minThreads: threads,
-    maxThreads: threads,
-    idleTimeout: 600_000,
-    workerData: { engineUrl, cacheDir: path.join(dataDir, 'cache'), options: {} },
-  });
-}
-
-/** A target that runs the cheap queries on `cheapPool` and the expensive ones on `expensivePool`. */
-export function poolTarget(name: string, resolve: (expr: string) => string[], cheapPool: Piscina, expensivePool = cheapPool): Target {
-  return {
-    name,
-    cheap: (i) => {
-      const r = cheap(i);
-      return cheapPool.run({ indices: resolve(r.index), body: r.body });
-    },
-    expensive: (i) => {
-      const r = expensive(i);
-      return expensivePool.run({ indices: resolve(r.index), body: r.body });
-    },
-  };
-}
-
-export interface PhaseResult {
-  readonly p50Ms: number;
-  readonly p99Ms: number;
-  readonly okPerSecond: number;
-  readonly sent: number;
-  readonly ok: number;
-  readonly failed: number;
-  readonly floodOk: number;
-  readonly floodRefused: number;
-}
-
-function histogram() {
-  return hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 600_000_000, numberOfSignificantValueDigits: 3 });
-}
-
-/**
- * Sends `cheapPerSecond` cheap and `floodPerSecond` expensive requests open-loop for `ms`, waits for
- * the cheap ones (the flood's stragglers are awaited by the caller's drain), returns the cheap class's figures.
- */
-export async function phase(target: Target, cheapPerSecond: number, floodPerSecond: number, ms: number) {
-  const h = histogram();
-  let sent = 0;
-  let ok = 0;
-  let failed = 0;
-  let floodSent = 0;
-  let floodOk = 0;
-  let floodRefused = 0;
-  const cheapPending: Promise<void>[] = [];
-  const floodPending: Promise<void>[] = [];
-  const started = performance.now();
-  await new Promise<void>((resolve) => {
-    const tick = () => {
-      const elapsed = performance.now() - started;
-      for (let at = (sent * 1000) / cheapPerSecond; at <= elapsed && at < ms; at = (sent * 1000) / cheapPerSecond) {
-        const intended = started + at;
-        cheapPending.push(
-          target.cheap(sent++).then(
-            () => {
-              ok++;
-              h.recordValue(Math.max(1, Math.round((performance.now() - intended) * 1000)));
-            },
-            () => {
-              failed++;
-            },
-          ),
-        );
-      }
-      if (floodPerSecond > 0) {
-        for (let at = (floodSent * 1000) / floodPerSecond; at <= elapsed && at < ms; at = (floodSent * 1000) / floodPerSecond) {
-          floodPending.push(
-            target.expensive(floodSent++).then(
-              () => {
-                floodOk++;
-              },
-              () => {
-                floodRefused++;
-              },
-            ),
-          );
-        }
-      }
-      if (elapsed >= ms) resolve();
-      else setTimeout(tick, 1);
-    };
-    tick();
-  });
-  await Promise.all(cheapPending);
-  const result: PhaseResult = {
-    p50Ms: h.totalCount === 0 ? Number.NaN : h.getValueAtPercentile(50) / 1000,
-    p99Ms: h.totalCount === 0 ? Number.NaN : h.getValueAtPercentile(99) / 1000,
-    okPerSecond: (ok * 1000) / ms,
-    sent,
-    ok,
-    failed,
-    get floodOk() {
-      return floodOk;
-    },
-    get floodRefused() {
-      return floodRefused;
-    },
-  };
-  return { result, floodPending, started };
-}
-
-/** Expensive requests per second the workers complete with the queue kept full (closed loop). */
-export async function capacity(target: Target, threads: number, ms: number): Promise<number> {
-  let done = 0;
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: threads * 2 }, async () => {
-      while (performance.now() - started < ms) {
-        // The runtime refuses some (analysts above their low limit): count completions only.
-        await target.expensive(next++).then(
-          () => done++,
-          () => new Promise((r) => setTimeout(r, 5)),
-        );
-      }
-    }),
-  );
-  return (done * 1000) / (performance.now() - started);
-}
 
 function runtimeTarget(runtime: Runtime, name: string): Target {
   return {
@@ -244,7 +102,12 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     nodeId: 'lanes',
     ...(helperThreadWeight !== undefined ? { helperThreadWeight } : {}),
   });
-  const single = await createRuntime({ sandboxes: sandboxFile, dataDir: DATA_DIR, lanes: false, nodeId: 'single' });
+  const single = await createRuntime({
+    sandboxes: sandboxFile,
+    dataDir: DATA_DIR,
+    lanes: false,
+    nodeId: 'single',
+  });
   const threads = single.options.threads;
   const bare = barePiscina(threads, DATA_DIR);
   const backgroundWeight = laned.options.lanes.at(-1)!.weight;
@@ -263,22 +126,48 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   const bareTarget = poolTarget('bare piscina', resolveIndex, bare);
   const twoPoolTarget = poolTarget('two bare pools', resolveIndex, twoPools[0]!, twoPools[1]!);
   const idle = (runtime: Runtime) => async () => {
-    while (runtime.nodeStats().queued > 0 || runtime.nodeStats().running > 0) await new Promise((r) => setTimeout(r, 50));
+    while (runtime.nodeStats().queued > 0 || runtime.nodeStats().running > 0)
+      await new Promise((r) => setTimeout(r, 50));
     // Let the governor's usage window pass so one phase does not start in the last one's state.
     await new Promise((r) => setTimeout(r, 1000));
   };
-  const configure = (runtime: Runtime, enforcement: 'enabled' | 'disabled', rules: QueryPriorityInput) => async () => {
-    runtime.setEnforcement(enforcement);
-    await runtime.setQueryPriority(rules);
-  };
+  const configure =
+    (runtime: Runtime, enforcement: 'enabled' | 'disabled', rules: QueryPriorityInput) => async () => {
+      runtime.setEnforcement(enforcement);
+      await runtime.setQueryPriority(rules);
+    };
   const lanedTarget = runtimeTarget(laned, 'lanes');
   const singleTarget = runtimeTarget(single, 'one lane');
   const cases: Case[] = [
     { id: 'b', label: '(b) bare piscina', target: bareTarget, setUp: async () => {}, drain: async () => {} },
-    { id: 'P', label: '(P) two bare pools', target: twoPoolTarget, setUp: async () => {}, drain: async () => {} },
-    { id: 'L', label: '(L) lanes, enforcement off', target: lanedTarget, setUp: configure(laned, 'disabled', {}), drain: idle(laned) },
-    { id: 'L+', label: '(L+) lanes, default config', target: lanedTarget, setUp: configure(laned, 'enabled', {}), drain: idle(laned) },
-    { id: 'S', label: '(S) one lane, default config', target: singleTarget, setUp: configure(single, 'enabled', {}), drain: idle(single) },
+    {
+      id: 'P',
+      label: '(P) two bare pools',
+      target: twoPoolTarget,
+      setUp: async () => {},
+      drain: async () => {},
+    },
+    {
+      id: 'L',
+      label: '(L) lanes, enforcement off',
+      target: lanedTarget,
+      setUp: configure(laned, 'disabled', {}),
+      drain: idle(laned),
+    },
+    {
+      id: 'L+',
+      label: '(L+) lanes, default config',
+      target: lanedTarget,
+      setUp: configure(laned, 'enabled', {}),
+      drain: idle(laned),
+    },
+    {
+      id: 'S',
+      label: '(S) one lane, default config',
+      target: singleTarget,
+      setUp: configure(single, 'enabled', {}),
+      drain: idle(single),
+    },
   ];
   if (full) {
     cases.push({
@@ -289,7 +178,10 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       drain: idle(single),
     });
   }
-  const samples = new Map<string, { p99: number[]; p50: number[]; floodPerSecond: number[]; floodOk: number[]; floodRefused: number[] }>();
+  const samples = new Map<
+    string,
+    { p99: number[]; p50: number[]; floodPerSecond: number[]; floodOk: number[]; floodRefused: number[] }
+  >();
   const record = (key: string, r: PhaseResult, floodPerSecond: number) => {
     const s = samples.get(key) ?? { p99: [], p50: [], floodPerSecond: [], floodOk: [], floodRefused: [] };
     s.p99.push(r.p99Ms);
@@ -331,21 +223,31 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       capacities.bare.push(await capacity(bareTarget, threads, phaseMs));
       capacities.background.push(await capacity(lanedTarget, threads, phaseMs));
       await idle(laned)();
-      if (singleThreadedGc) capacities.bareDefaultGc.push(await bareCapacityWithDefaultGc(threads, phaseMs, indices, DATA_DIR));
+      if (singleThreadedGc)
+        capacities.bareDefaultGc.push(await bareCapacityWithDefaultGc(threads, phaseMs, indices, DATA_DIR));
       console.log(
         `  round ${round}: flood capacity alone: bare ${capacities.bare.at(-1)!.toFixed(1)}/s, background lane ${capacities.background.at(-1)!.toFixed(1)}/s` +
-          (singleThreadedGc ? `, bare with the default GC (own process) ${capacities.bareDefaultGc.at(-1)!.toFixed(1)}/s` : ''),
+          (singleThreadedGc
+            ? `, bare with the default GC (own process) ${capacities.bareDefaultGc.at(-1)!.toFixed(1)}/s`
+            : ''),
       );
       benchPhase(`round ${round}: (a) alone`);
       await configure(laned, 'disabled', {})();
       const alone = await phase(lanedTarget, cheapPerSecond, 0, phaseMs);
       record('a', alone.result, 0);
-      console.log(`  round ${round}: (a) alone, lanes                 p50 ${alone.result.p50Ms.toFixed(1)} ms, p99 ${alone.result.p99Ms.toFixed(1)} ms`);
+      console.log(
+        `  round ${round}: (a) alone, lanes                 p50 ${alone.result.p50Ms.toFixed(1)} ms, p99 ${alone.result.p99Ms.toFixed(1)} ms`,
+      );
       for (const load of [1.2, 2]) {
         for (const c of cases) {
           benchPhase(`round ${round}: ${c.label}, ${load}x`);
           await c.setUp();
-          const { result, floodPending, started } = await phase(c.target, cheapPerSecond, load * floodCapacity, phaseMs);
+          const { result, floodPending, started } = await phase(
+            c.target,
+            cheapPerSecond,
+            load * floodCapacity,
+            phaseMs,
+          );
           await Promise.all(floodPending);
           const floodPerSecond = (result.floodOk * 1000) / (performance.now() - started);
           await c.drain();
@@ -397,8 +299,12 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   }
   const backgroundVsBare = median(capacities.background) / median(capacities.bare);
   // Against bare piscina with node's default GC (null when this run used the default GC itself).
-  const backgroundVsBareDefaultGc = singleThreadedGc ? median(capacities.background) / median(capacities.bareDefaultGc) : null;
-  const bareVsBareDefaultGc = singleThreadedGc ? median(capacities.bare) / median(capacities.bareDefaultGc) : null;
+  const backgroundVsBareDefaultGc = singleThreadedGc
+    ? median(capacities.background) / median(capacities.bareDefaultGc)
+    : null;
+  const bareVsBareDefaultGc = singleThreadedGc
+    ? median(capacities.bare) / median(capacities.bareDefaultGc)
+    : null;
   console.log(
     `\nmedians of ${rounds} rounds: cheap p99 alone ${aloneP99.toFixed(2)} ms; flood capacity alone: bare ${median(capacities.bare).toFixed(1)}/s, ` +
       `background lane ${median(capacities.background).toFixed(1)}/s (${backgroundVsBare.toFixed(3)}x)` +
@@ -409,9 +315,21 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   );
   printTable(
     ['case', 'flood', 'p50 ms', 'p99 ms', 'p99 / alone', 'flood done', 'refused', 'flood/s', 'flood / bare'],
-    rows.map((r) => [r.case, `${r.load}x`, r.p50Ms, r.p99Ms, r.p99VsAlone, r.floodOk, r.floodRefused, r.floodPerSecond, r.floodVsBare]),
+    rows.map((r) => [
+      r.case,
+      `${r.load}x`,
+      r.p50Ms,
+      r.p99Ms,
+      r.p99VsAlone,
+      r.floodOk,
+      r.floodRefused,
+      r.floodPerSecond,
+      r.floodVsBare,
+    ]),
   );
-  console.log('targets: (L) and (L+) p99 / alone <= 1.5; (L) flood / bare >= 0.9; background lane alone / bare >= 0.95');
+  console.log(
+    'targets: (L) and (L+) p99 / alone <= 1.5; (L) flood / bare >= 0.9; background lane alone / bare >= 0.95',
+  );
   const summary = [1.2, 2].map((load) => {
     const get = (id: string) => rows.find((r) => r.id === id && r.load === load);
     return {

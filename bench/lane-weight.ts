@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { median, printTable, writeResult } from './harness.js';
-import { capacity, indexResolver, phase, poolTarget, type Target } from './isolation.js';
+import { capacity, indexResolver, phase, poolTarget, type Target } from './search-load.js';
 import { availableCores } from '../native-shim/index.js';
 
 const engineUrl = new URL('../src/engine/minisearch-engine.js', import.meta.url).href;
@@ -73,7 +73,9 @@ export async function run(): Promise<Record<string, unknown>> {
           await Promise.all(floodPending);
           const floodPerSecond = (result.floodOk * 1000) / (performance.now() - started);
           add(`${load}x ${w}`, result.p99Ms, floodPerSecond);
-          console.log(`  round ${round + 1} flood ${load}x, background ${String(w).padEnd(4)} cheap p99 ${result.p99Ms.toFixed(1)} ms, flood ${floodPerSecond.toFixed(1)}/s`);
+          console.log(
+            `  round ${round + 1} flood ${load}x, background ${String(w).padEnd(4)} cheap p99 ${result.p99Ms.toFixed(1)} ms, flood ${floodPerSecond.toFixed(1)}/s`,
+          );
         }
       }
     }
@@ -83,11 +85,20 @@ export async function run(): Promise<Record<string, unknown>> {
       const base = median(samples.get(`${load}x 0`)!.floodPerSecond);
       for (const w of weights) {
         const s = samples.get(`${load}x ${w}`)!;
-        rows.push({ load, weight: String(w), p99Ms: median(s.p99), p99VsAlone: median(s.p99) / aloneP99, floodVsNice0: median(s.floodPerSecond) / base });
+        rows.push({
+          load,
+          weight: String(w),
+          p99Ms: median(s.p99),
+          p99VsAlone: median(s.p99) / aloneP99,
+          floodVsNice0: median(s.floodPerSecond) / base,
+        });
       }
     }
     console.log(`cheap p99 alone ${aloneP99.toFixed(2)} ms (median of ${rounds})`);
-    printTable(['flood', 'background weight', 'cheap p99 ms', 'p99 / alone', 'flood done / nice 0'], rows.map((r) => [`${r.load}x`, r.weight, r.p99Ms, r.p99VsAlone, r.floodVsNice0]));
+    printTable(
+      ['flood', 'background weight', 'cheap p99 ms', 'p99 / alone', 'flood done / nice 0'],
+      rows.map((r) => [`${r.load}x`, r.weight, r.p99Ms, r.p99VsAlone, r.floodVsNice0]),
+    );
     await writeResult('lane-weight', { phaseMs, rounds, aloneP99, rows }, undefined);
     return { aloneP99, rows };
   } finally {
