@@ -92,7 +92,11 @@ function serializeError(error: unknown): SerializedError {
 
 let tid = 0;
 let engine: EngineModule;
-let weight: ThreadWeightResult = { applied: false, nice: undefined, reason: 'the kernel thread id is unknown' };
+let weight: ThreadWeightResult = {
+  applied: false,
+  nice: undefined,
+  reason: 'the kernel thread id is unknown',
+};
 const channel = new BroadcastChannel(data.channelName);
 try {
   tid = currentThreadTid();
@@ -184,8 +188,82 @@ const ObservingSignal: AbortSignal = Object.create(AbortSignal.prototype, {
   },
 });
 
-/** The piscina task handler. */
-export default async function runTask(envelope: TaskEnvelope): Promise<TaskOutcome> {
+/**
+ * One task's cancellation contract (`TaskContext`), on a prototype rather than an object literal with
+ * getters and per-task closures: made for every task, and a literal with accessors is several times
+ * dearer to allocate than a trivial task (bench/overhead.ts).
+ */
+class HarnessTaskContext implements TaskContext {
+  readonly taskId: number;
+  readonly #slot: number;
+  /** Made only when the engine reads `signal` or a cancellation arrives: most tasks need neither. */
+  #controller: AbortController | undefined = undefined;
+  /** Set once the task's end is recorded: later cancellation requests are ignored. */
+  ended = false;
+
+  constructor(taskId: number, slot: number) {
+    this.taskId = taskId;
+    this.#slot = slot;
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      Object.setPrototypeOf(this.#controller.signal, ObservingSignal);
+      observers.set(this.#controller.signal, () => this.abortIfRequested());
+      this.abortIfRequested();
+    }
+    return this.#controller.signal;
+  }
+
+  get cancelled(): boolean {
+    return slots.cancelCode(this.#slot, this.taskId) !== 0;
+  }
+
+  /** Whether the signal handed out (if any) has fired. */
+  get aborted(): boolean {
+    return this.#controller !== undefined && abortedOf.call(this.#controller.signal) === true;
+  }
+
+  /** Fires the signal when the main thread has asked the task to stop (its slot's cancel code). */
+  abortIfRequested(): void {
+    if (this.ended || this.aborted) return;
+    const code = slots.cancelCode(this.#slot, this.taskId);
+    if (code === 0) return;
+    this.#controller ??= new AbortController();
+    this.#controller.abort(Object.assign(new Error(cancelMessage(code)), { name: 'AbortError', code }));
+  }
+
+  throwIfCancelled(): void {
+    this.abortIfRequested();
+    if (this.#controller !== undefined) throwIfAbortedOf.call(this.#controller.signal);
+  }
+
+  checkpoint(): void {
+    if (slots.checkpoint(this.#slot, this.taskId, heapNow()) !== 0) this.throwIfCancelled();
+  }
+}
+
+/** The outcome of a task whose handler threw (or whose promise rejected). */
+function failedOutcome(context: HarnessTaskContext, slot: number, error: unknown): TaskOutcome {
+  // A task asked to stop that then throws (its signal's reason, or its own error) was cancelled.
+  const requested = slots.cancelCode(slot, context.taskId);
+  const code = requested !== 0 ? requested : context.aborted ? CancelReason.SHUTDOWN : 0;
+  return { ok: false, error: serializeError(error), cancelCode: code };
+}
+
+/** Records the task's end in its slot: the CPU window closes here and opens the next task's. */
+function endTask(context: HarnessTaskContext, slot: number): void {
+  context.ended = true;
+  lastEndCpuNs = currentThreadCpuTimeNs();
+  slots.end(slot, context.taskId, lastEndCpuNs, heapNow());
+}
+
+/**
+ * The piscina task handler. Returns the outcome at once for a synchronous engine handler (no promise
+ * in between: piscina awaits whatever it gets) and a promise for an asynchronous one.
+ */
+export default function runTask(envelope: TaskEnvelope): TaskOutcome | Promise<TaskOutcome> {
   const { taskId, slot } = envelope;
   // The task's CPU window opens where the previous task's closed: the worker's CPU between two tasks
   // (piscina receiving this task, posting the previous result, waking up) is per-task overhead that
@@ -193,91 +271,67 @@ export default async function runTask(envelope: TaskEnvelope): Promise<TaskOutco
   // clock (a /proc read, a few µs) is read once per task, at its end, except for the first.
   const startCpuNs = lastEndCpuNs > 0 ? lastEndCpuNs : currentThreadCpuTimeNs();
   slots.begin(slot, taskId, tid, startCpuNs, heapNow(), threadId);
-  // The AbortController is made only when the engine reads `signal` or a cancellation arrives:
-  // most tasks need neither, and making one costs about as much as a trivial task.
-  let controller: AbortController | undefined;
-  let ended = false;
-  const abortIfRequested = (): void => {
-    if (ended || (controller !== undefined && abortedOf.call(controller.signal) === true)) return;
-    const code = slots.cancelCode(slot, taskId);
-    if (code === 0) return;
-    controller ??= new AbortController();
-    controller.abort(Object.assign(new Error(cancelMessage(code)), { name: 'AbortError', code }));
-  };
-  const throwIfCancelled = (): void => {
-    abortIfRequested();
-    if (controller !== undefined) throwIfAbortedOf.call(controller.signal);
-  };
-  const context: TaskContext = {
-    get signal() {
-      if (controller === undefined) {
-        controller = new AbortController();
-        Object.setPrototypeOf(controller.signal, ObservingSignal);
-        observers.set(controller.signal, abortIfRequested);
-        abortIfRequested();
-      }
-      return controller.signal;
-    },
-    get cancelled() {
-      return slots.cancelCode(slot, taskId) !== 0;
-    },
-    throwIfCancelled,
-    taskId,
-    checkpoint() {
-      if (slots.checkpoint(slot, taskId, heapNow()) !== 0) throwIfCancelled();
-    },
-  };
-  let waiting = false;
+  const context = new HarnessTaskContext(taskId, slot);
+  let pending: unknown;
   try {
-    throwIfCancelled();
-    const pending = engine.handle(envelope.request, context);
-    let result: unknown;
-    if (pending !== null && typeof (pending as Promise<unknown>)?.then === 'function') {
-      // While an async handler waits, its event loop is free: the main thread's cancellation wakes
-      // this wait at once (the signal fires at the handler's next await), and every ASYNC_POLL_MS
-      // the memory checkpoint is refreshed, so the main thread need not probe it. A handler still
-      // pending ABANDON_AFTER_MS after a wall-clock cancellation is given up on: the end is recorded
-      // and the worker leaves, to be replaced.
-      waiting = true;
-      let abandonArmed = false;
-      const armAbandon = (): void => {
-        if (abandonArmed || slots.cancelCode(slot, taskId) !== CancelReason.TIME) return;
-        abandonArmed = true;
-        setTimeout(() => {
-          if (ended) return;
-          lastEndCpuNs = currentThreadCpuTimeNs();
-          slots.end(slot, taskId, lastEndCpuNs, heapNow());
-          process.exit(0);
-        }, ABANDON_AFTER_MS);
-      };
-      const watch = (): void => {
-        void slots.waitForCancel(slot, taskId, ASYNC_POLL_MS).then((woke) => {
-          if (ended) return;
-          if (woke === 'timed-out') {
-            slots.checkpoint(slot, taskId, heapNow());
-            watch();
-          } else {
-            abortIfRequested();
-            armAbandon();
-          }
-        });
-      };
-      watch();
-      result = await pending;
-    } else {
-      result = pending;
-    }
-    return { ok: true, result };
+    context.throwIfCancelled();
+    pending = engine.handle(envelope.request, context);
   } catch (error) {
-    // A task asked to stop that then throws (its signal's reason, or its own error) was cancelled.
-    const requested = slots.cancelCode(slot, taskId);
-    const aborted = controller !== undefined && abortedOf.call(controller.signal) === true;
-    const code = requested !== 0 ? requested : aborted ? CancelReason.SHUTDOWN : 0;
-    return { ok: false, error: serializeError(error), cancelCode: code };
-  } finally {
-    ended = true;
-    if (waiting) slots.wakeCancelWaiter(slot);
-    lastEndCpuNs = currentThreadCpuTimeNs();
-    slots.end(slot, taskId, lastEndCpuNs, heapNow());
+    const outcome = failedOutcome(context, slot, error);
+    endTask(context, slot);
+    return outcome;
   }
+  if (pending === null || typeof (pending as Promise<unknown>)?.then !== 'function') {
+    endTask(context, slot);
+    return { ok: true, result: pending };
+  }
+  return awaitHandler(context, slot, pending as Promise<unknown>);
+}
+
+/**
+ * An async handler: while it waits, its event loop is free, so the main thread's cancellation wakes
+ * the wait at once (the signal fires at the handler's next await), and every ASYNC_POLL_MS the memory
+ * checkpoint is refreshed, so the main thread need not probe it. A handler still pending
+ * ABANDON_AFTER_MS after a wall-clock cancellation is given up on: the end is recorded and the worker
+ * leaves, to be replaced.
+ */
+async function awaitHandler(
+  context: HarnessTaskContext,
+  slot: number,
+  pending: Promise<unknown>,
+): Promise<TaskOutcome> {
+  const { taskId } = context;
+  let abandonArmed = false;
+  const armAbandon = (): void => {
+    if (abandonArmed || slots.cancelCode(slot, taskId) !== CancelReason.TIME) return;
+    abandonArmed = true;
+    setTimeout(() => {
+      if (context.ended) return;
+      endTask(context, slot);
+      process.exit(0);
+    }, ABANDON_AFTER_MS);
+  };
+  const watch = (): void => {
+    void slots.waitForCancel(slot, taskId, ASYNC_POLL_MS).then((woke) => {
+      if (context.ended) return;
+      if (woke === 'timed-out') {
+        slots.checkpoint(slot, taskId, heapNow());
+        watch();
+      } else {
+        context.abortIfRequested();
+        armAbandon();
+      }
+    });
+  };
+  watch();
+  let outcome: TaskOutcome;
+  try {
+    outcome = { ok: true, result: await pending };
+  } catch (error) {
+    outcome = failedOutcome(context, slot, error);
+  }
+  context.ended = true;
+  slots.wakeCancelWaiter(slot);
+  endTask(context, slot);
+  return outcome;
 }
