@@ -55,6 +55,12 @@ export class WorkerPool {
   /** threadIds of workers that reported ready and have not exited. */
   readonly #ready = new Set<number>();
   #readyCount = 0;
+  /**
+   * `readyWorkers` as last counted; undefined once a worker reported ready, started or went (piscina's
+   * `workerCreate` / `workerDestroy`, emitted as it adds or removes one). Read on every dispatch: the
+   * count walks piscina's worker list, so it is kept between changes.
+   */
+  #readyCached: number | undefined;
   #failure: string | undefined;
   #onChange: (() => void) | undefined;
   readonly #onReplacement: ((report: WorkerStartupReport) => void) | undefined;
@@ -91,6 +97,11 @@ export class WorkerPool {
       resourceLimits: { maxOldGenerationSizeMb: options.workerHeapMb },
       workerData,
     });
+    const forget = (): void => {
+      this.#readyCached = undefined;
+    };
+    this.#piscina.on('workerCreate', forget);
+    this.#piscina.on('workerDestroy', forget);
     // A worker whose start-up throws surfaces here; the failed report carries the reason.
     this.#piscina.on('error', (error: unknown) => {
       this.#failure ??= error instanceof Error ? error.message : String(error);
@@ -131,6 +142,7 @@ export class WorkerPool {
   }
 
   #onReport(report: WorkerStartupReport): void {
+    this.#readyCached = undefined;
     if (report.kind === 'ready') {
       noteLaneWorker(report.tid);
       this.#readyCount++;
@@ -188,6 +200,7 @@ export class WorkerPool {
 
   /** Workers alive and loaded (ready for tasks). Forgets workers that have gone. */
   get readyWorkers(): number {
+    if (this.#readyCached !== undefined) return this.#readyCached;
     const live = new Set<number>();
     for (const worker of this.#piscina.threads) live.add(worker.threadId);
     let ready = 0;
@@ -195,6 +208,7 @@ export class WorkerPool {
       if (live.has(id)) ready++;
       else this.#ready.delete(id);
     }
+    this.#readyCached = ready;
     return ready;
   }
 
