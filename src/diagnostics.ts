@@ -26,7 +26,13 @@
  * - ran: `task:queued`, `task:started`, any `task:cancelling` (soft, then maybe hard), `task:ended`.
  */
 import diagnostics_channel from 'node:diagnostics_channel';
-import { AbortedError, CancelledError, type QuerySandboxError, type RejectedError, TimedOutError } from './errors.js';
+import {
+  AbortedError,
+  CancelledError,
+  type QuerySandboxError,
+  type RejectedError,
+  TimedOutError,
+} from './errors.js';
 import type { SandboxState } from './governor/decide.js';
 import type { Resource } from './sandbox/sandbox.js';
 
@@ -314,10 +320,19 @@ export function publishTaskEnded(
     priority,
     lane,
     ran: startedAtMs !== undefined,
-    outcome: failure === undefined ? 'completed' : cancelled !== undefined || gaveUp !== undefined ? 'cancelled' : 'failed',
+    outcome:
+      failure === undefined
+        ? 'completed'
+        : cancelled !== undefined || gaveUp !== undefined
+          ? 'cancelled'
+          : 'failed',
     cancellation:
       cancelled !== undefined
-        ? { hard: cancelled.hard, reason: cancelled.resource, breachedSandboxId: breachedBy ?? cancelled.sandboxId }
+        ? {
+            hard: cancelled.hard,
+            reason: cancelled.resource,
+            breachedSandboxId: breachedBy ?? cancelled.sandboxId,
+          }
         : gaveUp !== undefined
           ? {
               hard: terminated === true,
@@ -383,7 +398,12 @@ export function publishSandboxStates(
   }
 }
 
-export function publishWorkerReplaced(source: EventSource, lane: string, threadId: number, startupMs: number): void {
+export function publishWorkerReplaced(
+  source: EventSource,
+  lane: string,
+  threadId: number,
+  startupMs: number,
+): void {
   if (!channels.workerReplaced.hasSubscribers) return;
   const event: WorkerReplacedEvent = {
     runtimeId: source.runtimeId,

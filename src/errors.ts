@@ -192,7 +192,12 @@ export class RejectedError extends QuerySandboxError {
   readonly sandboxId: string;
   readonly resource: 'cpu' | 'memory' | 'queue';
   readonly reason: RejectionReason;
-  constructor(sandboxId: string, resource: 'cpu' | 'memory' | 'queue', message: string, reason?: RejectionReason) {
+  constructor(
+    sandboxId: string,
+    resource: 'cpu' | 'memory' | 'queue',
+    message: string,
+    reason?: RejectionReason,
+  ) {
     super(ErrorCode.REJECTED, 'rejected_execution_exception', message);
     this.sandboxId = sandboxId;
     this.resource = resource;
@@ -235,7 +240,12 @@ export class CancelledError extends QuerySandboxError {
 export class AbortedError extends QuerySandboxError {
   readonly sandboxId: string | undefined;
   readonly queued: boolean;
-  constructor(sandboxId: string | undefined, queued: boolean, message: string, options?: { cause?: unknown }) {
+  constructor(
+    sandboxId: string | undefined,
+    queued: boolean,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(ErrorCode.ABORTED, 'task_cancelled_exception', message, options);
     this.sandboxId = sandboxId;
     this.queued = queued;
@@ -598,7 +608,11 @@ export class DocumentWriteError extends QuerySandboxError {
 export class DocumentMissingError extends QuerySandboxError {
   readonly index: string;
   constructor(index: string, id: string) {
-    super(ErrorCode.DOCUMENT_MISSING, 'resource_not_found_exception', `Document not found [${index}]/[${id}]`);
+    super(
+      ErrorCode.DOCUMENT_MISSING,
+      'resource_not_found_exception',
+      `Document not found [${index}]/[${id}]`,
+    );
     this.index = index;
   }
 }
@@ -643,7 +657,12 @@ export class RemoteClientError extends QuerySandboxError {
   /** The data node's error body, as it answered (or a minimal Elasticsearch-shaped one). */
   readonly body: Readonly<Record<string, unknown>>;
   readonly nodeId: string;
-  constructor(nodeId: string, status: number, body: Readonly<Record<string, unknown>> | undefined, reason: string) {
+  constructor(
+    nodeId: string,
+    status: number,
+    body: Readonly<Record<string, unknown>> | undefined,
+    reason: string,
+  ) {
     const error = (body as { error?: { type?: unknown } } | undefined)?.error;
     super(
       ErrorCode.REMOTE_CLIENT_ERROR,
@@ -797,7 +816,8 @@ export class VerbatimText {
 export function formatReceived(value: unknown): string {
   let text: string;
   try {
-    if (value instanceof VerbatimText) return value.text.length > 120 ? `${value.text.slice(0, 117)}...` : value.text;
+    if (value instanceof VerbatimText)
+      return value.text.length > 120 ? `${value.text.slice(0, 117)}...` : value.text;
     // JSON.stringify writes NaN and ±Infinity as null, which would name the wrong value.
     text =
       typeof value === 'string'

@@ -35,7 +35,11 @@ import { nodeStatsOf, sandboxStatsOf, workersHeapOf } from './runtime-stats.js';
 import { ROOT_SANDBOX_ID, type Sandbox } from './sandbox/sandbox.js';
 import type { SandboxRegistry } from './sandbox/sandbox-registry.js';
 import { ConcurrencyCaps } from './scheduler/concurrency-caps.js';
-import { parseQueryPriority, type QueryPriorityDocument, type QueryPriorityInput } from './scheduler/query-priority.js';
+import {
+  parseQueryPriority,
+  type QueryPriorityDocument,
+  type QueryPriorityInput,
+} from './scheduler/query-priority.js';
 import type { QueryPriorityStore } from './scheduler/query-priority-store.js';
 import { type SchedulerStats, TaskScheduler } from './scheduler/task-scheduler.js';
 import { checkReservations } from './scheduler/worker-reservations.js';
@@ -103,7 +107,11 @@ export class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
       fifo: options.queueOrder === 'fifo',
       config: options.queryPriority,
       agingOvertakeEvery: options.agingOvertakeEvery,
-      overload: { intervalMs: options.standingQueueMs, targetMs: options.controlledDelayMs, lifo: options.adaptiveLifo },
+      overload: {
+        intervalMs: options.standingQueueMs,
+        targetMs: options.controlledDelayMs,
+        lifo: options.adaptiveLifo,
+      },
       // A task held back by its sandbox's concurrency cap waits; the tasks behind it go ahead.
       mayStart: (q) => !caps.active || caps.mayStart(q.sandbox.id, q.user),
     });
@@ -141,7 +149,8 @@ export class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
         softCancel: (taskId, resource) => softCancel(this.#x, taskId, resource),
         hardCancel: (taskId, resource) => hardCancel(this.#x, taskId, resource),
         graceMsOf: (taskId) => this.#x.graceMsOf(taskId),
-        publishStateChanges: (before, after) => publishSandboxStates(source, before.verdicts, after.verdicts, after.usage),
+        publishStateChanges: (before, after) =>
+          publishSandboxStates(source, before.verdicts, after.verdicts, after.usage),
         cancelAfterMs: (taskId) => this.#x.cancelAfterOf(taskId)?.ms,
         schedule: (callback, delayMs) => {
           const timer = setTimeout(callback, delayMs);
@@ -343,7 +352,11 @@ export class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
     }
     if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0)) {
       return Promise.reject(
-        new InvalidArgumentError('options.timeoutMs', 'must be a number of ms >= 0 (Infinity: no bound)', timeoutMs),
+        new InvalidArgumentError(
+          'options.timeoutMs',
+          'must be a number of ms >= 0 (Infinity: no bound)',
+          timeoutMs,
+        ),
       );
     }
     if (this.#closing !== undefined) {
@@ -363,7 +376,9 @@ export class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
   #drained(timeoutMs: number): Promise<void> {
     return new Promise<void>((resolve) => {
       const timer =
-        timeoutMs === Number.POSITIVE_INFINITY ? undefined : setTimeout(() => this.#x.endDrain?.(), timeoutMs);
+        timeoutMs === Number.POSITIVE_INFINITY
+          ? undefined
+          : setTimeout(() => this.#x.endDrain?.(), timeoutMs);
       timer?.unref();
       this.#x.endDrain = () => {
         if (timer !== undefined) clearTimeout(timer);

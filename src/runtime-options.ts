@@ -390,7 +390,9 @@ export function userCacheDir(env: NodeJS.ProcessEnv): string {
   } catch {
     // No home directory (a system user): fall back to the temporary directory.
   }
-  return home !== '' ? path.join(home, '.cache', 'query-sandbox') : path.join(os.tmpdir(), 'query-sandbox-cache');
+  return home !== ''
+    ? path.join(home, '.cache', 'query-sandbox')
+    : path.join(os.tmpdir(), 'query-sandbox-cache');
 }
 
 /** Validates and fills defaults. @throws InvalidArgumentError naming the option and value. */
@@ -472,7 +474,11 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
   let engineUrl: string | undefined;
   if (options.engine !== undefined) {
     const engine = options.engine instanceof URL ? options.engine.href : options.engine;
-    if (typeof engine !== 'string' || engine.length === 0 || (options.engine instanceof URL && !engine.startsWith('file:'))) {
+    if (
+      typeof engine !== 'string' ||
+      engine.length === 0 ||
+      (options.engine instanceof URL && !engine.startsWith('file:'))
+    ) {
       throw new InvalidArgumentError('options.engine', 'must be a module path or file: URL', engine);
     }
     engineUrl = engine.startsWith('file:') ? engine : pathToFileURL(path.resolve(engine)).href;
@@ -596,16 +602,25 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
       ? Number.POSITIVE_INFINITY
       : integer('maxQueueWaitMs', options.maxQueueWaitMs, 1, 86_400_000, 5000);
   const controlledDelayMs =
-    options.controlledDelayMs === undefined ? undefined : integer('controlledDelayMs', options.controlledDelayMs, 1, 60_000, 0);
+    options.controlledDelayMs === undefined
+      ? undefined
+      : integer('controlledDelayMs', options.controlledDelayMs, 1, 60_000, 0);
   if (options.adaptiveLifo !== undefined && typeof options.adaptiveLifo !== 'boolean') {
     throw new InvalidArgumentError('options.adaptiveLifo', 'must be a boolean', options.adaptiveLifo);
   }
-  const shedding = options.duressShedding === false ? false : objectOption('duressShedding', options.duressShedding);
+  const shedding =
+    options.duressShedding === false ? false : objectOption('duressShedding', options.duressShedding);
   const duressShedding =
     shedding === false
       ? undefined
       : Object.freeze({
-          cancelAfterIntervals: integer('duressShedding.cancelAfterIntervals', shedding.cancelAfterIntervals, 1, 1000, 3),
+          cancelAfterIntervals: integer(
+            'duressShedding.cancelAfterIntervals',
+            shedding.cancelAfterIntervals,
+            1,
+            1000,
+            3,
+          ),
           minUsage: number('duressShedding.minUsage', shedding.minUsage, 0, 1, 0.05),
         });
   const usage = objectOption('resourceUsage', options.resourceUsage);
@@ -619,7 +634,9 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     spareWorkers,
     lanes,
     helperThreadWeight:
-      options.helperThreadWeight === undefined ? undefined : integer('helperThreadWeight', options.helperThreadWeight, 0, 19, 0),
+      options.helperThreadWeight === undefined
+        ? undefined
+        : integer('helperThreadWeight', options.helperThreadWeight, 0, 19, 0),
     heapProbe: options.heapProbe ?? true,
     queueOrder,
     agingMsPerPriority,

@@ -49,7 +49,13 @@ export function logLanes(log: RuntimeLogger, pool: LanePool): void {
   }
   log.info(
     {
-      lanes: lanes.map((l) => ({ name: l.name, weight: l.weight, nice: l.nice, workers: l.workers, spare: l.spareWorkers })),
+      lanes: lanes.map((l) => ({
+        name: l.name,
+        weight: l.weight,
+        nice: l.nice,
+        workers: l.workers,
+        spare: l.spareWorkers,
+      })),
       isolation: isolationOf(lanes),
       gcThreads,
     },

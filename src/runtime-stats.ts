@@ -13,7 +13,10 @@ import { isolationOf } from './runtime-start.js';
 import type { Sandbox } from './sandbox/sandbox.js';
 
 /** Per-sandbox stats keyed by sandbox id, for the sandboxes given. */
-export function sandboxStatsOf(x: TaskExecution, sandboxes: readonly Sandbox[]): ReadonlyMap<string, SandboxStats> {
+export function sandboxStatsOf(
+  x: TaskExecution,
+  sandboxes: readonly Sandbox[],
+): ReadonlyMap<string, SandboxStats> {
   const snapshot = x.governor.snapshot;
   const running = new Map<string, number>();
   for (const r of x.running.values()) {

@@ -33,11 +33,22 @@ import { type RuntimeOptions, resolveRuntimeOptions } from './runtime-options.js
 import { checkWorkerHeapLimit, loadSandboxes, logLanes, removeDir } from './runtime-start.js';
 import { SandboxRegistry } from './sandbox/sandbox-registry.js';
 import { MemorySandboxStore, type SandboxStore } from './sandbox/sandbox-store.js';
-import { MemoryQueryPriorityStore, openQueryPriority, type QueryPriorityStore } from './scheduler/query-priority-store.js';
+import {
+  MemoryQueryPriorityStore,
+  openQueryPriority,
+  type QueryPriorityStore,
+} from './scheduler/query-priority-store.js';
 import { WorkerHeapProbe } from '../native-shim/index.js';
 
 export type { SearchCallOptions } from './execution/search-call.js';
-export type { CloseOptions, LaneStats, NodeStats, Runtime, SandboxStats, SearchRequest } from './runtime-api.js';
+export type {
+  CloseOptions,
+  LaneStats,
+  NodeStats,
+  Runtime,
+  SandboxStats,
+  SearchRequest,
+} from './runtime-api.js';
 export type { RuntimeOptions, TaskEndEvent } from './runtime-options.js';
 
 /**
@@ -175,7 +186,9 @@ export async function createRuntime<Engine extends EngineShape = EngineModule>(
     // Process-wide and only for isolates made after it: workers refuse it in execArgv. Given to node
     // at start it is safe; flipped here it can meet a concurrent marking cycle of the main isolate
     // (seen: V8 `Check failed: concurrent_marking_handle_ implies ...`, the process aborted).
-    log.warn('singleThreadedGc is set at run time; start node with --single-threaded-gc instead (see docs/lanes.md)');
+    log.warn(
+      'singleThreadedGc is set at run time; start node with --single-threaded-gc instead (see docs/lanes.md)',
+    );
     v8.setFlagsFromString('--single-threaded-gc');
     noteSingleThreadedGc();
   }
@@ -235,5 +248,3 @@ export async function createRuntime<Engine extends EngineShape = EngineModule>(
     ephemeralDir,
   });
 }
-
-

@@ -33,7 +33,8 @@ describe('diagnostics_channel events', () => {
   const listeners = Object.values(ChannelName).map((name) => {
     const fn = (message: unknown) => {
       const event = message as Seen['event'];
-      if (event.runtimeId === runtime?.runtimeId) seen.push({ channel: name.replace('query-sandbox:', ''), event });
+      if (event.runtimeId === runtime?.runtimeId)
+        seen.push({ channel: name.replace('query-sandbox:', ''), event });
     };
     return [name, fn] as const;
   });
@@ -43,8 +44,7 @@ describe('diagnostics_channel events', () => {
   const unsubscribe = () => {
     for (const [name, fn] of listeners) diagnostics_channel.unsubscribe(name, fn);
   };
-  const ofTask = (taskId: unknown) =>
-    seen.filter((s) => s.event['taskId'] === taskId).map((s) => s.channel);
+  const ofTask = (taskId: unknown) => seen.filter((s) => s.event['taskId'] === taskId).map((s) => s.channel);
 
   beforeAll(async () => {
     runtime = await createRuntime({
@@ -126,29 +126,46 @@ describe('diagnostics_channel events', () => {
     // Still above its limits right after the hard cancellation on an idle machine; on a busy one the
     // governor may already have seen the usage fall (the refusal and its event are then not asserted).
     const stillRejecting = runtime.governorSnapshot().verdicts.get('burners')?.state !== 'ok';
-    const refused = await runtime.search({ index: 'alpha', body: {}, user: 'burn_2' }).catch((e: unknown) => e);
+    const refused = await runtime
+      .search({ index: 'alpha', body: {}, user: 'burn_2' })
+      .catch((e: unknown) => e);
     if (stillRejecting) expect(refused).toBeInstanceOf(RejectedError);
     else console.log('diagnostics: burners were back to ok when the next task came (busy host)');
     const taskId = seen[0]!.event['taskId'];
-    expect(ofTask(taskId)).toEqual(['task:queued', 'task:started', 'task:cancelling', 'task:cancelling', 'task:ended']);
+    expect(ofTask(taskId)).toEqual([
+      'task:queued',
+      'task:started',
+      'task:cancelling',
+      'task:cancelling',
+      'task:ended',
+    ]);
     const [soft, hard] = seen.filter((s) => s.channel === 'task:cancelling').map((s) => s.event);
-    expect(soft).toMatchObject({ hard: false, reason: 'cpu', breachedSandboxId: 'burners', graceMs: 100, sandboxId: 'burners' });
+    expect(soft).toMatchObject({
+      hard: false,
+      reason: 'cpu',
+      breachedSandboxId: 'burners',
+      graceMs: 100,
+      sandboxId: 'burners',
+    });
     expect(hard).toMatchObject({ hard: true, reason: 'cpu', graceMs: 0 });
     expect(hard!['runMs'] as number).toBeGreaterThan(soft!['runMs'] as number);
-    expect(seen.find((s) => s.channel === 'task:ended' && s.event['taskId'] === taskId)!.event).toMatchObject({
-      outcome: 'cancelled',
-      cancellation: { hard: true, reason: 'cpu', breachedSandboxId: 'burners' },
-      errorCode: 'QS_CANCELLED',
-    });
+    expect(seen.find((s) => s.channel === 'task:ended' && s.event['taskId'] === taskId)!.event).toMatchObject(
+      {
+        outcome: 'cancelled',
+        cancellation: { hard: true, reason: 'cpu', breachedSandboxId: 'burners' },
+        errorCode: 'QS_CANCELLED',
+      },
+    );
     const rejection = seen.find((s) => s.channel === 'task:rejected')?.event;
-    if (stillRejecting) expect(rejection).toMatchObject({
-      taskId: undefined,
-      priority: undefined,
-      sandboxId: 'burners',
-      reason: 'cpu',
-      rejectedBy: 'burners',
-      queued: false,
-    });
+    if (stillRejecting)
+      expect(rejection).toMatchObject({
+        taskId: undefined,
+        priority: undefined,
+        sandboxId: 'burners',
+        reason: 'cpu',
+        rejectedBy: 'burners',
+        queued: false,
+      });
     const states = seen.filter((s) => s.channel === 'sandbox:state' && s.event['sandboxId'] === 'burners');
     expect(states[0]!.event['from']).toBe('ok');
     const toCancelling = states.find((s) => s.event['to'] === 'cancelling')!.event;
@@ -158,9 +175,12 @@ describe('diagnostics_channel events', () => {
     const replaced = seen.find((s) => s.channel === 'worker:replaced')!.event;
     expect(replaced['lane']).toBe('default');
     expect(replaced['startupMs'] as number).toBeGreaterThan(0);
-    for (let i = 0; i < 100 && runtime.governorSnapshot().verdicts.get('burners')?.state !== 'ok'; i++) await sleep(50);
+    for (let i = 0; i < 100 && runtime.governorSnapshot().verdicts.get('burners')?.state !== 'ok'; i++)
+      await sleep(50);
     await sleep(50);
-    const last = seen.filter((s) => s.channel === 'sandbox:state' && s.event['sandboxId'] === 'burners').at(-1)!;
+    const last = seen
+      .filter((s) => s.channel === 'sandbox:state' && s.event['sandboxId'] === 'burners')
+      .at(-1)!;
     expect(last.event).toMatchObject({ to: 'ok', resource: undefined });
     // Each change once: consecutive events chain from one state to the next.
     const chain = seen.filter((s) => s.channel === 'sandbox:state' && s.event['sandboxId'] === 'burners');
@@ -196,7 +216,11 @@ describe('diagnostics_channel events', () => {
       expect(await queued).toBeInstanceOf(CancelledError);
       expect(await running).toBeInstanceOf(CancelledError);
       const cancelled = otherSeen.filter((e) => e['outcome'] === 'cancelled');
-      expect(cancelled.map((e) => [e['ran'], e['outcome'], (e['cancellation'] as { reason: string }).reason]).sort()).toEqual([
+      expect(
+        cancelled
+          .map((e) => [e['ran'], e['outcome'], (e['cancellation'] as { reason: string }).reason])
+          .sort(),
+      ).toEqual([
         [false, 'cancelled', 'shutdown'],
         [true, 'cancelled', 'shutdown'],
       ]);

@@ -107,7 +107,9 @@ describe('errors', () => {
     const outside: string[] = [];
     for (const file of readdirSync(src, { recursive: true }) as string[]) {
       if (!file.endsWith('.ts') || file === 'errors.ts') continue;
-      for (const m of readFileSync(path.join(src, file), 'utf8').matchAll(/class (\w+) extends (\w*Error)\b/g)) {
+      for (const m of readFileSync(path.join(src, file), 'utf8').matchAll(
+        /class (\w+) extends (\w*Error)\b/g,
+      )) {
         if (!internal.has(m[1]!)) outside.push(`${file}: ${m[1]}`);
       }
     }
@@ -116,17 +118,27 @@ describe('errors', () => {
       (v): v is typeof QuerySandboxError => typeof v === 'function' && v.prototype instanceof Error,
     );
     expect(classes.length).toBeGreaterThanOrEqual(30);
-    for (const c of classes) expect(c === QuerySandboxError || Object.prototype.isPrototypeOf.call(QuerySandboxError, c)).toBe(true);
+    for (const c of classes)
+      expect(c === QuerySandboxError || Object.prototype.isPrototypeOf.call(QuerySandboxError, c)).toBe(true);
   });
 
   it('maps the cluster errors to HTTP in the one place', () => {
-    const remote = new RemoteClientError('d1', 404, { error: { type: 'index_not_found_exception', reason: 'no such index [x]' }, status: 404 }, 'no such index [x]');
+    const remote = new RemoteClientError(
+      'd1',
+      404,
+      { error: { type: 'index_not_found_exception', reason: 'no such index [x]' }, status: 404 },
+      'no such index [x]',
+    );
     expect(httpStatusOf(remote)).toBe(404);
     expect(toErrorResponse(remote)).toEqual({ status: 404, body: remote.body });
     expect(remote).toMatchObject({ code: ErrorCode.REMOTE_CLIENT_ERROR, type: 'index_not_found_exception' });
     expect(httpStatusOf(new ClusterStartError('node data-1 exited', 'data-1'))).toBe(500);
     const discovery = new ClusterDiscoveryError('http://127.0.0.1:1', 'no answer');
-    expect(discovery).toMatchObject({ code: ErrorCode.CLUSTER_DISCOVERY, name: 'ClusterDiscoveryError', url: 'http://127.0.0.1:1' });
+    expect(discovery).toMatchObject({
+      code: ErrorCode.CLUSTER_DISCOVERY,
+      name: 'ClusterDiscoveryError',
+      url: 'http://127.0.0.1:1',
+    });
     const rows = readmeErrorRows();
     expect(rows.get(ErrorCode.CLUSTER_START)?.status).toBe(500);
     expect(rows.get(ErrorCode.REMOTE_CLIENT_ERROR)?.type).toBe('exception');

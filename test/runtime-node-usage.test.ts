@@ -60,7 +60,8 @@ describe('node usage: one sample for duress, the node stats and the stats header
         headers: { authorization: `Bearer ${SECRET}` },
       });
       // A tick between the reads would compare two intervals: read again.
-      if (runtime.governorSnapshot().ticks === ticks) read = { ticks, stats, header: info.headers['resource_usage_stats'] };
+      if (runtime.governorSnapshot().ticks === ticks)
+        read = { ticks, stats, header: info.headers['resource_usage_stats'] };
     }
     expect(read).toBeDefined();
     const node = read!.stats.nodes['usage-1']!;

@@ -23,7 +23,9 @@ describe('runtime options for cluster nodes', () => {
     expect(o.dataDir).toBeUndefined();
     expect(o.cacheDir).toBe(userCacheDir(process.env));
     expect(userCacheDir({ XDG_CACHE_HOME: '/var/cache/me' })).toBe('/var/cache/me/query-sandbox');
-    expect(userCacheDir({ XDG_CACHE_HOME: 'relative' })).toBe(path.join(os.homedir(), '.cache', 'query-sandbox'));
+    expect(userCacheDir({ XDG_CACHE_HOME: 'relative' })).toBe(
+      path.join(os.homedir(), '.cache', 'query-sandbox'),
+    );
   });
 
   it('takes the engine as a path, a file: URL string or a URL', () => {
@@ -78,16 +80,22 @@ describe('worker heap cap and memory budget', () => {
     // Naming the default cap changes nothing; a larger cap lets a worker grow, not the budget.
     expect(resolveRuntimeOptions({ cores: 2, workerHeapMb: 2048 }).memoryBudgetBytes).toBe(4 * 1024 ** 3);
     expect(resolveRuntimeOptions({ cores: 2, workerHeapMb: 4096 }).memoryBudgetBytes).toBe(4 * 1024 ** 3);
-    expect(resolveRuntimeOptions({ cores: 2, workerHeapMb: 4096, memoryBudgetBytes: 1000 }).memoryBudgetBytes).toBe(1000);
+    expect(
+      resolveRuntimeOptions({ cores: 2, workerHeapMb: 4096, memoryBudgetBytes: 1000 }).memoryBudgetBytes,
+    ).toBe(1000);
   });
 });
 
 describe('option keys', () => {
   it('refuses a key that is not an option, naming it and the option it is likely a typo of', () => {
     const resolve = (o: Record<string, unknown>) => () => resolveRuntimeOptions(o as never);
-    expect(resolve({ workerHeapMB: 512 })).toThrow('options.workerHeapMB is not an option of createRuntime; did you mean workerHeapMb?; received 512');
+    expect(resolve({ workerHeapMB: 512 })).toThrow(
+      'options.workerHeapMB is not an option of createRuntime; did you mean workerHeapMb?; received 512',
+    );
     expect(resolve({ thread: 2 })).toThrow('did you mean threads?');
-    expect(resolve({ colour: 'blue' })).toThrow(/^options\.colour is not an option of createRuntime; received "blue"$/);
+    expect(resolve({ colour: 'blue' })).toThrow(
+      /^options\.colour is not an option of createRuntime; received "blue"$/,
+    );
     expect(() => resolveRuntimeOptions({ threads: 2, workerHeapMb: 512, lanes: false })).not.toThrow();
   });
 });

@@ -5,7 +5,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChannelName, type TaskEndedEvent, type TaskRejectedEvent } from '../src/diagnostics.js';
-import { AbortedError, ErrorCode, InvalidArgumentError, RejectedError, TimedOutError } from '../src/errors.js';
+import {
+  AbortedError,
+  ErrorCode,
+  InvalidArgumentError,
+  RejectedError,
+  TimedOutError,
+} from '../src/errors.js';
 import { createRuntime, type Runtime, type TaskEndEvent } from '../src/runtime.js';
 
 const echoEngine = fileURLToPath(new URL('./fixtures/echo-engine.mjs', import.meta.url));
@@ -29,7 +35,10 @@ const sandboxFile = {
 };
 
 /** What a promise settled with, and when (ms after `since`). */
-async function settle(p: Promise<unknown>, since: number): Promise<{ value?: unknown; error?: unknown; ms: number }> {
+async function settle(
+  p: Promise<unknown>,
+  since: number,
+): Promise<{ value?: unknown; error?: unknown; ms: number }> {
   try {
     const value = await p;
     return { value, ms: performance.now() - since };
@@ -72,9 +81,15 @@ describe('runtime under overload: queue-wait bounds and callers that give up', (
     const t0 = performance.now();
     const results = await Promise.all([
       settle(runtime.search({ index: 'alpha', body: { echo: 'root' }, user: 'x' }), t0),
-      settle(runtime.search({ index: 'alpha', body: { echo: 'body-timeout', timeout: '100ms' }, user: 'x' }), t0),
+      settle(
+        runtime.search({ index: 'alpha', body: { echo: 'body-timeout', timeout: '100ms' }, user: 'x' }),
+        t0,
+      ),
       settle(runtime.search({ index: 'alpha', body: { echo: 'numeric', timeout: '150ms' }, user: 'x' }), t0),
-      settle(runtime.search({ index: 'alpha', body: { echo: 'larger-timeout', timeout: '10s' }, user: 'x' }), t0),
+      settle(
+        runtime.search({ index: 'alpha', body: { echo: 'larger-timeout', timeout: '10s' }, user: 'x' }),
+        t0,
+      ),
       settle(runtime.search({ index: 'alpha', body: { echo: 'team' }, user: 'team_1' }), t0),
       settle(runtime.search({ index: 'alpha', body: { echo: 'kid' }, user: 'kid_1' }), t0),
     ]);
@@ -110,7 +125,9 @@ describe('runtime under overload: queue-wait bounds and callers that give up', (
     await sleep(20);
     let t0 = performance.now();
     let kid = await settle(runtime.search({ index: 'alpha', body: {}, user: 'kid_2' }), t0);
-    expect((kid.error as RejectedError).message).toContain('past its bound of 50 ms (max_queue_wait of [team], inherited by [kid])');
+    expect((kid.error as RejectedError).message).toContain(
+      'past its bound of 50 ms (max_queue_wait of [team], inherited by [kid])',
+    );
     expect(kid.ms).toBeLessThan(450);
     await busy;
     await runtime.sandboxRegistry.update('team', { max_queue_wait: null });
@@ -118,7 +135,9 @@ describe('runtime under overload: queue-wait bounds and callers that give up', (
     await sleep(20);
     t0 = performance.now();
     kid = await settle(runtime.search({ index: 'alpha', body: {}, user: 'kid_3' }), t0);
-    expect((kid.error as RejectedError).message).toContain("past its bound of 300 ms (the node's default (maxQueueWaitMs))");
+    expect((kid.error as RejectedError).message).toContain(
+      "past its bound of 300 ms (the node's default (maxQueueWaitMs))",
+    );
     await busy;
     await expect(runtime.sandboxRegistry.update('team', { max_queue_wait: '2 minutes' })).rejects.toThrow(
       'max_queue_wait must be a time value such as "5s" or "500ms" (whole milliseconds, 1ms to 1d), or -1 for no bound; received "2 minutes"',
@@ -155,7 +174,10 @@ describe('runtime under overload: queue-wait bounds and callers that give up', (
 
   it('a caller that aborts while its task runs gets QS_ABORTED at once, and the task is cancelled softly', async () => {
     const controller = new AbortController();
-    const call = runtime.search({ index: 'alpha', body: { sleepMs: 5000 }, user: 'x' }, { signal: controller.signal });
+    const call = runtime.search(
+      { index: 'alpha', body: { sleepMs: 5000 }, user: 'x' },
+      { signal: controller.signal },
+    );
     await sleep(100);
     expect(runtime.nodeStats().running).toBe(1);
     const before = ended.length;
@@ -168,7 +190,13 @@ describe('runtime under overload: queue-wait bounds and callers that give up', (
     // The worker sees its signal within its poll (25 ms) and stops: long before the 5 s sleep.
     for (let i = 0; i < 100 && ended.length === before; i++) await sleep(20);
     expect(ended.slice(before)).toMatchObject([
-      { sandboxId: '_root', outcome: 'cancelled', ran: true, cancellation: { hard: false, reason: 'aborted' }, errorCode: 'QS_ABORTED' },
+      {
+        sandboxId: '_root',
+        outcome: 'cancelled',
+        ran: true,
+        cancellation: { hard: false, reason: 'aborted' },
+        errorCode: 'QS_ABORTED',
+      },
     ]);
     expect(performance.now() - t0).toBeLessThan(1500);
   });
@@ -176,33 +204,46 @@ describe('runtime under overload: queue-wait bounds and callers that give up', (
   it('terminates the worker of an uncooperative task whose caller gave up, after the grace period', async () => {
     const started = runtime.nodeStats().workersStarted;
     const controller = new AbortController();
-    const call = runtime.search({ index: 'alpha', body: { spinWallMs: 4000 }, user: 'x' }, { signal: controller.signal });
+    const call = runtime.search(
+      { index: 'alpha', body: { spinWallMs: 4000 }, user: 'x' },
+      { signal: controller.signal },
+    );
     await sleep(100);
     const before = ended.length;
     const t0 = performance.now();
     controller.abort();
     await expect(call).rejects.toBeInstanceOf(AbortedError);
     for (let i = 0; i < 150 && ended.length === before; i++) await sleep(20);
-    expect(ended.slice(before)).toMatchObject([{ outcome: 'cancelled', cancellation: { hard: true, reason: 'aborted' } }]);
+    expect(ended.slice(before)).toMatchObject([
+      { outcome: 'cancelled', cancellation: { hard: true, reason: 'aborted' } },
+    ]);
     // Grace: 2 intervals of 100 ms; well before the 4 s spin ends.
     expect(performance.now() - t0).toBeLessThan(2500);
     for (let i = 0; i < 200 && runtime.nodeStats().workersStarted === started; i++) await sleep(20);
     expect(runtime.nodeStats().workersStarted).toBe(started + 1);
     // The next search runs (on the spare or the replacement).
-    await expect(runtime.search({ index: 'alpha', body: { echo: 'after' }, user: 'x' })).resolves.toMatchObject({ echo: 'after' });
+    await expect(
+      runtime.search({ index: 'alpha', body: { echo: 'after' }, user: 'x' }),
+    ).resolves.toMatchObject({ echo: 'after' });
   });
 
   it('times a call out with QS_TIMED_OUT after timeoutMs, queued or running', async () => {
     const busy = occupy(700);
     await sleep(20);
     const t0 = performance.now();
-    const queued = await settle(runtime.search({ index: 'alpha', body: {}, user: 'x' }, { timeoutMs: 120 }), t0);
+    const queued = await settle(
+      runtime.search({ index: 'alpha', body: {}, user: 'x' }, { timeoutMs: 120 }),
+      t0,
+    );
     expect(queued.error).toBeInstanceOf(TimedOutError);
     expect(queued.error).toMatchObject({ code: 'QS_TIMED_OUT', timeoutMs: 120, queued: true });
     expect(queued.ms).toBeGreaterThanOrEqual(115);
     expect(queued.ms).toBeLessThan(600);
     await busy;
-    const running = await settle(runtime.search({ index: 'alpha', body: { sleepMs: 3000 }, user: 'x' }, { timeoutMs: 150 }), performance.now());
+    const running = await settle(
+      runtime.search({ index: 'alpha', body: { sleepMs: 3000 }, user: 'x' }, { timeoutMs: 150 }),
+      performance.now(),
+    );
     expect(running.error).toMatchObject({ code: 'QS_TIMED_OUT', queued: false });
     expect(runtime.sandboxStats().get('_root')!.counters.callTimeouts).toBe(2);
   });
@@ -218,7 +259,10 @@ describe('runtime under overload: queue-wait bounds and callers that give up', (
       const busy = occupy(700);
       await sleep(20);
       const controller = new AbortController();
-      const aborted = settle(runtime.search({ index: 'alpha', body: {}, user: 'x' }, { signal: controller.signal }), 0);
+      const aborted = settle(
+        runtime.search({ index: 'alpha', body: {}, user: 'x' }, { signal: controller.signal }),
+        0,
+      );
       // The node's default bound (300 ms) passes while the occupier runs.
       const late = settle(runtime.search({ index: 'alpha', body: {}, user: 'x' }), 0);
       await sleep(50);
@@ -228,10 +272,22 @@ describe('runtime under overload: queue-wait bounds and callers that give up', (
       await busy;
       const gaveUp = endedEvents.filter((e) => e.errorCode === 'QS_ABORTED');
       expect(gaveUp).toMatchObject([
-        { sandboxId: '_root', ran: false, outcome: 'cancelled', cancellation: { hard: false, reason: 'aborted', breachedSandboxId: '_root' }, runMs: 0 },
+        {
+          sandboxId: '_root',
+          ran: false,
+          outcome: 'cancelled',
+          cancellation: { hard: false, reason: 'aborted', breachedSandboxId: '_root' },
+          runMs: 0,
+        },
       ]);
       expect(rejectedEvents).toMatchObject([
-        { sandboxId: '_root', reason: 'queue', queueReason: 'queue_wait', rejectionReason: 'queue_wait', queued: true },
+        {
+          sandboxId: '_root',
+          reason: 'queue',
+          queueReason: 'queue_wait',
+          rejectionReason: 'queue_wait',
+          queued: true,
+        },
       ]);
     } finally {
       diagnostics_channel.unsubscribe(ChannelName.TASK_ENDED, onEnded);
@@ -242,8 +298,12 @@ describe('runtime under overload: queue-wait bounds and callers that give up', (
   it('refuses an already aborted signal and bad call options before queueing anything', async () => {
     const controller = new AbortController();
     controller.abort();
-    await expect(runtime.search({ index: 'alpha', body: {} }, { signal: controller.signal })).rejects.toBeInstanceOf(AbortedError);
-    await expect(runtime.search({ index: 'alpha', body: {} }, { timeoutMs: -5 })).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(
+      runtime.search({ index: 'alpha', body: {} }, { signal: controller.signal }),
+    ).rejects.toBeInstanceOf(AbortedError);
+    await expect(runtime.search({ index: 'alpha', body: {} }, { timeoutMs: -5 })).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
     await expect(runtime.search({ index: 'alpha', body: { timeout: 'later' } })).rejects.toThrow(
       'timeout must be a time value with a unit',
     );
@@ -266,7 +326,12 @@ describe('runtime under overload: a lane whose workers are all being replaced', 
       sandboxes: {
         sandboxes: [
           { _id: '_root', priority: 10 },
-          { name: 'patient', priority: 10, max_queue_wait: '6s', selectionAttributes: [{ name: 'userPattern', value: 'patient_*' }] },
+          {
+            name: 'patient',
+            priority: 10,
+            max_queue_wait: '6s',
+            selectionAttributes: [{ name: 'userPattern', value: 'patient_*' }],
+          },
         ],
       },
       maxQueueWaitMs: 300,
@@ -282,7 +347,10 @@ describe('runtime under overload: a lane whose workers are all being replaced', 
   it('keeps a task in the queue, under its queue-wait bound, while no live worker can take it, and runs the next one on the replacement', async () => {
     // An uncooperative task whose caller gives up: its worker is terminated after the grace.
     const controller = new AbortController();
-    const spin = runtime.search({ index: 'alpha', body: { spinWallMs: 6000 }, user: 'x' }, { signal: controller.signal });
+    const spin = runtime.search(
+      { index: 'alpha', body: { spinWallMs: 6000 }, user: 'x' },
+      { signal: controller.signal },
+    );
     await sleep(100);
     controller.abort();
     await expect(spin).rejects.toBeInstanceOf(AbortedError);

@@ -103,12 +103,14 @@ describe('runtime: search settings and concurrency caps', () => {
     expect(stats.counters.wallClockCancellations).toBe(1);
     expect(stats.counters.cpu.cancellations + stats.counters.memory.cancellations).toBe(0);
     // The stalled handler's worker was replaced: the next search runs normally.
-    await expect(runtime.search({ index: 'alpha', body: { echo: 1 }, user: 'stall_1' })).resolves.toMatchObject({
+    await expect(
+      runtime.search({ index: 'alpha', body: { echo: 1 }, user: 'stall_1' }),
+    ).resolves.toMatchObject({
       echo: 1,
     });
   });
 
-  it('cancels a cooperative task soft at its cancel-after, the request\'s own value when the sandbox does not override', async () => {
+  it("cancels a cooperative task soft at its cancel-after, the request's own value when the sandbox does not override", async () => {
     const error = await runtime
       .search({ index: 'alpha', body: { sleepMs: 5000 }, user: 'timed_1', cancelAfterTimeInterval: '200ms' })
       .catch((e: unknown) => e);
@@ -129,7 +131,11 @@ describe('runtime: search settings and concurrency caps', () => {
     expect(capped.items.length).toBeGreaterThan(0);
     expect(capped.items.length).toBeLessThan(40);
     // The request asks for 10 s: it wins over the sandbox's 150 ms (override_request_values is false).
-    const asked = (await runtime.search({ index: 'alpha', body: { ...body, timeout: '10s' }, user: 'timed_1' })) as {
+    const asked = (await runtime.search({
+      index: 'alpha',
+      body: { ...body, timeout: '10s' },
+      user: 'timed_1',
+    })) as {
       timed_out: boolean;
       items: number[];
       timeoutMs: number;
@@ -142,46 +148,69 @@ describe('runtime: search settings and concurrency caps', () => {
   it('with override_request_values the sandbox timeout beats the request, also in a child that inherits it', async () => {
     const body = { collectItems: 40, itemMs: 10, timeout: '10s' };
     for (const user of ['strict_1', 'strict_child_1']) {
-      const result = (await runtime.search({ index: 'alpha', body, user })) as { timed_out: boolean; timeoutMs: number };
+      const result = (await runtime.search({ index: 'alpha', body, user })) as {
+        timed_out: boolean;
+        timeoutMs: number;
+      };
       expect(result).toMatchObject({ timed_out: true, timeoutMs: 150 });
     }
     // The URL parameter form (SearchRequest.timeout) is overridden the same way.
-    const viaParameter = (await runtime.search({ index: 'alpha', body: { collectItems: 2, itemMs: 1 }, user: 'strict_1', timeout: '1m' })) as { timeoutMs: number };
+    const viaParameter = (await runtime.search({
+      index: 'alpha',
+      body: { collectItems: 2, itemMs: 1 },
+      user: 'strict_1',
+      timeout: '1m',
+    })) as { timeoutMs: number };
     expect(viaParameter.timeoutMs).toBe(150);
   });
 
   it('applies search settings changed at runtime: to the next request, and a cancel-after to running tasks', async () => {
     const timed = runtime.sandboxes().find((s) => s.name === 'timed')!;
     await runtime.sandboxRegistry.update(timed.id, { search_settings: { timeout: '-1' } });
-    const untimed = (await runtime.search({ index: 'alpha', body: { collectItems: 20, itemMs: 10 }, user: 'timed_1' })) as {
+    const untimed = (await runtime.search({
+      index: 'alpha',
+      body: { collectItems: 20, itemMs: 10 },
+      user: 'timed_1',
+    })) as {
       timed_out: boolean;
       timeoutMs: number | null;
     };
     expect(untimed).toMatchObject({ timed_out: false, timeoutMs: null });
     // A task already running gets a cancel-after set after it started.
     const started = performance.now();
-    const running = runtime.search({ index: 'alpha', body: { sleepMs: 5000 }, user: 'timed_1' }).catch((e: unknown) => e);
+    const running = runtime
+      .search({ index: 'alpha', body: { sleepMs: 5000 }, user: 'timed_1' })
+      .catch((e: unknown) => e);
     await new Promise((r) => setTimeout(r, 100));
-    await runtime.sandboxRegistry.update(timed.id, { search_settings: { timeout: '150ms', cancel_after_time_interval: '300ms' } });
+    await runtime.sandboxRegistry.update(timed.id, {
+      search_settings: { timeout: '150ms', cancel_after_time_interval: '300ms' },
+    });
     const error = await running;
     const elapsedMs = performance.now() - started;
     expect(error).toBeInstanceOf(CancelledError);
-    expect((error as Error).message).toContain('search_settings.cancel_after_time_interval [300ms] of sandbox [timed]');
+    expect((error as Error).message).toContain(
+      'search_settings.cancel_after_time_interval [300ms] of sandbox [timed]',
+    );
     expect(elapsedMs).toBeGreaterThanOrEqual(300);
     expect(elapsedMs).toBeLessThan(300 + INTERVAL_MS + 200);
     await runtime.sandboxRegistry.update(timed.id, { search_settings: { cancel_after_time_interval: null } });
   });
 
   it('refuses a bad request timeout naming the parameter and the value', async () => {
-    await expect(runtime.search({ index: 'alpha', body: { timeout: '5 parsecs' } })).rejects.toThrow(InvalidArgumentError);
-    await expect(runtime.search({ index: 'alpha', body: {}, cancelAfterTimeInterval: '1.5s' })).rejects.toThrow(
-      /cancel_after_time_interval .*fractional.*received "1.5s"/,
+    await expect(runtime.search({ index: 'alpha', body: { timeout: '5 parsecs' } })).rejects.toThrow(
+      InvalidArgumentError,
     );
+    await expect(
+      runtime.search({ index: 'alpha', body: {}, cancelAfterTimeInterval: '1.5s' }),
+    ).rejects.toThrow(/cancel_after_time_interval .*fractional.*received "1.5s"/);
   });
 
   it('holds a cap of 2 concurrent tasks exactly under 20 concurrent requests: the rest wait, none is refused', async () => {
     const waits: number[] = [];
-    const probe = setInterval(() => waits.push(runtime.sandboxStats().get('capped')!.concurrency.waitingForCap), 20);
+    const probe = setInterval(
+      () => waits.push(runtime.sandboxStats().get('capped')!.concurrency.waitingForCap),
+      20,
+    );
     const results = await Promise.allSettled(
       Array.from({ length: 20 }, (_, i) =>
         runtime.search({ index: 'alpha', body: { sleepMs: 60 }, user: `capped_${i}` }),
@@ -198,7 +227,7 @@ describe('runtime: search settings and concurrency caps', () => {
     expect(Math.max(...waits)).toBeGreaterThanOrEqual(10);
   });
 
-  it('a task held back by its cap does not hold back other sandboxes\' tasks queued behind it', async () => {
+  it("a task held back by its cap does not hold back other sandboxes' tasks queued behind it", async () => {
     // Fill the capped sandbox's two places with long tasks and queue more of its tasks behind them.
     const capped = Array.from({ length: 6 }, (_, i) =>
       runtime.search({ index: 'alpha', body: { sleepMs: 600 }, user: `capped_${i}` }),
@@ -218,7 +247,9 @@ describe('runtime: search settings and concurrency caps', () => {
     const ends: Record<string, number[]> = { pu_a: [], pu_b: [] };
     await Promise.all(
       ['pu_a', 'pu_a', 'pu_b'].map((user) =>
-        runtime.search({ index: 'alpha', body: { sleepMs: 150 }, user }).then(() => ends[user]!.push(performance.now() - t0)),
+        runtime
+          .search({ index: 'alpha', body: { sleepMs: 150 }, user })
+          .then(() => ends[user]!.push(performance.now() - t0)),
       ),
     );
     // pu_a's two tasks ran one after the other; pu_b's beside the first.

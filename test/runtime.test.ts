@@ -157,7 +157,9 @@ describe('runtime with a second, trivial engine', () => {
     // work can keep them under it. Wait for the governor to say so rather than for a fixed time.
     while (!settled && runtime.sandboxStats().get('burners')!.state === 'ok') await sleep(10);
     if (settled) {
-      console.log(`runtime: burners never passed their low limit (peak ${peak.toFixed(2)}): the host is busy`);
+      console.log(
+        `runtime: burners never passed their low limit (peak ${peak.toFixed(2)}): the host is busy`,
+      );
       expect(peak).toBeLessThanOrEqual(0.6);
       await watching;
       await sleep(300);
@@ -233,11 +235,9 @@ describe('runtime with a second, trivial engine', () => {
   it('never rejects for a monitor sandbox but counts what it would have rejected', async () => {
     let done = false;
     let peak = 0;
-    const busy = runtime
-      .search({ index: 'beta', body: { burnCpuMs: 800 }, user: 'watch_1' })
-      .finally(() => {
-        done = true;
-      });
+    const busy = runtime.search({ index: 'beta', body: { burnCpuMs: 800 }, user: 'watch_1' }).finally(() => {
+      done = true;
+    });
     const watching = (async () => {
       while (!done) {
         peak = Math.max(peak, runtime.governorSnapshot().usage.get('watchers')?.cpu ?? 0);
@@ -547,7 +547,9 @@ describe('runtime query priority', () => {
     const runtime = await createRuntime({ engine: echoEngine, threads: 2, queryPriority: vipRules });
     try {
       // Priority 1 runs in the background lane (every priority below 11): its 2 workers.
-      await expect(runtime.setQueryPriority({ priorities: [{ priority: 1, reserved_workers: 2 }] })).rejects.toThrow(
+      await expect(
+        runtime.setQueryPriority({ priorities: [{ priority: 1, reserved_workers: 2 }] }),
+      ).rejects.toThrow(
         "body.priorities must leave at least one of lane [background]'s 2 workers unreserved",
       );
       // @ts-expect-error: the input type wants an integer; the runtime refuses it too
@@ -556,11 +558,24 @@ describe('runtime query priority', () => {
       );
       expect(runtime.queryPriority().priorities).toEqual(vipRules.priorities);
       await expect(
-        createRuntime({ engine: echoEngine, threads: 1, queryPriority: { priorities: [{ priority: 1, reserved_workers: 1 }] } }),
-      ).rejects.toThrow("options.queryPriority.priorities must leave at least one of lane [background]'s 1 workers unreserved");
+        createRuntime({
+          engine: echoEngine,
+          threads: 1,
+          queryPriority: { priorities: [{ priority: 1, reserved_workers: 1 }] },
+        }),
+      ).rejects.toThrow(
+        "options.queryPriority.priorities must leave at least one of lane [background]'s 1 workers unreserved",
+      );
       await expect(
-        createRuntime({ engine: echoEngine, threads: 1, lanes: false, queryPriority: { priorities: [{ priority: 1, reserved_workers: 1 }] } }),
-      ).rejects.toThrow("options.queryPriority.priorities must leave at least one of the pool's 1 workers unreserved");
+        createRuntime({
+          engine: echoEngine,
+          threads: 1,
+          lanes: false,
+          queryPriority: { priorities: [{ priority: 1, reserved_workers: 1 }] },
+        }),
+      ).rejects.toThrow(
+        "options.queryPriority.priorities must leave at least one of the pool's 1 workers unreserved",
+      );
     } finally {
       await runtime.close();
     }
@@ -610,7 +625,11 @@ describe('runtime query priority', () => {
     await seeded.close();
     // The seed was saved: a later start without it keeps the rules.
     expect(JSON.parse(readFileSync(file, 'utf8')).priorities).toEqual(vipRules.priorities);
-    const smaller = await createRuntime({ engine: echoEngine, threads: 1, queryPriorityStore: new FileQueryPriorityStore(file) });
+    const smaller = await createRuntime({
+      engine: echoEngine,
+      threads: 1,
+      queryPriorityStore: new FileQueryPriorityStore(file),
+    });
     try {
       expect(smaller.queryPriority().priorities).toEqual(vipRules.priorities);
       // The rule's priority (10) runs in the background lane, now of one worker: its reservation cannot fit.
@@ -687,7 +706,8 @@ describe('runtime query priority', () => {
         tasks.push(
           runtime.search({ index: 'alpha', body, user: users[i % 3] }).then(
             () => 'ok',
-            (e: unknown) => (e instanceof RejectedError && e.resource === 'queue' ? 'rejected' : `other: ${String(e)}`),
+            (e: unknown) =>
+              e instanceof RejectedError && e.resource === 'queue' ? 'rejected' : `other: ${String(e)}`,
           ),
         );
         if (i % 20 === 0) await sleep(2);
@@ -726,7 +746,9 @@ describe('runtime onTaskEnd', () => {
     const events: import('../src/runtime.js').TaskEndEvent[] = [];
     const runtime = await createRuntime({ engine: echoEngine, threads: 2, onTaskEnd: (e) => events.push(e) });
     try {
-      const burned = (await runtime.search({ index: 'alpha', body: { burnCpuMs: 60 } })) as { burnedCpuMs: number };
+      const burned = (await runtime.search({ index: 'alpha', body: { burnCpuMs: 60 } })) as {
+        burnedCpuMs: number;
+      };
       await runtime.search({ index: 'alpha', body: { fail: 'server' } }).catch(() => undefined);
       await runtime.search({ index: 'alpha', body: { fail: 'client' } }).catch(() => undefined);
       expect(events.map((e) => e.outcome)).toEqual(['completed', 'failed', 'failed']);

@@ -22,7 +22,11 @@
  */
 import { availableCores } from '../../native-shim/index.js';
 import { InvalidArgumentError } from '../errors.js';
-import { cpuUsageBetween, type NodeUsageSample, type NodeUsageSampler } from '../tracking/node-usage-sampler.js';
+import {
+  cpuUsageBetween,
+  type NodeUsageSample,
+  type NodeUsageSampler,
+} from '../tracking/node-usage-sampler.js';
 import type { IoSource } from '../tracking/io-usage-sampler.js';
 import { MovingAverage } from './moving-average.js';
 import { optionChecks } from '../common/option-checks.js';
@@ -135,7 +139,6 @@ export function resolveNodeUsageAveragesOptions(
   return Object.freeze({ intervalMs, windowMs, ioIntervalMs, ioWindowMs, cores });
 }
 
-
 /**
  * Moving averages of the node sampler's samples (see module doc). Wire it with `attach(sampler)` or
  * feed it with `record(sample)`.
@@ -191,7 +194,8 @@ export class NodeUsageAverages {
     if (++this.#since >= this.#every) {
       this.#since = 0;
       const earlier = this.#lastRecorded;
-      if (sample.cpuValid && earlier !== undefined) this.#cpu.record(cpuUsageBetween(earlier, sample, this.#options.cores));
+      if (sample.cpuValid && earlier !== undefined)
+        this.#cpu.record(cpuUsageBetween(earlier, sample, this.#options.cores));
       if (sample.cpuValid || earlier === undefined) this.#lastRecorded = sample;
       if (sample.heapValid) this.#heap.record(sample.memory);
       this.#timestampMs = sample.timestampMs;

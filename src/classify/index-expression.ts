@@ -45,3 +45,32 @@ export function resolveIndexExpression(expression: string, known: readonly strin
   }
   return known.filter((name) => wanted.has(name));
 }
+
+/** Expressions kept per list of known indices by `resolveIndexExpressionCached`; the cache is emptied when full. */
+const MAX_CACHED_EXPRESSIONS = 1024;
+const resolvedByKnown = new WeakMap<readonly string[], Map<string, readonly string[]>>();
+
+/**
+ * `resolveIndexExpression` for the request path: the same answer, frozen, kept per `known` list (by
+ * identity: the engine's list, or the one the index service rebuilds when writable indices change,
+ * is never changed in place) so that a search does not resolve its expression again. At most
+ * `MAX_CACHED_EXPRESSIONS` expressions are kept per list. Errors are not kept: each call throws anew.
+ * @throws as `resolveIndexExpression`.
+ */
+export function resolveIndexExpressionCached(
+  expression: string,
+  known: readonly string[] | undefined,
+): readonly string[] {
+  if (known === undefined) return resolveIndexExpression(expression, known);
+  let cache = resolvedByKnown.get(known);
+  if (cache === undefined) {
+    cache = new Map();
+    resolvedByKnown.set(known, cache);
+  }
+  const hit = cache.get(expression);
+  if (hit !== undefined) return hit;
+  const resolved = Object.freeze(resolveIndexExpression(expression, known));
+  if (cache.size >= MAX_CACHED_EXPRESSIONS) cache.clear();
+  cache.set(expression, resolved);
+  return resolved;
+}

@@ -107,8 +107,20 @@ function splitFlags(text: string | undefined): string[] {
 /** The command's flags, for parseArgs and for suggesting the one a misspelt flag meant. */
 const CLUSTER_FLAGS = {
   ...stringFlags(
-    'base-port', 'host', 'data-nodes', 'shards-per-index', 'replicas', 'node-cores', 'threads',
-    'data-dir', 'max-docs', 'engine', 'log-level', 'data-node-flags', 'coordinator-flags', 'etcd',
+    'base-port',
+    'host',
+    'data-nodes',
+    'shards-per-index',
+    'replicas',
+    'node-cores',
+    'threads',
+    'data-dir',
+    'max-docs',
+    'engine',
+    'log-level',
+    'data-node-flags',
+    'coordinator-flags',
+    'etcd',
   ),
 };
 
@@ -174,7 +186,11 @@ export function parseClusterOptions(argv: readonly string[], env: NodeJS.Process
     dataNodeArgs: splitFlags(values['data-node-flags']),
     coordinatorArgs: splitFlags(values['coordinator-flags']),
     etcd:
-      values['etcd'] === undefined ? 'local' : values['etcd'] === 'none' ? 'none' : parseEtcdEndpoints(values['etcd']),
+      values['etcd'] === undefined
+        ? 'local'
+        : values['etcd'] === 'none'
+          ? 'none'
+          : parseEtcdEndpoints(values['etcd']),
   };
 }
 
@@ -301,7 +317,10 @@ export function lockClusterDir(clusterDir: string, dataDir: string): () => void 
  * Checks that every node's port can be listened on, before any node starts (the nodes check again).
  * @throws ClusterStartError naming the nodes whose ports are taken, or the host that cannot be used.
  */
-async function checkPortsFree(host: string, ports: ReadonlyArray<{ id: string; port: number }>): Promise<void> {
+async function checkPortsFree(
+  host: string,
+  ports: ReadonlyArray<{ id: string; port: number }>,
+): Promise<void> {
   const failures = await Promise.all(ports.map(({ port }) => probePort(host, port)));
   const busy = ports.filter((_, i) => failures[i] === 'EADDRINUSE');
   if (busy.length > 0) {
@@ -462,7 +481,9 @@ export async function startCluster(
       }).catch((error: unknown) => {
         throw new ClusterStartError(`etcd could not start: ${(error as Error).message}`, 'etcd');
       });
-      log(`etcd for the cluster state: ${localEtcd.endpoints.join(',')} (data in ${path.join(clusterDir, 'etcd')})`);
+      log(
+        `etcd for the cluster state: ${localEtcd.endpoints.join(',')} (data in ${path.join(clusterDir, 'etcd')})`,
+      );
       if (signal?.aborted) throw new ClusterStartError(`stopped during start-up (${String(signal.reason)})`);
     }
   } catch (error) {
@@ -499,10 +520,14 @@ export async function startCluster(
     // Each node collects garbage where this process does (`node --single-threaded-gc`: per isolate, at
     // each lane's weight; docs/lanes.md).
     const gcFlags = process.execArgv.filter((a) => a === '--single-threaded-gc');
-    const child = spawn(process.execPath, [...gcFlags, script, ...common, '--log-level', options.logLevel, ...args], {
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      env,
-    });
+    const child = spawn(
+      process.execPath,
+      [...gcFlags, script, ...common, '--log-level', options.logLevel, ...args],
+      {
+        stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+        env,
+      },
+    );
     let markReady: () => void = () => {};
     let markFailed: (error: Error) => void = () => {};
     const ready = new Promise<void>((resolve, reject) => {
@@ -624,7 +649,11 @@ export async function startCluster(
       ...etcdArgs,
       ...options.coordinatorArgs,
     ]);
-    await waitListening(children.slice(-1), startupFailed, Math.max(1, Math.round(deadline - performance.now())));
+    await waitListening(
+      children.slice(-1),
+      startupFailed,
+      Math.max(1, Math.round(deadline - performance.now())),
+    );
   } catch (error) {
     await stop();
     throw error;

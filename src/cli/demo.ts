@@ -64,7 +64,9 @@ export function parseDemoOptions(argv: readonly string[], env: NodeJS.ProcessEnv
   });
   const int = (name: string, min: number, max: number, fallback: number): number => {
     const text = values[name as keyof typeof values];
-    return optionChecks.integerText(`--${name}`, typeof text === 'string' ? text : undefined, min, max) ?? fallback;
+    return (
+      optionChecks.integerText(`--${name}`, typeof text === 'string' ? text : undefined, min, max) ?? fallback
+    );
   };
   const serve = parseServeOptions(rest, env);
   return {
@@ -264,7 +266,10 @@ export function renderPhase(result: PhaseResult): string {
 /** Runs the demo; resolves when both phases are done and everything is closed. */
 export async function runDemo(options: DemoOptions): Promise<void> {
   const log = pino({ level: 'warn' });
-  const progress = new ProgressReporter({ label: 'demo', write: (line) => process.stdout.write(`${line}\n`) });
+  const progress = new ProgressReporter({
+    label: 'demo',
+    write: (line) => process.stdout.write(`${line}\n`),
+  });
   progress.phase('starting the service (the first start builds the index cache)');
   const feed = new RuntimeFeed();
   const runtime = await createRuntime(withTaskEnds({ ...options.runtime, logger: log }, feed)).finally(() =>
@@ -292,10 +297,21 @@ export async function runDemo(options: DemoOptions): Promise<void> {
         `demo: dashboard ${base}/_dashboard (metrics ${base}/_prometheus/metrics)\n\n`,
     );
     for (const l of node.lanes) {
-      if (!l.weighted) process.stdout.write(`demo: lane ${l.name} is UNWEIGHTED (${l.weightReason}); expect less isolation\n`);
+      if (!l.weighted)
+        process.stdout.write(
+          `demo: lane ${l.name} is UNWEIGHTED (${l.weightReason}); expect less isolation\n`,
+        );
     }
     await post(`${base}/easy-ham-1/_search`, 'dash_ops', { query: { match: { subject: 'warm' } } });
-    const alone = await runPhase(runtime, base, 'dashboards alone (no flood)', 'enabled', options, progress, false);
+    const alone = await runPhase(
+      runtime,
+      base,
+      'dashboards alone (no flood)',
+      'enabled',
+      options,
+      progress,
+      false,
+    );
     progress.stop();
     process.stdout.write(`${renderPhase(alone)}\n\n`);
     const off = await runPhase(runtime, base, 'enforcement off (disabled)', 'disabled', options, progress);

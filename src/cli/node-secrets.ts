@@ -42,9 +42,18 @@ export function readNodeSecrets(env: NodeJS.ProcessEnv, role: ServeRole): NodeSe
       undefined,
     );
   }
-  const distinct = (name: string, value: string | undefined, other: string, otherValue: string | undefined) => {
+  const distinct = (
+    name: string,
+    value: string | undefined,
+    other: string,
+    otherValue: string | undefined,
+  ) => {
     if (value !== undefined && value === otherValue) {
-      throw new InvalidArgumentError(name, `must differ from ${other}`, `${value.slice(0, 4)}... (${value.length} characters)`);
+      throw new InvalidArgumentError(
+        name,
+        `must differ from ${other}`,
+        `${value.slice(0, 4)}... (${value.length} characters)`,
+      );
     }
   };
   distinct('QUERY_SANDBOX_WRITER_TOKEN', writerToken, 'QUERY_SANDBOX_ADMIN_TOKEN', adminToken);

@@ -15,6 +15,7 @@ export function probePort(host: string, port: number): Promise<string | undefine
 
 /** True when `count` ports from `base` on 127.0.0.1 can all be listened on. */
 export async function portsFree(base: number, count: number): Promise<boolean> {
-  for (let port = base; port < base + count; port++) if ((await probePort('127.0.0.1', port)) !== undefined) return false;
+  for (let port = base; port < base + count; port++)
+    if ((await probePort('127.0.0.1', port)) !== undefined) return false;
   return true;
 }

@@ -206,16 +206,58 @@ const RUNTIME_FLAGS = [
 /** The command's flags, for parseArgs and for suggesting the one a misspelt flag meant. */
 const SERVE_FLAGS = {
   ...stringFlags(
-    'host', 'port', 'sandboxes', 'data-dir', 'threads', 'lanes', 'foreground-workers',
-    'background-workers', 'foreground-min-priority', 'background-weight', 'spare-workers',
-    'helper-thread-weight', 'engine', 'enforcement', 'interval-ms', 'max-sandboxes', 'max-docs',
-    'query-priority', 'queue-order', 'max-queue-wait-ms', 'standing-queue-ms', 'controlled-delay-ms',
-    'adaptive-lifo', 'duress-shedding', 'log-level', 'cores', 'cache-dir', 'shards-per-index',
-    'usage-interval-ms', 'usage-window-ms', 'role', 'node-id', 'cluster', 'data-nodes',
-    'admission-mode', 'admission-cpu', 'admission-heap', 'duress-cpu', 'duress-heap', 'stats-ttl-ms',
-    'stats-refresh-ms', 'shard-timeout-ms', 'discovery-timeout-ms', 'translog-durability',
-    'translog-sync-interval-ms', 'indexing-pressure-bytes', 'write-queue-size', 'etcd',
-    'etcd-prefix', 'headers-timeout-ms', 'request-timeout-ms', 'max-connections',
+    'host',
+    'port',
+    'sandboxes',
+    'data-dir',
+    'threads',
+    'lanes',
+    'foreground-workers',
+    'background-workers',
+    'foreground-min-priority',
+    'background-weight',
+    'spare-workers',
+    'helper-thread-weight',
+    'engine',
+    'enforcement',
+    'interval-ms',
+    'max-sandboxes',
+    'max-docs',
+    'query-priority',
+    'queue-order',
+    'max-queue-wait-ms',
+    'standing-queue-ms',
+    'controlled-delay-ms',
+    'adaptive-lifo',
+    'duress-shedding',
+    'log-level',
+    'cores',
+    'cache-dir',
+    'shards-per-index',
+    'usage-interval-ms',
+    'usage-window-ms',
+    'role',
+    'node-id',
+    'cluster',
+    'data-nodes',
+    'admission-mode',
+    'admission-cpu',
+    'admission-heap',
+    'duress-cpu',
+    'duress-heap',
+    'stats-ttl-ms',
+    'stats-refresh-ms',
+    'shard-timeout-ms',
+    'discovery-timeout-ms',
+    'translog-durability',
+    'translog-sync-interval-ms',
+    'indexing-pressure-bytes',
+    'write-queue-size',
+    'etcd',
+    'etcd-prefix',
+    'headers-timeout-ms',
+    'request-timeout-ms',
+    'max-connections',
   ),
   'debug-routes': { type: 'boolean' as const },
   'insecure-skip-auth': { type: 'boolean' as const },
@@ -283,10 +325,23 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     );
   }
   const translogDurability = str('translog-durability');
-  if (translogDurability !== undefined && translogDurability !== 'request' && translogDurability !== 'async') {
-    throw new InvalidArgumentError('--translog-durability', 'must be one of request, async', translogDurability);
+  if (
+    translogDurability !== undefined &&
+    translogDurability !== 'request' &&
+    translogDurability !== 'async'
+  ) {
+    throw new InvalidArgumentError(
+      '--translog-durability',
+      'must be one of request, async',
+      translogDurability,
+    );
   }
-  const translogSyncIntervalMs = intFlag('translog-sync-interval-ms', str('translog-sync-interval-ms'), 1, 3_600_000);
+  const translogSyncIntervalMs = intFlag(
+    'translog-sync-interval-ms',
+    str('translog-sync-interval-ms'),
+    1,
+    3_600_000,
+  );
   const indexingPressureBytes = intFlag(
     'indexing-pressure-bytes',
     str('indexing-pressure-bytes'),
@@ -358,7 +413,9 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     ...(role !== 'coordinator' && nodeId !== undefined ? { nodeId } : {}),
     ...(cores !== undefined ? { cores } : {}),
     ...(role === 'data' ? { nodeRole: 'data' as const } : {}),
-    ...(translogDurability !== undefined ? { translogDurability: translogDurability as 'request' | 'async' } : {}),
+    ...(translogDurability !== undefined
+      ? { translogDurability: translogDurability as 'request' | 'async' }
+      : {}),
     ...(translogSyncIntervalMs !== undefined ? { translogSyncIntervalMs } : {}),
     ...(indexingPressureBytes !== undefined && role !== 'coordinator' ? { indexingPressureBytes } : {}),
     ...(writeQueueSize !== undefined && role !== 'coordinator' ? { writeQueueSize } : {}),
@@ -373,8 +430,15 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
       : {}),
   };
   const etcdPrefix = str('etcd-prefix');
-  if (etcdPrefix !== undefined && (!/^\/[A-Za-z0-9_.\-/]{1,200}$/.test(etcdPrefix) || etcdPrefix.endsWith('/'))) {
-    throw new InvalidArgumentError('--etcd-prefix', 'must be /name (1..200 characters of [A-Za-z0-9_.-/], no trailing /)', etcdPrefix);
+  if (
+    etcdPrefix !== undefined &&
+    (!/^\/[A-Za-z0-9_.\-/]{1,200}$/.test(etcdPrefix) || etcdPrefix.endsWith('/'))
+  ) {
+    throw new InvalidArgumentError(
+      '--etcd-prefix',
+      'must be /name (1..200 characters of [A-Za-z0-9_.-/], no trailing /)',
+      etcdPrefix,
+    );
   }
   if (etcdPrefix !== undefined && str('etcd') === undefined) {
     throw new InvalidArgumentError('--etcd-prefix', 'needs --etcd', etcdPrefix);
@@ -439,7 +503,12 @@ function laneFlags(str: (k: string) => string | undefined): RuntimeOptions['lane
   if (onOff !== undefined && onOff !== 'on' && onOff !== 'off') {
     throw new InvalidArgumentError('--lanes', 'must be one of on, off', onOff);
   }
-  const perLane = ['foreground-workers', 'background-workers', 'foreground-min-priority', 'background-weight'];
+  const perLane = [
+    'foreground-workers',
+    'background-workers',
+    'foreground-min-priority',
+    'background-weight',
+  ];
   if (onOff === 'off') {
     const flag = perLane.find((f) => str(f) !== undefined);
     if (flag !== undefined) throw new InvalidArgumentError(`--${flag}`, 'needs --lanes on', str(flag));
@@ -449,7 +518,8 @@ function laneFlags(str: (k: string) => string | undefined): RuntimeOptions['lane
   const foregroundWorkers = intFlag('foreground-workers', str('foreground-workers'), 1, 1024);
   const backgroundWorkers = intFlag('background-workers', str('background-workers'), 1, 1024);
   const minPriority =
-    intFlag('foreground-min-priority', str('foreground-min-priority'), -1e9, 1e9) ?? DEFAULT_FOREGROUND_MIN_PRIORITY;
+    intFlag('foreground-min-priority', str('foreground-min-priority'), -1e9, 1e9) ??
+    DEFAULT_FOREGROUND_MIN_PRIORITY;
   const weightText = str('background-weight');
   const weight =
     weightText === 'idle'
@@ -457,8 +527,17 @@ function laneFlags(str: (k: string) => string | undefined): RuntimeOptions['lane
       : (intFlag('background-weight', weightText, 0, 19, '--background-weight (a nice value, or idle)') ??
         DEFAULT_BACKGROUND_WEIGHT);
   return [
-    { name: 'foreground', minPriority, weight: 0, ...(foregroundWorkers !== undefined ? { workers: foregroundWorkers } : {}) },
-    { name: 'background', weight, ...(backgroundWorkers !== undefined ? { workers: backgroundWorkers } : {}) },
+    {
+      name: 'foreground',
+      minPriority,
+      weight: 0,
+      ...(foregroundWorkers !== undefined ? { workers: foregroundWorkers } : {}),
+    },
+    {
+      name: 'background',
+      weight,
+      ...(backgroundWorkers !== undefined ? { workers: backgroundWorkers } : {}),
+    },
   ];
 }
 

@@ -41,7 +41,10 @@ import type { StoredSandboxes } from '../sandbox/sandbox-store.js';
  * then: a node without `--etcd` never loads the etcd client).
  * @throws ClusterStateUnavailableError when etcd does not answer at start.
  */
-async function connectClusterState(options: ServeOptions, log: pino.Logger): Promise<EtcdConnection | undefined> {
+async function connectClusterState(
+  options: ServeOptions,
+  log: pino.Logger,
+): Promise<EtcdConnection | undefined> {
   if (options.etcd === undefined) return undefined;
   const { EtcdConnection } = await import('../etcd/etcd-connection.js');
   const connection = new EtcdConnection({
@@ -50,7 +53,9 @@ async function connectClusterState(options: ServeOptions, log: pino.Logger): Pro
     logger: log,
   });
   try {
-    await connection.call('start (reading the cluster state)', (client) => client.get(connection.key('probe')).string());
+    await connection.call('start (reading the cluster state)', (client) =>
+      client.get(connection.key('probe')).string(),
+    );
   } catch (error) {
     connection.close();
     throw error;
@@ -80,7 +85,11 @@ async function readQueryPriorityFile(file: string): Promise<unknown> {
   try {
     text = await readFile(file, 'utf8');
   } catch (error) {
-    throw new InvalidArgumentError('--query-priority', `cannot be read (${(error as NodeJS.ErrnoException).code})`, file);
+    throw new InvalidArgumentError(
+      '--query-priority',
+      `cannot be read (${(error as NodeJS.ErrnoException).code})`,
+      file,
+    );
   }
   let document: unknown;
   try {
@@ -135,7 +144,9 @@ async function serveCoordinator(
   // bound its fan-out (max_concurrent_shard_requests).
   const sandboxes = connection === undefined ? undefined : await watchSandboxes(connection, log);
   const coordinator = await Coordinator.start({
-    ...(connection !== undefined && membership !== undefined ? { clusterState: { connection, membership } } : {}),
+    ...(connection !== undefined && membership !== undefined
+      ? { clusterState: { connection, membership } }
+      : {}),
     ...(sandboxes !== undefined ? { sandboxes: sandboxes.list } : {}),
     nodeId: c.nodeId,
     dataNodes,
@@ -164,7 +175,10 @@ async function serveCoordinator(
     logger: log,
     clusterSecret: secrets.clusterSecret,
   });
-  const admin = await resolveAdminToken(process.env, path.resolve(options.runtime.dataDir ?? '.query-sandbox'));
+  const admin = await resolveAdminToken(
+    process.env,
+    path.resolve(options.runtime.dataDir ?? '.query-sandbox'),
+  );
   const app = buildCoordinatorServer(coordinator, {
     logger: log,
     adminToken: admin.token,
@@ -211,9 +225,14 @@ export async function serve(options: ServeOptions): Promise<void> {
   const started = performance.now();
   let placement: DataNodePlacement | undefined;
   if (options.role === 'data') {
-    const cluster = options.clusterFile === undefined ? undefined : await readClusterFile(options.clusterFile);
+    const cluster =
+      options.clusterFile === undefined ? undefined : await readClusterFile(options.clusterFile);
     if (cluster !== undefined && options.runtime.nodeId === undefined) {
-      throw new InvalidArgumentError('--node-id', 'is required with --cluster (the data node to be)', undefined);
+      throw new InvalidArgumentError(
+        '--node-id',
+        'is required with --cluster (the data node to be)',
+        undefined,
+      );
     }
     placement = placeDataNode({
       nodeId: options.runtime.nodeId ?? `node-${process.pid}`,
@@ -227,23 +246,32 @@ export async function serve(options: ServeOptions): Promise<void> {
   );
   const dataDir = path.resolve(options.runtime.dataDir ?? '.query-sandbox');
   const queryPriority =
-    options.queryPriorityFile === undefined ? undefined : await readQueryPriorityFile(options.queryPriorityFile);
+    options.queryPriorityFile === undefined
+      ? undefined
+      : await readQueryPriorityFile(options.queryPriorityFile);
   const connection = await connectClusterState(options, log);
-  const shared = connection === undefined ? undefined : await sharedStores(connection, options.role === 'data');
+  const shared =
+    connection === undefined ? undefined : await sharedStores(connection, options.role === 'data');
   // Metrics and the dashboard read the runtime through this feed (task ends feed the histograms).
   const feed = new RuntimeFeed();
-  const runtime = await createRuntime(withTaskEnds({
-    ...options.runtime,
-    ...(placement !== undefined ? { engineOptions: placement.engineOptions } : {}),
-    ...(queryPriority !== undefined ? { queryPriority } : {}),
-    // Changes made through PUT /_query_priority survive restarts; the file seeds an empty store only.
-    // With --etcd, every node shares one document (and one sandbox set), seeded by the first node.
-    queryPriorityStore: shared?.queryPriority ?? new FileQueryPriorityStore(path.join(dataDir, 'query-priority.json')),
-    // Sandbox changes survive restarts; the sandbox file seeds the store on the first start only.
-    sandboxStore: shared?.sandboxes ?? new FileSandboxStore(path.join(dataDir, 'sandboxes.json')),
-    ...(shared?.indexMetadata !== undefined ? { indexMetadataStore: shared.indexMetadata } : {}),
-    logger: log,
-  }, feed));
+  const runtime = await createRuntime(
+    withTaskEnds(
+      {
+        ...options.runtime,
+        ...(placement !== undefined ? { engineOptions: placement.engineOptions } : {}),
+        ...(queryPriority !== undefined ? { queryPriority } : {}),
+        // Changes made through PUT /_query_priority survive restarts; the file seeds an empty store only.
+        // With --etcd, every node shares one document (and one sandbox set), seeded by the first node.
+        queryPriorityStore:
+          shared?.queryPriority ?? new FileQueryPriorityStore(path.join(dataDir, 'query-priority.json')),
+        // Sandbox changes survive restarts; the sandbox file seeds the store on the first start only.
+        sandboxStore: shared?.sandboxes ?? new FileSandboxStore(path.join(dataDir, 'sandboxes.json')),
+        ...(shared?.indexMetadata !== undefined ? { indexMetadataStore: shared.indexMetadata } : {}),
+        logger: log,
+      },
+      feed,
+    ),
+  );
   // With shared metadata, the copies follow every change of the shard table made elsewhere.
   if (shared?.indexMetadata !== undefined && runtime.indices !== undefined) {
     const indices = runtime.indices.placement;
@@ -350,10 +378,16 @@ async function watchSandboxes(connection: EtcdConnection, log: pino.Logger) {
   const take = (stored: StoredSandboxes | undefined) => {
     if (stored === undefined || stored.version <= version) return;
     try {
-      list = parseSandboxDefinitions({ version: stored.version, sandboxes: stored.sandboxes }, { maxSandboxes: 10_000 });
+      list = parseSandboxDefinitions(
+        { version: stored.version, sandboxes: stored.sandboxes },
+        { maxSandboxes: 10_000 },
+      );
       version = stored.version;
     } catch (error) {
-      log.warn({ version: stored.version, error: (error as Error).message }, 'sandbox set in etcd refused; the last one stays');
+      log.warn(
+        { version: stored.version, error: (error as Error).message },
+        'sandbox set in etcd refused; the last one stays',
+      );
     }
   };
   take(await store.load().catch(() => undefined));
@@ -369,18 +403,25 @@ async function watchSandboxes(connection: EtcdConnection, log: pino.Logger) {
 
 /** The stores of a node whose cluster state is in etcd (loaded only with `--etcd`). */
 async function sharedStores(connection: EtcdConnection, dataNode: boolean) {
-  const [{ EtcdSandboxStore }, { EtcdQueryPriorityStore }, { EtcdMetadataPersistence }, { IndexMetadataStore }] =
-    await Promise.all([
-      import('../sandbox/etcd-sandbox-store.js'),
-      import('../scheduler/etcd-query-priority-store.js'),
-      import('../cluster/etcd-index-metadata.js'),
-      import('../indices/index-metadata-store.js'),
-    ]);
+  const [
+    { EtcdSandboxStore },
+    { EtcdQueryPriorityStore },
+    { EtcdMetadataPersistence },
+    { IndexMetadataStore },
+  ] = await Promise.all([
+    import('../sandbox/etcd-sandbox-store.js'),
+    import('../scheduler/etcd-query-priority-store.js'),
+    import('../cluster/etcd-index-metadata.js'),
+    import('../indices/index-metadata-store.js'),
+  ]);
   const sandboxes = new EtcdSandboxStore(connection);
   const queryPriority = new EtcdQueryPriorityStore(connection);
   // A data node's writable-index metadata and shard table are the cluster's; a single node keeps its own.
   const indexMetadata = dataNode
-    ? await IndexMetadataStore.open({ path: connection.key('metadata'), persistence: new EtcdMetadataPersistence(connection) })
+    ? await IndexMetadataStore.open({
+        path: connection.key('metadata'),
+        persistence: new EtcdMetadataPersistence(connection),
+      })
     : undefined;
   return {
     sandboxes,

@@ -52,7 +52,12 @@ const SHARD_FLAGS = {
 
 function parseFlags(argv: readonly string[]) {
   try {
-    return parseArgs({ args: joinNegativeValues(argv, SHARD_FLAGS), options: SHARD_FLAGS, strict: true, allowPositionals: true });
+    return parseArgs({
+      args: joinNegativeValues(argv, SHARD_FLAGS),
+      options: SHARD_FLAGS,
+      strict: true,
+      allowPositionals: true,
+    });
   } catch (error) {
     throw argumentsError(error, argv, SHARD_FLAGS);
   }

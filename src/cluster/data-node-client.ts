@@ -6,8 +6,19 @@
 import { STATS_HEADER_KEY } from '../admission/stats-header.js';
 import { isPlainObject } from '../common/is-plain-object.js';
 import { internalHeaders } from './internal-call.js';
-import { decodeErrorAnswer, decodeNodeInfo, decodeShardSearchAnswer, encodeShardSearchRequest, type ShardSearchCall } from './internal-codecs.js';
-import { NODE_INFO_PATH, type NodeInfo, SHARD_SEARCH_PATH, type ShardSearchResponse } from './internal-protocol.js';
+import {
+  decodeErrorAnswer,
+  decodeNodeInfo,
+  decodeShardSearchAnswer,
+  encodeShardSearchRequest,
+  type ShardSearchCall,
+} from './internal-codecs.js';
+import {
+  NODE_INFO_PATH,
+  type NodeInfo,
+  SHARD_SEARCH_PATH,
+  type ShardSearchResponse,
+} from './internal-protocol.js';
 
 export type { ShardSearchCall } from './internal-codecs.js';
 
@@ -149,5 +160,8 @@ export async function fetchNodeInfo(
   } catch {
     throw new Error(`data node ${url} answered ${NODE_INFO_PATH} with a body that is not JSON`);
   }
-  return { info: decodeNodeInfo(body, url), statsHeader: response.headers.get(STATS_HEADER_KEY) ?? undefined };
+  return {
+    info: decodeNodeInfo(body, url),
+    statsHeader: response.headers.get(STATS_HEADER_KEY) ?? undefined,
+  };
 }

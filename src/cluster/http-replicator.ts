@@ -160,13 +160,18 @@ export class HttpReplicator implements Replicator {
     await this.#indices.metadata.updateShardTable(copy.meta.name, copy.meta.uuid, (p, shard) => {
       if (shard !== copy.shard) return p;
       if (p.primary !== me || (p.primaryTerm ?? 1) !== copy.term) {
-        throw new Error(`[${copy.meta.name}][${shard}] is no longer primary here (term ${copy.term}; the table says [${p.primary}] at term ${p.primaryTerm ?? 1})`);
+        throw new Error(
+          `[${copy.meta.name}][${shard}] is no longer primary here (term ${copy.term}; the table says [${p.primary}] at term ${p.primaryTerm ?? 1})`,
+        );
       }
       const current = p.inSync ?? [p.primary, ...p.replicas];
       if (current.includes(node) === inSync) return p;
       return { ...p, inSync: inSync ? [...current, node] : current.filter((n) => n !== node) };
     });
-    this.#log.info({ index: copy.meta.name, shard: copy.shard, replica: node, inSync }, inSync ? 'replica back in sync' : 'replica taken out of the in-sync set');
+    this.#log.info(
+      { index: copy.meta.name, shard: copy.shard, replica: node, inSync },
+      inSync ? 'replica back in sync' : 'replica taken out of the in-sync set',
+    );
   }
 
   /** With `trackInSync`: the in-sync bookkeeping after one replication request (see the option). */
@@ -217,7 +222,12 @@ export class HttpReplicator implements Replicator {
         unacknowledged ??= r.unacknowledged;
       }
     }
-    return { successful: timings.length, failures, timings, ...(unacknowledged !== undefined ? { unacknowledged } : {}) };
+    return {
+      successful: timings.length,
+      failures,
+      timings,
+      ...(unacknowledged !== undefined ? { unacknowledged } : {}),
+    };
   }
 
   /**
@@ -268,7 +278,10 @@ export class HttpReplicator implements Replicator {
     const { meta, shard } = copy;
     const url = meta.nodes[node];
     const fail = (status: number, reason: { type: string; reason: string }): ReplicaResult => {
-      this.#log.warn({ index: meta.name, shard, replica: node, status, reason: reason.reason }, 'replica write failed');
+      this.#log.warn(
+        { index: meta.name, shard, replica: node, status, reason: reason.reason },
+        'replica write failed',
+      );
       return {
         ok: false,
         failure: { _index: meta.name, _shard: shard, _node: node, reason, status, primary: false },
@@ -292,23 +305,37 @@ export class HttpReplicator implements Replicator {
           primaryNextSeqNo: attempt === 0 ? primaryNextSeqNo : undefined,
           primaryTerm: this.#trackInSync ? copy.term : undefined,
         }),
-        { timeoutMs: this.#timeoutMs, secret: this.#secret, signal: this.#closing.signal, okStatuses: [200, 409] },
+        {
+          timeoutMs: this.#timeoutMs,
+          secret: this.#secret,
+          signal: this.#closing.signal,
+          okStatuses: [200, 409],
+        },
       );
       if (!outcome.ok) return fail(outcome.status, outcome.reason);
       let answer: ReplicateAnswer;
       try {
         answer = decodeReplicateAnswer(outcome.status, outcome.body);
       } catch (error) {
-        return fail(502, { type: 'exception', reason: `the replica answered 409 without next_seq_no (${(error as Error).message})` });
+        return fail(502, {
+          type: 'exception',
+          reason: `the replica answered 409 without next_seq_no (${(error as Error).message})`,
+        });
       }
       if (answer.applied) {
-        return { ok: true, timing: { node, responseTimeNs: outcome.responseTimeNs, serviceTimeNs: answer.serviceTimeNs } };
+        return {
+          ok: true,
+          timing: { node, responseTimeNs: outcome.responseTimeNs, serviceTimeNs: answer.serviceTimeNs },
+        };
       }
       // 409: the replica lacks earlier operations; send everything from its next sequence number.
       const next = answer.nextSeqNo;
       const last = operations[operations.length - 1]?.seqNo ?? (primaryNextSeqNo ?? 0) - 1;
       batch = (await this.#indices.operationsSince(meta.name, shard, next)).filter((op) => op.seqNo <= last);
-      this.#log.info({ index: meta.name, shard, replica: node, from: next, operations: batch.length }, 'resending to a replica that is behind');
+      this.#log.info(
+        { index: meta.name, shard, replica: node, from: next, operations: batch.length },
+        'resending to a replica that is behind',
+      );
     }
     return fail(500, { type: 'exception', reason: 'the replica stayed behind after a resend' });
   }
@@ -353,14 +380,20 @@ export async function recoverReplicas(
         try {
           operations = outcome.ok ? decodeRecoverAnswer(outcome.body) : undefined;
         } catch (error) {
-          log.warn({ index: meta.name, shard, primary, error: String(error) }, 'primary answered recovery with a malformed body; retrying');
+          log.warn(
+            { index: meta.name, shard, primary, error: String(error) },
+            'primary answered recovery with a malformed body; retrying',
+          );
         }
         if (operations !== undefined) {
           try {
             const applied = await indices.applyReplica(meta.name, meta.uuid, shard, operations, 'true');
             if (applied.ok) {
               copy.state = 'STARTED';
-              log.info({ index: meta.name, shard, from, operations: operations.length }, 'replica recovered from its primary');
+              log.info(
+                { index: meta.name, shard, from, operations: operations.length },
+                'replica recovered from its primary',
+              );
               return;
             }
           } catch (error) {

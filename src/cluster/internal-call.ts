@@ -84,7 +84,14 @@ export async function callInternal(
                   ? e.cause.code
                   : String(e?.cause?.message ?? e?.message ?? error),
             };
-    return { ok: false, status: 0, body: undefined, reason, statsHeader: undefined, responseTimeNs: elapsedNs() };
+    return {
+      ok: false,
+      status: 0,
+      body: undefined,
+      reason,
+      statsHeader: undefined,
+      responseTimeNs: elapsedNs(),
+    };
   }
   const responseTimeNs = elapsedNs();
   const statsHeader = response.headers.get(STATS_HEADER_KEY) ?? undefined;

@@ -22,8 +22,8 @@ export function findEtcdBinary(env: NodeJS.ProcessEnv = process.env): string | u
   const candidates =
     explicit !== undefined && explicit !== ''
       ? [explicit]
-      : [...(env['PATH'] ?? '').split(delimiter).filter((d) => d !== ''), '/usr/bin', '/usr/local/bin'].map((dir) =>
-          join(dir, 'etcd'),
+      : [...(env['PATH'] ?? '').split(delimiter).filter((d) => d !== ''), '/usr/bin', '/usr/local/bin'].map(
+          (dir) => join(dir, 'etcd'),
         );
   for (const file of candidates) {
     try {
@@ -123,7 +123,9 @@ export async function startLocalEtcd(options: LocalEtcdOptions): Promise<LocalEt
     "trap 'kill -TERM $p 2>/dev/null; wait $p; exit 0' TERM INT; " +
     '(read _ignored <&3; kill -TERM $p 2>/dev/null) & w=$!; exec 3<&-; ' +
     'wait $p; s=$?; kill $w 2>/dev/null; exit $s';
-  const child: ChildProcess = spawn('sh', ['-c', guard, binary, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn('sh', ['-c', guard, binary, ...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let last = '';
   const take = (chunk: Buffer) => {
     for (const line of chunk.toString('utf8').split('\n')) {
@@ -152,12 +154,16 @@ export async function startLocalEtcd(options: LocalEtcdOptions): Promise<LocalEt
   for (;;) {
     if (exitedNow) {
       const { code, signal } = await exited;
-      throw new Error(`etcd (${binary}) exited during start-up (code ${code}, signal ${signal}): ${last || '(no output)'}`);
+      throw new Error(
+        `etcd (${binary}) exited during start-up (code ${code}, signal ${signal}): ${last || '(no output)'}`,
+      );
     }
     if (await accepts(host, options.clientPort)) break;
     if (performance.now() > deadline) {
       await stop();
-      throw new Error(`etcd (${binary}) did not listen on ${client} within ${options.startTimeoutMs ?? 15_000} ms: ${last || '(no output)'}`);
+      throw new Error(
+        `etcd (${binary}) did not listen on ${client} within ${options.startTimeoutMs ?? 15_000} ms: ${last || '(no output)'}`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

@@ -36,10 +36,20 @@ export class MemberRegistration {
   /** Registrations made (1 at start, +1 after each lost lease). */
   registrations = 0;
 
-  private constructor(connection: EtcdConnection, member: Omit<Member, 'registeredAtMs'>, ttlSeconds: number, log: pino.Logger) {
+  private constructor(
+    connection: EtcdConnection,
+    member: Omit<Member, 'registeredAtMs'>,
+    ttlSeconds: number,
+    log: pino.Logger,
+  ) {
     this.#connection = connection;
     this.#key = connection.key(`nodes/${member.nodeId}`);
-    this.#value = JSON.stringify({ node_id: member.nodeId, url: member.url, info: member.info, registered_at_ms: Date.now() });
+    this.#value = JSON.stringify({
+      node_id: member.nodeId,
+      url: member.url,
+      info: member.info,
+      registered_at_ms: Date.now(),
+    });
     this.#ttlSeconds = ttlSeconds;
     this.#log = log;
   }
@@ -107,7 +117,12 @@ function parseMember(text: string): Member | undefined {
     const raw = JSON.parse(text) as Record<string, unknown>;
     const info = decodeNodeInfo(raw['info'], String(raw['url']));
     if (typeof raw['url'] !== 'string' || raw['node_id'] !== info.node_id) return undefined;
-    return { nodeId: info.node_id, url: raw['url'], info, registeredAtMs: Number(raw['registered_at_ms'] ?? 0) };
+    return {
+      nodeId: info.node_id,
+      url: raw['url'],
+      info,
+      registeredAtMs: Number(raw['registered_at_ms'] ?? 0),
+    };
   } catch {
     return undefined;
   }
@@ -215,7 +230,9 @@ export class MembershipWatcher {
   }
 
   #set(next: Map<string, Member>): void {
-    const joined = [...next.keys()].filter((id) => !this.#members.has(id) || this.#members.get(id)!.url !== next.get(id)!.url);
+    const joined = [...next.keys()].filter(
+      (id) => !this.#members.has(id) || this.#members.get(id)!.url !== next.get(id)!.url,
+    );
     const left = [...this.#members.keys()].filter((id) => !next.has(id));
     this.#members.clear();
     for (const [id, m] of next) this.#members.set(id, m);

@@ -26,11 +26,7 @@ import type { StatsCollector } from '../admission/stats-collector.js';
 import { EngineFailureError, InvalidArgumentError } from '../errors.js';
 import type { PlannedItem, ShardBatch } from '../bulk/bulk-planner.js';
 import type { BulkRequestParserOptions } from '../bulk/bulk-request.js';
-import {
-  type RefreshPolicy,
-  shardFailureResponse,
-  toShardWriteItem,
-} from '../bulk/bulk-response.js';
+import { type RefreshPolicy, shardFailureResponse, toShardWriteItem } from '../bulk/bulk-response.js';
 import { assignResults, type CatShardRow, type GetResponse } from '../indices/index-api.js';
 import {
   type IndexMetadata,
@@ -200,13 +196,7 @@ export class RemotePlacement implements IndexPlacement {
   /** Sends the metadata to every live data node. @throws EngineFailureError naming the nodes that refused. */
   async openIndex(meta: IndexMetadata): Promise<void> {
     await this.#everyNode((url) =>
-      callInternal(
-        url,
-        indexPath(meta.name),
-        'PUT',
-        encodeIndexMetadataRequest(meta),
-        this.#callOptions(),
-      ),
+      callInternal(url, indexPath(meta.name), 'PUT', encodeIndexMetadataRequest(meta), this.#callOptions()),
     );
     this.#options.log.info(
       { index: meta.name, uuid: meta.uuid, layout: meta.layout },
@@ -479,13 +469,7 @@ export class RemotePlacement implements IndexPlacement {
 
   #deleteEverywhere(meta: IndexMetadata): Promise<void> {
     return this.#everyNode((url) =>
-      callInternal(
-        url,
-        indexPath(meta.name, meta.uuid),
-        'DELETE',
-        undefined,
-        this.#callOptions(),
-      ),
+      callInternal(url, indexPath(meta.name, meta.uuid), 'DELETE', undefined, this.#callOptions()),
     );
   }
 

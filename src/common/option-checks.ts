@@ -44,9 +44,19 @@ export interface OptionChecks {
    * One word of `words`, in any case; returns the word as `words` spells it:
    * `must be one of enforced, soft, monitor` (or `expectation`).
    */
-  oneOf<W extends string>(path: string, value: unknown, words: readonly W[], fallback?: W, expectation?: string): W;
+  oneOf<W extends string>(
+    path: string,
+    value: unknown,
+    words: readonly W[],
+    fallback?: W,
+    expectation?: string,
+  ): W;
   /** A string (`nonEmpty`: of at least one character): `must be a string`, `must be a non-empty string`. */
-  string(path: string, value: unknown, options?: { readonly nonEmpty?: boolean; readonly fallback?: string }): string;
+  string(
+    path: string,
+    value: unknown,
+    options?: { readonly nonEmpty?: boolean; readonly fallback?: string },
+  ): string;
   /** An Elasticsearch time value (`"1s"`, `"500ms"`, `-1`) in ms (`common/time-value.ts`). */
   timeValueMs(path: string, value: unknown, fallback?: number): number;
   /** A CLI flag's text that is an integer in `min..max`: `--interval-ms must be an integer in 10..60000`. */
@@ -80,7 +90,8 @@ export function makeOptionChecks(fail: OptionErrorFactory): OptionChecks {
     },
     numberIn(path, value, min, max, fallback) {
       if (value === undefined && fallback !== undefined) return fallback;
-      if (!isNumber(value) || value < min || value > max) throw fail(path, `must be a number in ${min}..${max}`, value);
+      if (!isNumber(value) || value < min || value > max)
+        throw fail(path, `must be a number in ${min}..${max}`, value);
       return plain(value);
     },
     positiveNumber(path, value, fallback) {
@@ -95,12 +106,14 @@ export function makeOptionChecks(fail: OptionErrorFactory): OptionChecks {
     },
     ratio(path, value, fallback) {
       if (value === undefined && fallback !== undefined) return fallback;
-      if (!isNumber(value) || !(value > 0 && value <= 1)) throw fail(path, 'must be a ratio in (0, 1]', value);
+      if (!isNumber(value) || !(value > 0 && value <= 1))
+        throw fail(path, 'must be a ratio in (0, 1]', value);
       return value;
     },
     ratioOrZero(path, value, fallback) {
       if (value === undefined && fallback !== undefined) return fallback;
-      if (!isNumber(value) || !(value >= 0 && value <= 1)) throw fail(path, 'must be a ratio in [0, 1]', value);
+      if (!isNumber(value) || !(value >= 0 && value <= 1))
+        throw fail(path, 'must be a ratio in [0, 1]', value);
       return plain(value);
     },
     boolean(path, value, fallback, expectation = 'must be true or false') {
@@ -119,7 +132,11 @@ export function makeOptionChecks(fail: OptionErrorFactory): OptionChecks {
     string(path, value, options = {}) {
       if (value === undefined && options.fallback !== undefined) return options.fallback;
       if (typeof value !== 'string' || (options.nonEmpty === true && value.length === 0)) {
-        throw fail(path, options.nonEmpty === true ? 'must be a non-empty string' : 'must be a string', value);
+        throw fail(
+          path,
+          options.nonEmpty === true ? 'must be a non-empty string' : 'must be a string',
+          value,
+        );
       }
       return value;
     },
@@ -135,7 +152,8 @@ export function makeOptionChecks(fail: OptionErrorFactory): OptionChecks {
     integerText(path, text, min, max) {
       if (text === undefined) return undefined;
       const n = Number(text);
-      if (!INTEGER_TEXT.test(text) || n < min || n > max) throw fail(path, `must be an integer in ${min}..${max}`, text);
+      if (!INTEGER_TEXT.test(text) || n < min || n > max)
+        throw fail(path, `must be an integer in ${min}..${max}`, text);
       return plain(n);
     },
     ratioText(path, text) {
@@ -174,7 +192,13 @@ export function joinNegativeValues(
     const arg = args[i]!;
     const next = args[i + 1];
     const name = arg.startsWith('--') && !arg.includes('=') ? arg.slice(2) : undefined;
-    if (name !== undefined && (options === undefined || options[name]?.type === 'string') && next !== undefined && /^-\d/.test(next) && Number.isFinite(Number(next))) {
+    if (
+      name !== undefined &&
+      (options === undefined || options[name]?.type === 'string') &&
+      next !== undefined &&
+      /^-\d/.test(next) &&
+      Number.isFinite(Number(next))
+    ) {
       out.push(`${arg}=${next}`);
       i++;
     } else {
@@ -194,7 +218,10 @@ export function argumentsError(
   flags: Readonly<Record<string, unknown>>,
 ): InvalidArgumentError {
   const message = error instanceof Error ? error.message : String(error);
-  const unknown = (error as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'--([^'=]+)/.exec(message)?.[1] : undefined;
+  const unknown =
+    (error as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
+      ? /'--([^'=]+)/.exec(message)?.[1]
+      : undefined;
   const near = unknown === undefined ? undefined : nearName(unknown, Object.keys(flags));
   return new InvalidArgumentError(
     'arguments',

@@ -33,7 +33,10 @@ let shared: Ajv | undefined;
  * Compiles `schema` once into a check that throws `schemaError`'s `InvalidArgumentError` (naming the
  * field under `part`, e.g. `body`) for a value the schema refuses.
  */
-export function schemaCheck(schema: Readonly<Record<string, unknown>>, part: string): (value: unknown) => void {
+export function schemaCheck(
+  schema: Readonly<Record<string, unknown>>,
+  part: string,
+): (value: unknown) => void {
   shared ??= createSchemaAjv();
   const validate = shared.compile(schema);
   return (value) => {
@@ -62,8 +65,14 @@ export function schemaError(errors: readonly ErrorObject[], part: string): Inval
   if (e.keyword === 'required') {
     // A missing field fails as its own check would have on `undefined`, when its schema says how.
     const missing = (e.params as { missingProperty: string }).missingProperty;
-    const own = (e.parentSchema as { properties?: Record<string, Annotated> } | undefined)?.properties?.[missing];
-    return new InvalidArgumentError(own?.['x-field'] ?? [...path, missing].join('.'), own?.['x-must'] ?? 'is required', undefined);
+    const own = (e.parentSchema as { properties?: Record<string, Annotated> } | undefined)?.properties?.[
+      missing
+    ];
+    return new InvalidArgumentError(
+      own?.['x-field'] ?? [...path, missing].join('.'),
+      own?.['x-must'] ?? 'is required',
+      undefined,
+    );
   }
   const schema = (e.parentSchema ?? {}) as Annotated;
   const field = schema['x-field'] ?? (path.length > 0 ? path.join('.') : part);

@@ -42,7 +42,11 @@ export function parseTimeValueMs(value: unknown, path: string): number {
     if (/^[+-]?\d+$/.test(digits)) {
       // Elasticsearch reads the amount as a Java long: one past 2^63 - 1 fails to parse there too.
       if (BigInt(digits) > 9_223_372_036_854_775_807n) {
-        throw new InvalidArgumentError(path, 'must be a time value whose amount fits in a 64-bit integer', value);
+        throw new InvalidArgumentError(
+          path,
+          'must be a time value whose amount fits in a 64-bit integer',
+          value,
+        );
       }
       const amount = Number(digits);
       if (amount < -1 || (amount === -1 && msPerUnit !== 1)) {

@@ -50,7 +50,12 @@ export function parseEngineOptions(raw: unknown): MinisearchEngineOptions {
       );
     }
   }
-  const shards = optionChecks.integerIn('engineOptions.shardsPerIndex', options['shardsPerIndex'] ?? DEFAULT_SHARDS_PER_INDEX, 1, 64);
+  const shards = optionChecks.integerIn(
+    'engineOptions.shardsPerIndex',
+    options['shardsPerIndex'] ?? DEFAULT_SHARDS_PER_INDEX,
+    1,
+    64,
+  );
   const max = options['maxDocumentsPerIndex'] ?? Number.POSITIVE_INFINITY;
   if (max !== Number.POSITIVE_INFINITY && (!Number.isInteger(max) || (max as number) < 1)) {
     throw new InvalidArgumentError('engineOptions.maxDocumentsPerIndex', 'must be an integer >= 1', max);

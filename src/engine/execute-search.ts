@@ -133,7 +133,8 @@ export function executeSearch(
         timedOut = true;
         break search;
       }
-      for (const match of found.values()) matches.push({ index: name, result: match.result, score: match.score });
+      for (const match of found.values())
+        matches.push({ index: name, result: match.result, score: match.score });
     }
   }
   checkpoint();
@@ -154,14 +155,17 @@ export function executeSearch(
     took: Math.round(performance.now() - started),
     timed_out: timedOut,
     _shards: { total: shardCount, successful: shardCount, skipped: 0, failed: 0 },
-    hits: total === undefined ? { max_score: maxScore, hits: page } : { total, max_score: maxScore, hits: page },
+    hits:
+      total === undefined ? { max_score: maxScore, hits: page } : { total, max_score: maxScore, hits: page },
   };
 }
 
 /** `hits.total` for `count` matches under `track_total_hits` (undefined: not tracked). */
 export function totalOf(count: number, trackTotalHits: number | null): TotalHits | undefined {
   if (trackTotalHits === null) return undefined;
-  return count > trackTotalHits ? { value: trackTotalHits, relation: 'gte' } : { value: count, relation: 'eq' };
+  return count > trackTotalHits
+    ? { value: trackTotalHits, relation: 'gte' }
+    : { value: count, relation: 'eq' };
 }
 
 /** A match with its index, before it becomes a hit. */
@@ -272,7 +276,9 @@ function matchTerm(shard: MiniSearch, query: TermQueryPlan): ShardMatches {
   if (query.target === 'date') {
     const wanted = query.values.map((v) => (typeof v === 'number' ? v : Date.parse(String(v))));
     return collect(
-      shard.search(MiniSearch.wildcard, { filter: (r) => typeof r['date'] === 'number' && wanted.includes(r['date']) }),
+      shard.search(MiniSearch.wildcard, {
+        filter: (r) => typeof r['date'] === 'number' && wanted.includes(r['date']),
+      }),
       1,
     );
   }
@@ -295,7 +301,8 @@ function matchTerm(shard: MiniSearch, query: TermQueryPlan): ShardMatches {
 /** A stored field of a result: a path of a writable document's `_source`, or a corpus mail's stored field. */
 function storedValue(result: SearchResult, path: string): unknown {
   const source = result['_source'];
-  if (typeof source === 'object' && source !== null) return sourcePath(source as Record<string, unknown>, path);
+  if (typeof source === 'object' && source !== null)
+    return sourcePath(source as Record<string, unknown>, path);
   return path === 'subject' || path === 'from' || path === 'date' ? result[path] : undefined;
 }
 

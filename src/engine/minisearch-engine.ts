@@ -64,7 +64,12 @@ export function prepare(context: EnginePrepareContext): EngineDescription {
   const { manifest } = ensureIndexCache(context.cacheDir, options, (message) => context.log(message));
   const indices = Object.keys(manifest.indices);
   knownIndices = new Set(indices);
-  return { indices, shardsPerIndex: manifest.shardsPerIndex, docsPerIndex: manifest.indices, mappings: MAIL_MAPPINGS };
+  return {
+    indices,
+    shardsPerIndex: manifest.shardsPerIndex,
+    docsPerIndex: manifest.indices,
+    mappings: MAIL_MAPPINGS,
+  };
 }
 
 /**

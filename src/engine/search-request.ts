@@ -130,7 +130,9 @@ export function parseSearchBody(body: unknown): SearchPlan {
   const obj = asObject(body, 'the search body');
   for (const key of Object.keys(obj)) {
     if (key === 'aggs' || key === 'aggregations') {
-      fail(`[${key}]: aggregations are not supported by this engine (see docs/elasticsearch-compatibility.md)`);
+      fail(
+        `[${key}]: aggregations are not supported by this engine (see docs/elasticsearch-compatibility.md)`,
+      );
     }
     if (!(SEARCH_BODY_KEYS as readonly string[]).includes(key)) {
       fail(`unknown key [${key}] in the search body; expected one of ${SEARCH_BODY_KEYS.join(', ')}`);

@@ -109,7 +109,8 @@ export function parseTermsQuery(
 ): TermQueryPlan {
   const where = `${at}[terms]`;
   const [field, spec] = singleField(raw, where);
-  if (isPlainObject(spec)) fail(`${where}[${field}]: terms lookup is not supported; give the values as an array`);
+  if (isPlainObject(spec))
+    fail(`${where}[${field}]: terms lookup is not supported; give the values as an array`);
   if (!Array.isArray(spec))
     fail(`${where}[${field}] must be an array of values; received ${formatReceived(spec)}`);
   if (spec.length > MAX_TERMS_COUNT) {

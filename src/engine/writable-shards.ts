@@ -44,7 +44,11 @@ export const WRITABLE_INDEX_OPTIONS: Options<IndexedDocument> = {
 function fieldText(value: unknown): string {
   if (typeof value === 'string') return value;
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  if (Array.isArray(value)) return value.map(fieldText).filter((t) => t.length > 0).join(' ');
+  if (Array.isArray(value))
+    return value
+      .map(fieldText)
+      .filter((t) => t.length > 0)
+      .join(' ');
   return '';
 }
 
@@ -134,7 +138,8 @@ export class WritableShards {
     const wanted = new Map(entries.map((e) => [e.slot, e]));
     for (const [slot, copy] of this.#copies) {
       const e = wanted.get(slot);
-      if (e === undefined || e.uuid !== copy.entry.uuid || e.shard !== copy.entry.shard) this.#copies.delete(slot);
+      if (e === undefined || e.uuid !== copy.entry.uuid || e.shard !== copy.entry.shard)
+        this.#copies.delete(slot);
     }
     for (const e of entries) {
       if (this.#copies.has(e.slot)) continue;

@@ -71,14 +71,32 @@ export class EtcdConnection {
 
   constructor(options: EtcdConnectionOptions) {
     if (!Array.isArray(options.endpoints) || options.endpoints.length === 0) {
-      throw new InvalidArgumentError('options.endpoints', 'must list at least one etcd endpoint', options.endpoints);
+      throw new InvalidArgumentError(
+        'options.endpoints',
+        'must list at least one etcd endpoint',
+        options.endpoints,
+      );
     }
     const prefix = options.prefix ?? '/query-sandbox';
     if (typeof prefix !== 'string' || !/^\/[A-Za-z0-9_.\-/]{1,200}$/.test(prefix) || prefix.endsWith('/')) {
-      throw new InvalidArgumentError('options.prefix', 'must be /name (1..200 characters of [A-Za-z0-9_.-/], no trailing /)', prefix);
+      throw new InvalidArgumentError(
+        'options.prefix',
+        'must be /name (1..200 characters of [A-Za-z0-9_.-/], no trailing /)',
+        prefix,
+      );
     }
-    const callTimeoutMs = optionChecks.integerIn('options.callTimeoutMs', options.callTimeoutMs ?? 2000, 100, 60_000);
-    const probeIntervalMs = optionChecks.integerIn('options.probeIntervalMs', options.probeIntervalMs ?? 1000, 50, 60_000);
+    const callTimeoutMs = optionChecks.integerIn(
+      'options.callTimeoutMs',
+      options.callTimeoutMs ?? 2000,
+      100,
+      60_000,
+    );
+    const probeIntervalMs = optionChecks.integerIn(
+      'options.probeIntervalMs',
+      options.probeIntervalMs ?? 1000,
+      50,
+      60_000,
+    );
     this.endpoints = Object.freeze([...options.endpoints]);
     this.prefix = prefix;
     this.callTimeoutMs = callTimeoutMs;
@@ -91,9 +109,13 @@ export class EtcdConnection {
         host: () => noop,
         global: noop,
         // etcd3 types this as a backoff but calls `next()` on it first, as on cockatiel's factories.
-        watchBackoff: new ExponentialBackoff({ initialDelay: 100, maxDelay: 1000 }) as unknown as IBackoff<unknown>,
+        watchBackoff: new ExponentialBackoff({
+          initialDelay: 100,
+          maxDelay: 1000,
+        }) as unknown as IBackoff<unknown>,
       },
-      defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + this.callTimeoutMs }),
+      defaultCallOptions: (context) =>
+        context.isStream ? {} : { deadline: Date.now() + this.callTimeoutMs },
     };
     this.client = new Etcd3(clientOptions);
   }
@@ -133,7 +155,10 @@ export class EtcdConnection {
     this.#lastError = undefined;
     if (this.#probe !== undefined) clearInterval(this.#probe);
     this.#probe = undefined;
-    this.#log.info({ endpoints: this.endpoints, outageMs }, 'etcd is reachable again: catching up with the cluster state');
+    this.#log.info(
+      { endpoints: this.endpoints, outageMs },
+      'etcd is reachable again: catching up with the cluster state',
+    );
     for (const listener of this.#onAvailable) listener();
   }
 

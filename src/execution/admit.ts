@@ -6,13 +6,13 @@
  * promise settles later, exactly once, through `dispatch.ts` / `settle.ts` / `call-control.ts`.
  */
 import type { SandboxClassifier } from '../classify/sandbox-classifier.js';
-import { resolveIndexExpression } from '../classify/index-expression.js';
+import { resolveIndexExpressionCached } from '../classify/index-expression.js';
 import { publishTaskQueued, publishTaskRejected } from '../diagnostics.js';
 import { AbortedError, InvalidArgumentError, RejectedError } from '../errors.js';
 import type { EngineRequest } from '../pool/engine-module.js';
 import type { SearchRequest } from '../runtime-api.js';
 import { watchCall } from './call-control.js';
-import { pump, rejectEvicted } from './dispatch.js';
+import { armExpiry, pump, rejectEvicted } from './dispatch.js';
 import type { EngineChecks } from './engine-checks.js';
 import type { SearchCallOptions } from './search-call.js';
 import { requestedParameters, timeoutOf } from './search-parameters.js';
@@ -37,8 +37,9 @@ export function admit(
       cause: control.signal.reason,
     });
   }
-  if (typeof request.index !== 'string') throw new InvalidArgumentError('index', 'must be a string', request.index);
-  const indices = resolveIndexExpression(request.index, engine.searchableIndices());
+  if (typeof request.index !== 'string')
+    throw new InvalidArgumentError('index', 'must be a string', request.index);
+  const indices = resolveIndexExpressionCached(request.index, engine.searchableIndices());
   const requested = requestedParameters(request);
   const body = requested.body;
   let engineRequest: EngineRequest =
@@ -89,7 +90,11 @@ export function admit(
   publishTaskQueued(x.source, task.taskId, sandbox.id, priority, x.laneNames[x.scheduler.laneOf(priority)]!);
   if (control !== undefined) watchCall(x, task, settled, control);
   rejectEvicted(x, offered.evicted);
-  pump(x);
+  // Into a lane whose every worker is busy, the task only waits: nothing else became dispatchable
+  // (each change that can free a worker runs the loop itself), but its queue-wait bound may be the
+  // nearest, so the expiry timer is armed for it.
+  if (offered.laneFull) armExpiry(x);
+  else pump(x);
   return settled;
 }
 
@@ -97,7 +102,10 @@ export function admit(
  * Checks `SearchRequest.shards` against the resolved indices; returns a frozen copy.
  * @throws InvalidArgumentError naming `shards`, `shards.<index>` or `shards.<index>[i]` and the value.
  */
-export function checkShards(shards: unknown, indices: readonly string[]): Readonly<Record<string, readonly number[]>> {
+export function checkShards(
+  shards: unknown,
+  indices: readonly string[],
+): Readonly<Record<string, readonly number[]>> {
   if (typeof shards !== 'object' || shards === null || Array.isArray(shards)) {
     throw new InvalidArgumentError('shards', 'must be an object of index name to shard numbers', shards);
   }
@@ -114,7 +122,8 @@ export function checkShards(shards: unknown, indices: readonly string[]): Readon
       if (!Number.isInteger(n) || n < 0 || n > 1023) {
         throw new InvalidArgumentError(`${path}[${i}]`, 'must be an integer in 0..1023', n);
       }
-      if (list.indexOf(n) !== i) throw new InvalidArgumentError(`${path}[${i}]`, 'must not repeat a shard', n);
+      if (list.indexOf(n) !== i)
+        throw new InvalidArgumentError(`${path}[${i}]`, 'must not repeat a shard', n);
     }
     out[index] = Object.freeze([...(list as number[])]);
   }

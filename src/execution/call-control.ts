@@ -13,12 +13,19 @@ import { publishQueuedEnd } from './task-events.js';
 import type { TaskExecution } from './task-execution.js';
 
 /** Follows the caller's `signal` and `timeoutMs` until the call settles. */
-export function watchCall(x: TaskExecution, task: QueuedTask, settled: Promise<unknown>, control: SearchCallOptions): void {
+export function watchCall(
+  x: TaskExecution,
+  task: QueuedTask,
+  settled: Promise<unknown>,
+  control: SearchCallOptions,
+): void {
   const signal = control.signal;
   const onAbort = signal === undefined ? undefined : () => abandon(x, task, 'aborted', signal.reason);
   if (onAbort !== undefined) signal!.addEventListener('abort', onAbort, { once: true });
   const timer =
-    control.timeoutMs === undefined ? undefined : setTimeout(() => abandon(x, task, 'timed_out'), control.timeoutMs);
+    control.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => abandon(x, task, 'timed_out'), control.timeoutMs);
   timer?.unref();
   const dispose = () => {
     if (onAbort !== undefined) signal!.removeEventListener('abort', onAbort);
@@ -32,7 +39,12 @@ export function watchCall(x: TaskExecution, task: QueuedTask, settled: Promise<u
  * queued task is removed without running; a running one is cancelled, softly (its signal) and, if it
  * is still running after the grace period, by terminating its worker. Nothing once the call settled.
  */
-export function abandon(x: TaskExecution, task: QueuedTask, why: 'aborted' | 'timed_out', cause?: unknown): void {
+export function abandon(
+  x: TaskExecution,
+  task: QueuedTask,
+  why: 'aborted' | 'timed_out',
+  cause?: unknown,
+): void {
   const counters = x.counters.of(task.sandbox.id);
   const error = (queued: boolean) =>
     why === 'aborted'
@@ -49,7 +61,9 @@ export function abandon(x: TaskExecution, task: QueuedTask, why: 'aborted' | 'ti
           task.callTimeoutMs ?? 0,
           queued,
           `search timed out after ${task.callTimeoutMs} ms (timeoutMs) ` +
-            (queued ? 'while queued: the task was removed without running' : 'while running: the task is being cancelled'),
+            (queued
+              ? 'while queued: the task was removed without running'
+              : 'while running: the task is being cancelled'),
         );
   if (task.ticket !== undefined && x.scheduler.remove(task.ticket)) {
     if (why === 'aborted') counters.aborted++;

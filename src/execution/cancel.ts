@@ -34,7 +34,12 @@ export function cancelQueued(x: TaskExecution): void {
   if (x.expiryTimer !== undefined) clearTimeout(x.expiryTimer);
   for (const q of x.scheduler.drain()) {
     x.counters.countCancellation(q.sandbox.id, 'shutdown', false);
-    const error = new CancelledError(q.sandbox.id, 'shutdown', false, 'task cancelled: the runtime is shutting down');
+    const error = new CancelledError(
+      q.sandbox.id,
+      'shutdown',
+      false,
+      'task cancelled: the runtime is shutting down',
+    );
     publishQueuedEnd(x, q, error);
     q.reject(error);
   }

@@ -22,7 +22,12 @@ export function pump(x: TaskExecution): void {
 }
 
 /** Settles a task, then runs the dispatch loop (even when settling threw). */
-function settleAndPump(x: TaskExecution, running: RunningTask, outcome: TaskOutcome | undefined, thrown: unknown): void {
+function settleAndPump(
+  x: TaskExecution,
+  running: RunningTask,
+  outcome: TaskOutcome | undefined,
+  thrown: unknown,
+): void {
   try {
     settle(x, running, outcome, thrown);
   } finally {
@@ -112,7 +117,7 @@ export function rejectEvicted(x: TaskExecution, evicted: readonly Eviction<Queue
 }
 
 /** Arms the timer for the scheduler's next expiry, unless one fires earlier already. */
-function armExpiry(x: TaskExecution): void {
+export function armExpiry(x: TaskExecution): void {
   if (x.closed) return;
   const next = x.scheduler.nextExpiryMs();
   if (next === undefined || (x.expiryTimer !== undefined && x.expiryAtMs <= next)) return;

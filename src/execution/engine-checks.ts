@@ -78,7 +78,12 @@ export class EngineChecks {
   }
 
   /** The task's priority: the first matching query-priority rule, else its sandbox's (see query-priority.ts). */
-  priorityOf(config: QueryPriorityConfig, request: EngineRequest, user: string | undefined, sandbox: Sandbox): number {
+  priorityOf(
+    config: QueryPriorityConfig,
+    request: EngineRequest,
+    user: string | undefined,
+    sandbox: Sandbox,
+  ): number {
     const isRoot = sandbox.id === ROOT_SANDBOX_ID;
     if (!config.enabled || config.rules.length === 0)
       return isRoot && config.enabled ? config.defaultPriority : sandbox.priority;

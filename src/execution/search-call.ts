@@ -54,9 +54,16 @@ export function checkSearchCallOptions(options: unknown): SearchCallOptions | un
   }
   if (
     timeoutMs !== undefined &&
-    (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_CALL_TIMEOUT_MS)
+    (typeof timeoutMs !== 'number' ||
+      !Number.isInteger(timeoutMs) ||
+      timeoutMs < 1 ||
+      timeoutMs > MAX_CALL_TIMEOUT_MS)
   ) {
-    throw new InvalidArgumentError('options.timeoutMs', `must be an integer in 1..${MAX_CALL_TIMEOUT_MS}`, timeoutMs);
+    throw new InvalidArgumentError(
+      'options.timeoutMs',
+      `must be an integer in 1..${MAX_CALL_TIMEOUT_MS}`,
+      timeoutMs,
+    );
   }
   if (signal === undefined && timeoutMs === undefined) return undefined;
   return options as SearchCallOptions;

@@ -13,7 +13,11 @@
 import { InvalidArgumentError } from '../errors.js';
 import { parseTimeValueMs } from '../common/time-value.js';
 import { isPlainObject } from '../common/is-plain-object.js';
-import { type EffectiveSearchSettings, resolveSetting, type SettingSource } from '../sandbox/search-settings.js';
+import {
+  type EffectiveSearchSettings,
+  resolveSetting,
+  type SettingSource,
+} from '../sandbox/search-settings.js';
 
 /** What a request asks for itself. Times in ms; -1: explicitly none; undefined: not given. */
 export interface RequestedParameters {
@@ -29,7 +33,12 @@ export interface RequestedParameters {
  */
 export function parseRequestTime(value: unknown, path: string): number {
   const ms = parseTimeValueMs(value, path);
-  if (ms === 0) throw new InvalidArgumentError(path, 'must be a positive time value such as "500ms", or -1 for none', value);
+  if (ms === 0)
+    throw new InvalidArgumentError(
+      path,
+      'must be a positive time value such as "500ms", or -1 for none',
+      value,
+    );
   return ms;
 }
 
@@ -71,7 +80,10 @@ export interface TimeLimit {
 }
 
 /** The search `timeout` in force for a request of a sandbox with `settings`, or undefined for none. */
-export function timeoutOf(requestedMs: number | undefined, settings: EffectiveSearchSettings): TimeLimit | undefined {
+export function timeoutOf(
+  requestedMs: number | undefined,
+  settings: EffectiveSearchSettings,
+): TimeLimit | undefined {
   const r = resolveSetting(requestedMs, settings.timeout?.ms, settings.overrideRequestValues);
   if (r === undefined) return undefined;
   return r.source === 'sandbox'

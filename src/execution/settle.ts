@@ -7,12 +7,7 @@
  *
  * The caller runs the dispatch loop afterwards (`dispatch.ts`): a freed worker takes the next task.
  */
-import {
-  CancelledError,
-  EngineFailureError,
-  EngineRequestError,
-  type QuerySandboxError,
-} from '../errors.js';
+import { CancelledError, EngineFailureError, EngineRequestError, type QuerySandboxError } from '../errors.js';
 import type { AnyCancellation } from '../governor/governor.js';
 import type { TaskOutcome } from '../pool/task-envelope.js';
 import { CancelReason } from '../pool/task-slots.js';
@@ -23,7 +18,12 @@ import { publishRunEnd } from './task-events.js';
 import type { TaskExecution } from './task-execution.js';
 
 /** Ends a running task: `outcome` from its worker, or `thrown` when the worker was lost. Call once per task. */
-export function settle(x: TaskExecution, running: RunningTask, outcome: TaskOutcome | undefined, thrown: unknown): void {
+export function settle(
+  x: TaskExecution,
+  running: RunningTask,
+  outcome: TaskOutcome | undefined,
+  thrown: unknown,
+): void {
   const { queued, tracked } = running;
   x.caps.ended(running.hold);
   x.tracker.complete(tracked);
@@ -84,7 +84,9 @@ function failureOf(
     // The worker is gone: terminated by a hard cancellation or at shutdown. A worker whose task
     // the watchdog picked exits by itself when its handler stalls (worker-harness.ts).
     const resource: Resource | 'time' | 'shutdown' =
-      picked?.hard === true || picked?.cancellation.resource === 'time' ? picked.cancellation.resource : 'shutdown';
+      picked?.hard === true || picked?.cancellation.resource === 'time'
+        ? picked.cancellation.resource
+        : 'shutdown';
     x.counters.countCancellation(sandboxId, resource, true);
     return cancelledError(x, running, picked?.cancellation, resource, true);
   }

@@ -56,7 +56,12 @@ export function publishQueuedEnd(
 }
 
 /** `task:cancelling` for a soft or hard cancellation by the governor. */
-export function publishCancelling(x: TaskExecution, r: RunningTask, resource: Resource | 'time', hard: boolean): void {
+export function publishCancelling(
+  x: TaskExecution,
+  r: RunningTask,
+  resource: Resource | 'time',
+  hard: boolean,
+): void {
   publishTaskCancelling(
     x.source,
     r.queued.taskId,

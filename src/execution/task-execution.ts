@@ -39,7 +39,9 @@ export interface ExecutionPool {
 export interface ExecutionGovernor {
   verdict(sandboxId: string): SandboxVerdict;
   readonly snapshot: GovernorSnapshot;
-  cancellationOf(taskId: number): { readonly cancellation: AnyCancellation; readonly hard: boolean } | undefined;
+  cancellationOf(
+    taskId: number,
+  ): { readonly cancellation: AnyCancellation; readonly hard: boolean } | undefined;
   /** The task settled: drop its record. */
   forget(taskId: number): void;
   onTaskCompleted(): void;
@@ -190,7 +192,9 @@ export function queueWaitBoundsOf(
         bound = {
           ms: at.maxQueueWaitMs,
           from:
-            at.id === s.id ? `sandbox [${s.id}]'s max_queue_wait` : `max_queue_wait of [${at.id}], inherited by [${s.id}]`,
+            at.id === s.id
+              ? `sandbox [${s.id}]'s max_queue_wait`
+              : `max_queue_wait of [${at.id}], inherited by [${s.id}]`,
         };
         break;
       }

@@ -31,7 +31,15 @@ export function checkVerdict(x: TaskExecution, sandbox: Sandbox, queued: QueuedT
         `and sandbox [${sandbox.id}] is the lowest-priority sandbox using it; it takes new work again when the duress ends`,
       'duress',
     );
-    publishTaskRejected(x.source, queued?.taskId, queued?.priority, shed, sandbox.id, undefined, queued !== undefined);
+    publishTaskRejected(
+      x.source,
+      queued?.taskId,
+      queued?.priority,
+      shed,
+      sandbox.id,
+      undefined,
+      queued !== undefined,
+    );
     throw shed;
   }
   const by = verdict.rejectedBy ?? sandbox.id;
@@ -42,7 +50,9 @@ export function checkVerdict(x: TaskExecution, sandbox: Sandbox, queued: QueuedT
     sandbox.id,
     resource,
     `rejected: sandbox [${by}] is above its low ${resource} limit` +
-      (usage !== undefined && limit !== undefined ? ` (usage ${usage[resource].toFixed(3)} > low ${limit.low})` : '') +
+      (usage !== undefined && limit !== undefined
+        ? ` (usage ${usage[resource].toFixed(3)} > low ${limit.low})`
+        : '') +
       (by !== sandbox.id ? `; request bound to its child [${sandbox.id}]` : ''),
   );
   publishTaskRejected(x.source, queued?.taskId, queued?.priority, error, by, undefined, queued !== undefined);

@@ -347,7 +347,11 @@ function shedInDuress(
     let lowest: Sandbox | undefined;
     for (const s of input.sandboxes) {
       if (s.mode === SandboxMode.MONITOR || shed.has(s.id) || !using(s.id)) continue;
-      if (lowest === undefined || s.priority < lowest.priority || (s.priority === lowest.priority && s.id < lowest.id)) {
+      if (
+        lowest === undefined ||
+        s.priority < lowest.priority ||
+        (s.priority === lowest.priority && s.id < lowest.id)
+      ) {
         lowest = s;
       }
     }
@@ -356,7 +360,14 @@ function shedInDuress(
   for (const [id, intervals] of shed) {
     // A sandbox its own or an ancestor's limit refuses already keeps that reason.
     const v = verdicts.get(id) ?? OK_VERDICT;
-    if (!v.rejectNew) verdicts.set(id, { ...v, rejectNew: true, rejectedBy: id, rejectResource: resource, shedInDuress: true });
+    if (!v.rejectNew)
+      verdicts.set(id, {
+        ...v,
+        rejectNew: true,
+        rejectedBy: id,
+        rejectResource: resource,
+        shedInDuress: true,
+      });
     if (intervals < shedding.cancelAfterIntervals) continue;
     const tasks = input.tasks.filter((t) => t.sandboxId === id);
     let covered = 0;
@@ -366,7 +377,8 @@ function shedInDuress(
       .filter((t) => !t.cancelling && !picked.has(t.taskId) && usageOf(t, resource) > 0)
       .sort(
         (a, b) =>
-          (oldestFirst ? a.startedAtMs - b.startedAtMs : usageOf(b, resource) - usageOf(a, resource)) || a.taskId - b.taskId,
+          (oldestFirst ? a.startedAtMs - b.startedAtMs : usageOf(b, resource) - usageOf(a, resource)) ||
+          a.taskId - b.taskId,
       );
     for (const t of candidates) {
       if (covered >= shedding.excess) break;

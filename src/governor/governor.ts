@@ -255,7 +255,12 @@ export class Governor {
   /** A wall-clock cancellation: soft now, hard after the grace period (at a later tick). */
   #cancelForTime(c: WallClockCancellation, nowMs: number): void {
     if (this.#pending.has(c.taskId)) return;
-    this.#pending.set(c.taskId, { cancellation: c, softAtMs: nowMs, graceMs: this.#deps.graceMsOf?.(c.taskId) ?? this.#graceMs, hard: false });
+    this.#pending.set(c.taskId, {
+      cancellation: c,
+      softAtMs: nowMs,
+      graceMs: this.#deps.graceMsOf?.(c.taskId) ?? this.#graceMs,
+      hard: false,
+    });
     this.#wallClockCancellations++;
     this.#deps.softCancel(c.taskId, 'time');
     const listener = this.#deps.decisions;
@@ -341,7 +346,10 @@ export class Governor {
               shed: this.#snapshot.shed,
               cancelAfterIntervals: shedding.cancelAfterIntervals,
               minUsage: shedding.minUsage,
-              excess: Math.max(0, (duressResource === 'memory' ? node.memory : node.cpu) - deps.duress.threshold),
+              excess: Math.max(
+                0,
+                (duressResource === 'memory' ? node.memory : node.cpu) - deps.duress.threshold,
+              ),
               standingQueue: deps.standingQueue?.() ?? true,
             },
       priorityBoost: this.#boosts(nowMs),
@@ -390,7 +398,8 @@ export class Governor {
     // The wall-clock watchdog: whatever their usage, tasks past their cancel-after (not rate limited).
     if (deps.cancelAfterMs !== undefined) {
       const cancelAfterMs = deps.cancelAfterMs;
-      for (const c of overdueTasks(tasks, nowMs, (taskId) => cancelAfterMs(taskId))) this.#cancelForTime(c, nowMs);
+      for (const c of overdueTasks(tasks, nowMs, (taskId) => cancelAfterMs(taskId)))
+        this.#cancelForTime(c, nowMs);
       const schedule = deps.schedule;
       if (schedule !== undefined) {
         for (const due of dueWithin(tasks, nowMs, this.#intervalMs, (taskId) => cancelAfterMs(taskId))) {
@@ -403,7 +412,13 @@ export class Governor {
             const limit = cancelAfterMs(due.taskId);
             if (limit === undefined || at - startedAtMs < limit - 1) return;
             this.#cancelForTime(
-              { taskId: due.taskId, sandboxId: due.sandboxId, cancelAfterMs: limit, ranMs: at - startedAtMs, resource: 'time' },
+              {
+                taskId: due.taskId,
+                sandboxId: due.sandboxId,
+                cancelAfterMs: limit,
+                ranMs: at - startedAtMs,
+                resource: 'time',
+              },
               at,
             );
           }, due.inMs);

@@ -16,7 +16,13 @@ export type NodeModeWord = (typeof NODE_MODE_WORDS)[number];
 
 /** Any case (the rule of common/option-checks.ts for words). */
 function check(value: unknown, path: string): NodeModeWord {
-  return optionChecks.oneOf(path, value, NODE_MODE_WORDS, undefined, 'must be one of enforced (or enabled), monitor_only, disabled');
+  return optionChecks.oneOf(
+    path,
+    value,
+    NODE_MODE_WORDS,
+    undefined,
+    'must be one of enforced (or enabled), monitor_only, disabled',
+  );
 }
 
 /** The governor's mode for a node-mode word. @throws InvalidArgumentError naming `path`. */

@@ -61,7 +61,8 @@ export function dueWithin(
     const limit = cancelAfterMsOf(t.taskId);
     if (limit === undefined || !(limit > 0)) continue;
     const inMs = limit - (nowMs - t.startedAtMs);
-    if (inMs > 0 && inMs < horizonMs) out.push({ taskId: t.taskId, sandboxId: t.sandboxId, cancelAfterMs: limit, inMs });
+    if (inMs > 0 && inMs < horizonMs)
+      out.push({ taskId: t.taskId, sandboxId: t.sandboxId, cancelAfterMs: limit, inMs });
   }
   return out;
 }

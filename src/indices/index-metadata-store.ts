@@ -186,7 +186,9 @@ export class IndexMetadataStore {
     const persistence: MetadataPersistence = options.persistence ?? new FileMetadataPersistence(options.path);
     const text = await persistence.load();
     const state =
-      text === undefined ? { indices: new Map(), templates: new Map() } : parseFile(text, persistence.location);
+      text === undefined
+        ? { indices: new Map(), templates: new Map() }
+        : parseFile(text, persistence.location);
     const store = new IndexMetadataStore(
       options.path,
       new Set(options.reservedNames ?? []),
@@ -267,7 +269,9 @@ export class IndexMetadataStore {
         changedIndices++;
         indices.set(meta.name, Object.freeze({ ...meta, layout: Object.freeze(layout) }));
       }
-      return changedIndices === 0 ? { state, result: 0 } : { state: { ...state, indices }, result: changedIndices };
+      return changedIndices === 0
+        ? { state, result: 0 }
+        : { state: { ...state, indices }, result: changedIndices };
     });
   }
 
@@ -481,9 +485,15 @@ export class IndexMetadataStore {
           return result;
         }
         const text = await this.#persistence.load();
-        this.#swap(text === undefined ? { indices: new Map(), templates: new Map() } : parseFile(text, this.#persistence.location));
+        this.#swap(
+          text === undefined
+            ? { indices: new Map(), templates: new Map() }
+            : parseFile(text, this.#persistence.location),
+        );
       }
-      throw new Error(`index metadata in ${this.#persistence.location} kept changing; gave up after 100 tries`);
+      throw new Error(
+        `index metadata in ${this.#persistence.location} kept changing; gave up after 100 tries`,
+      );
     });
   }
 
@@ -550,7 +560,10 @@ export function parseIndexMetadata(raw: unknown, where: string): IndexMetadata {
       throw new InvalidArgumentError(`${path}.replicas`, 'must be a list of node ids', replicas);
     }
     const inSync = p['in_sync'];
-    if (inSync !== undefined && (!Array.isArray(inSync) || !inSync.every((r) => typeof r === 'string' && nodeId.test(r)))) {
+    if (
+      inSync !== undefined &&
+      (!Array.isArray(inSync) || !inSync.every((r) => typeof r === 'string' && nodeId.test(r)))
+    ) {
       throw new InvalidArgumentError(`${path}.in_sync`, 'must be a list of node ids', inSync);
     }
     const term = p['primary_term'];
@@ -617,10 +630,18 @@ function parseFile(text: string, path: string): State {
   try {
     raw = JSON.parse(text);
   } catch (error) {
-    throw new InvalidArgumentError(path, `is not valid JSON (${(error as Error).message})`, text.slice(0, 80));
+    throw new InvalidArgumentError(
+      path,
+      `is not valid JSON (${(error as Error).message})`,
+      text.slice(0, 80),
+    );
   }
   if (!isPlainObject(raw) || raw['format'] !== FORMAT) {
-    throw new InvalidArgumentError(`${path}: format`, `must be ${FORMAT}`, isPlainObject(raw) ? raw['format'] : raw);
+    throw new InvalidArgumentError(
+      `${path}: format`,
+      `must be ${FORMAT}`,
+      isPlainObject(raw) ? raw['format'] : raw,
+    );
   }
   const indices = new Map<string, IndexMetadata>();
   const list = raw['indices'];

@@ -43,7 +43,6 @@ import { parseTimeValueMs } from '../common/time-value.js';
 
 const MAX_INT = 0x7fffffff;
 
-
 /** Explicitly given settings, each checked on its own. Keys are camelCase forms of `index.*` keys. */
 export interface IndexSettingValues {
   readonly numberOfShards?: number;
@@ -358,7 +357,8 @@ export function resolveIndexSettings(
   // A partitioned index needs routing values: unless `id` was asked for explicitly, its bulk routing
   // mode defaults to `routing` (an id alone cannot choose the shard there).
   const explicitMode = explicit.bulkRoutingMode ?? options.defaults?.bulkRoutingMode;
-  const bulkRoutingMode = routingPartitionSize !== 1 && explicitMode === undefined ? 'routing' : merged.bulkRoutingMode;
+  const bulkRoutingMode =
+    routingPartitionSize !== 1 && explicitMode === undefined ? 'routing' : merged.bulkRoutingMode;
   if (bulkRoutingMode === 'id' && routingPartitionSize !== 1) {
     throw new InvalidArgumentError(
       `${path}.index.bulk_routing.mode`,
@@ -449,11 +449,14 @@ export function indexSettingsToFlat(settings: IndexSettings): Record<string, str
  * The explicitly set values in Elasticsearch's flat form (`{"index.number_of_shards": 3, ...}`), as
  * `parseSettingValues` reads them back: how index metadata is stored on disk.
  */
-export function explicitSettingsToFlat(values: IndexSettingValues): Record<string, string | number | boolean> {
+export function explicitSettingsToFlat(
+  values: IndexSettingValues,
+): Record<string, string | number | boolean> {
   const flat: Record<string, string | number | boolean> = {};
   for (const [field, value] of Object.entries(values)) {
     const definition = BY_FIELD.get(field as Field);
-    if (definition !== undefined && value !== undefined) flat[definition.key] = value as string | number | boolean;
+    if (definition !== undefined && value !== undefined)
+      flat[definition.key] = value as string | number | boolean;
   }
   return flat;
 }

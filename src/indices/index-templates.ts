@@ -27,7 +27,11 @@
 import { compileWildcardPattern, type WildcardPattern } from '../classify/wildcard-pattern.js';
 import { isPlainObject } from '../common/is-plain-object.js';
 import { InvalidArgumentError } from '../errors.js';
-import { INVALID_FILENAME_CHARS, INVALID_FILENAME_CHARS_TEXT, MAX_INDEX_NAME_BYTES } from '../common/index-name.js';
+import {
+  INVALID_FILENAME_CHARS,
+  INVALID_FILENAME_CHARS_TEXT,
+  MAX_INDEX_NAME_BYTES,
+} from '../common/index-name.js';
 import {
   type IndexSettings,
   type IndexSettingValues,

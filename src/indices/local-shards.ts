@@ -118,7 +118,10 @@ export class LocalShards {
         if (!primary && !placement.replicas.includes(this.#options.nodeId)) continue;
         if (!primary && options.resetReplica?.(shard) === true) {
           await rm(this.logPath(meta, shard), { force: true });
-          this.#options.log.info({ index: meta.name, shard }, 'replica emptied: it recovers from its primary anew');
+          this.#options.log.info(
+            { index: meta.name, shard },
+            'replica emptied: it recovers from its primary anew',
+          );
         }
         const opened = await ShardCopy.open({
           index: meta.name,
@@ -188,7 +191,8 @@ export class LocalShards {
       this.board.publish(c.slot, 0);
       this.#freeSlot(c.slot);
     }
-    if (deleteFiles) await rm(path.join(this.#options.dir, entry.meta.uuid), { recursive: true, force: true });
+    if (deleteFiles)
+      await rm(path.join(this.#options.dir, entry.meta.uuid), { recursive: true, force: true });
   }
 
   /** Takes new settings of an open index (a changed refresh interval is rescheduled). */
@@ -231,7 +235,9 @@ export class LocalShards {
       if (!p.replicas.includes(me)) continue;
       if (c.primary || term > c.term) {
         await this.resetCopy(c);
-        changes.push(`[${meta.name}][${c.shard}] ${c.primary ? 'demoted' : 'follows term ' + term}: reset to recover from [${p.primary}]`);
+        changes.push(
+          `[${meta.name}][${c.shard}] ${c.primary ? 'demoted' : 'follows term ' + term}: reset to recover from [${p.primary}]`,
+        );
         c.primary = false;
         c.state = 'INITIALIZING';
         c.term = term;

@@ -297,7 +297,11 @@ export class ShardCopy {
             },
           };
         }
-        return { op: { op: 'create', id: item.id, routing, source: item.source ?? {} }, status: 201, result: 'created' };
+        return {
+          op: { op: 'create', id: item.id, routing, source: item.source ?? {} },
+          status: 201,
+          result: 'created',
+        };
       case 'delete':
         return {
           op: { op: 'delete', id: item.id, routing },
@@ -313,7 +317,11 @@ export class ShardCopy {
               error: { type: 'document_missing_exception', reason: `[${item.id}]: document missing` },
             };
           }
-          return { op: { op: 'update', id: item.id, routing, source: created }, status: 201, result: 'created' };
+          return {
+            op: { op: 'update', id: item.id, routing, source: created },
+            status: 201,
+            result: 'created',
+          };
         }
         const { merged, changed } = mergeDocument(current.source, item.doc ?? {});
         if (!changed && item.detectNoop !== false) return { op: undefined, status: 200, result: 'noop' };

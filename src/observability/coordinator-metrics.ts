@@ -62,7 +62,8 @@ export class CoordinatorMetrics {
     const m = new SnapshotMetrics<CoordinatorStats>(own, prefix, () => feed.snapshot());
     coordinatorSeries(m);
     dataNodeSeries(m);
-    this.registry = (options.processMetrics ?? true) ? Registry.merge([own, processMetricsRegistry(prefix)]) : own;
+    this.registry =
+      (options.processMetrics ?? true) ? Registry.merge([own, processMetricsRegistry(prefix)]) : own;
   }
 
   metrics(): Promise<string> {
@@ -75,15 +76,23 @@ export class CoordinatorMetrics {
 }
 
 function coordinatorSeries(m: SnapshotMetrics<CoordinatorStats>): void {
-  m.counter('coordinator_searches_total', 'Searches the coordinator took.', [], (emit, s) => emit({}, s.searches.total));
-  m.counter('coordinator_search_rejections_total', 'Searches refused by admission control (429).', [], (emit, s) =>
-    emit({}, s.searches.rejected),
+  m.counter('coordinator_searches_total', 'Searches the coordinator took.', [], (emit, s) =>
+    emit({}, s.searches.total),
+  );
+  m.counter(
+    'coordinator_search_rejections_total',
+    'Searches refused by admission control (429).',
+    [],
+    (emit, s) => emit({}, s.searches.rejected),
   );
   m.counter('coordinator_search_failures_total', 'Searches whose every shard failed.', [], (emit, s) =>
     emit({}, s.searches.failed),
   );
-  m.counter('coordinator_partial_searches_total', 'Searches answered with some shards failed.', [], (emit, s) =>
-    emit({}, s.searches.partial),
+  m.counter(
+    'coordinator_partial_searches_total',
+    'Searches answered with some shards failed.',
+    [],
+    (emit, s) => emit({}, s.searches.partial),
   );
   m.counter('coordinator_admission_evaluated_total', 'Searches admission control evaluated.', [], (emit, s) =>
     emit({}, s.admission.search.evaluated),
@@ -122,9 +131,15 @@ function dataNodeSeries(m: SnapshotMetrics<CoordinatorStats>): void {
       }
     },
   );
-  m.gauge('data_node_stats_age_seconds', "Age of the data node's last stats at the coordinator.", N, (emit, s) => {
-    for (const n of s.dataNodes) if (n.usage.state !== 'unknown') emit({ node_id: n.nodeId }, n.usage.ageMs / 1000);
-  });
+  m.gauge(
+    'data_node_stats_age_seconds',
+    "Age of the data node's last stats at the coordinator.",
+    N,
+    (emit, s) => {
+      for (const n of s.dataNodes)
+        if (n.usage.state !== 'unknown') emit({ node_id: n.nodeId }, n.usage.ageMs / 1000);
+    },
+  );
   m.gauge(
     'data_node_usage_ratio',
     "The data node's last reported usage (moving averages), ratio 0..1.",
@@ -138,9 +153,15 @@ function dataNodeSeries(m: SnapshotMetrics<CoordinatorStats>): void {
       }
     },
   );
-  m.gauge('data_node_duress', 'The ranking counts the data node in duress (1) on fresh stats.', N, (emit, s) => {
-    for (const n of s.dataNodes) emit({ node_id: n.nodeId }, n.usage.state === 'fresh' && n.usage.duress ? 1 : 0);
-  });
+  m.gauge(
+    'data_node_duress',
+    'The ranking counts the data node in duress (1) on fresh stats.',
+    N,
+    (emit, s) => {
+      for (const n of s.dataNodes)
+        emit({ node_id: n.nodeId }, n.usage.state === 'fresh' && n.usage.duress ? 1 : 0);
+    },
+  );
   m.counter(
     'data_node_admission_rejections_total',
     'Searches refused before fan-out naming this data node as over its admission limit.',
@@ -159,7 +180,11 @@ function dataNodeSeries(m: SnapshotMetrics<CoordinatorStats>): void {
   perNode('data_node_requests_total', 'HTTP requests sent to the data node.', (n) => n.requests);
   perNode('data_node_shard_requests_total', 'Shard searches sent to the data node.', (n) => n.shardRequests);
   perNode('data_node_failures_total', 'Requests to the data node that failed.', (n) => n.failures);
-  perNode('data_node_retried_away_total', 'Shards retried on another copy after this node failed them.', (n) => n.retriedAway);
+  perNode(
+    'data_node_retried_away_total',
+    'Shards retried on another copy after this node failed them.',
+    (n) => n.retriedAway,
+  );
   m.gauge('data_node_outstanding_shards', 'Shard searches in flight to the data node.', N, (emit, s) => {
     for (const n of s.dataNodes) emit({ node_id: n.nodeId }, n.outstandingShards);
   });
@@ -171,11 +196,27 @@ function dataNodeSeries(m: SnapshotMetrics<CoordinatorStats>): void {
       for (const [nodeId, rank] of ranksOf(s)) emit({ node_id: nodeId }, rank);
     },
   );
-  const ranking = (name: string, help: string, value: (r: NonNullable<CoordinatorStats['dataNodes'][number]['ranking']>) => number) =>
+  const ranking = (
+    name: string,
+    help: string,
+    value: (r: NonNullable<CoordinatorStats['dataNodes'][number]['ranking']>) => number,
+  ) =>
     m.gauge(name, help, N, (emit, s) => {
       for (const n of s.dataNodes) if (n.ranking !== undefined) emit({ node_id: n.nodeId }, value(n.ranking));
     });
-  ranking('data_node_ranking_queue_size', 'Queue-size EWMA the data node reported (truncated).', (r) => r.queueSize);
-  ranking('data_node_ranking_response_time_seconds', 'Response-time EWMA seen by the coordinator.', (r) => r.responseTimeNs / 1e9);
-  ranking('data_node_ranking_service_time_seconds', 'Service-time EWMA the data node reported.', (r) => r.serviceTimeNs / 1e9);
+  ranking(
+    'data_node_ranking_queue_size',
+    'Queue-size EWMA the data node reported (truncated).',
+    (r) => r.queueSize,
+  );
+  ranking(
+    'data_node_ranking_response_time_seconds',
+    'Response-time EWMA seen by the coordinator.',
+    (r) => r.responseTimeNs / 1e9,
+  );
+  ranking(
+    'data_node_ranking_service_time_seconds',
+    'Service-time EWMA the data node reported.',
+    (r) => r.serviceTimeNs / 1e9,
+  );
 }

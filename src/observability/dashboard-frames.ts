@@ -145,7 +145,9 @@ export class NodeFrameSource implements FrameSource {
   #active = false;
   /** Latencies (µs) of tasks completed since the last frame, per sandbox id. */
   readonly #latency = new Map<string, hdr.Histogram>();
-  #previous: { readonly atMs: number; readonly totals: Map<string, readonly [number, number, number]> } | undefined;
+  #previous:
+    | { readonly atMs: number; readonly totals: Map<string, readonly [number, number, number]> }
+    | undefined;
 
   constructor(feed: RuntimeFeed) {
     this.#feed = feed;
@@ -248,10 +250,18 @@ export class NodeFrameSource implements FrameSource {
         loading: l.loadingWorkers,
       })),
       reservations: s.scheduler.lanes.flatMap((l) =>
-        l.reservations.map((r) => ({ lane: l.name, minPriority: r.minPriority, workers: r.workers, busy: r.busy })),
+        l.reservations.map((r) => ({
+          lane: l.name,
+          minPriority: r.minPriority,
+          workers: r.workers,
+          busy: r.busy,
+        })),
       ),
       priorities: s.scheduler.priorities.map((p) => ({ priority: p.priority, queued: p.queued })),
-      governor: { tickMedianUs: round(s.governor.tickMedianUs, 1), tickP99Us: round(s.governor.tickP99Us, 1) },
+      governor: {
+        tickMedianUs: round(s.governor.tickMedianUs, 1),
+        tickP99Us: round(s.governor.tickP99Us, 1),
+      },
       sandboxes,
     };
   }

@@ -91,7 +91,9 @@ export function processMetricsRegistry(prefix: string): Registry {
 /** @throws RangeError for a prefix that is not a valid metric name start. */
 export function checkPrefix(prefix: string): string {
   if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(prefix)) {
-    throw new RangeError(`metrics prefix must match [a-zA-Z_:][a-zA-Z0-9_:]*; received ${JSON.stringify(prefix)}`);
+    throw new RangeError(
+      `metrics prefix must match [a-zA-Z_:][a-zA-Z0-9_:]*; received ${JSON.stringify(prefix)}`,
+    );
   }
   return prefix;
 }
@@ -116,7 +118,8 @@ export class RuntimeMetrics {
     nodeSeries(m);
     governorSeries(m);
     taskSeries(own, prefix, feed);
-    this.registry = (options.processMetrics ?? true) ? Registry.merge([own, processMetricsRegistry(prefix)]) : own;
+    this.registry =
+      (options.processMetrics ?? true) ? Registry.merge([own, processMetricsRegistry(prefix)]) : own;
   }
 
   /** Whether the per-task histograms are fed (the runtime was created with the feed's `onTaskEnd`). */
@@ -143,11 +146,16 @@ function sandboxSeries(m: SnapshotMetrics<RuntimeSnapshot>): void {
     for (const sandbox of s.sandboxes) fn({ sandbox_id: sandbox.id, sandbox_name: sandbox.name }, sandbox.id);
   };
   const SB = ['sandbox_id', 'sandbox_name'] as const;
-  m.gauge('sandbox_info', 'A sandbox of the tree (1), with its parent and mode.', [...SB, 'parent_id', 'mode'], (emit, s) => {
-    for (const x of s.sandboxes) {
-      emit({ sandbox_id: x.id, sandbox_name: x.name, parent_id: x.parentId ?? '', mode: x.mode }, 1);
-    }
-  });
+  m.gauge(
+    'sandbox_info',
+    'A sandbox of the tree (1), with its parent and mode.',
+    [...SB, 'parent_id', 'mode'],
+    (emit, s) => {
+      for (const x of s.sandboxes) {
+        emit({ sandbox_id: x.id, sandbox_name: x.name, parent_id: x.parentId ?? '', mode: x.mode }, 1);
+      }
+    },
+  );
   m.gauge('sandbox_priority', 'Priority of the sandbox (higher = more important).', SB, (emit, s) => {
     for (const x of s.sandboxes) emit({ sandbox_id: x.id, sandbox_name: x.name }, x.priority);
   });
@@ -177,11 +185,15 @@ function sandboxSeries(m: SnapshotMetrics<RuntimeSnapshot>): void {
       }
     },
   );
-  m.gauge('sandbox_state', 'Governor state of the sandbox: 1 for the current one.', [...SB, 'state'], (emit, s) =>
-    each(s, (labels, id) => {
-      const state = s.sandboxStats.get(id)?.state ?? 'ok';
-      for (const x of STATES) emit({ ...labels, state: x }, x === state ? 1 : 0);
-    }),
+  m.gauge(
+    'sandbox_state',
+    'Governor state of the sandbox: 1 for the current one.',
+    [...SB, 'state'],
+    (emit, s) =>
+      each(s, (labels, id) => {
+        const state = s.sandboxStats.get(id)?.state ?? 'ok';
+        for (const x of STATES) emit({ ...labels, state: x }, x === state ? 1 : 0);
+      }),
   );
   m.gauge('sandbox_running_tasks', 'Tasks of the sandbox running on a worker.', SB, (emit, s) =>
     each(s, (labels, id) => emit(labels, s.sandboxStats.get(id)?.running ?? 0)),
@@ -192,8 +204,11 @@ function sandboxSeries(m: SnapshotMetrics<RuntimeSnapshot>): void {
   m.counter('sandbox_completions_total', 'Tasks of the sandbox that completed.', SB, (emit, s) =>
     each(s, (labels, id) => emit(labels, s.sandboxStats.get(id)?.counters.completions ?? 0)),
   );
-  m.counter('sandbox_failures_total', 'Tasks of the sandbox that failed (engine errors, lost workers).', SB, (emit, s) =>
-    each(s, (labels, id) => emit(labels, s.sandboxStats.get(id)?.counters.failures ?? 0)),
+  m.counter(
+    'sandbox_failures_total',
+    'Tasks of the sandbox that failed (engine errors, lost workers).',
+    SB,
+    (emit, s) => each(s, (labels, id) => emit(labels, s.sandboxStats.get(id)?.counters.failures ?? 0)),
   );
   m.counter(
     'sandbox_rejections_total',
@@ -254,7 +269,9 @@ function sandboxSeries(m: SnapshotMetrics<RuntimeSnapshot>): void {
 
 /** The worker pool as a whole, from `nodeStats()`. */
 function poolSeries(m: SnapshotMetrics<RuntimeSnapshot>): void {
-  m.gauge('pool_workers', 'Workers alive (loaded, loading, spare).', [], (emit, s) => emit({}, s.node.liveWorkers));
+  m.gauge('pool_workers', 'Workers alive (loaded, loading, spare).', [], (emit, s) =>
+    emit({}, s.node.liveWorkers),
+  );
   m.gauge('pool_busy_workers', 'Workers running a task.', [], (emit, s) => emit({}, s.node.running));
   m.gauge('pool_loading_workers', 'Workers still loading the engine (replacements).', [], (emit, s) =>
     emit({}, s.node.loadingWorkers),
@@ -263,14 +280,21 @@ function poolSeries(m: SnapshotMetrics<RuntimeSnapshot>): void {
   m.gauge('pool_spare_workers', 'Loaded workers kept beyond the threads, for replacements.', [], (emit, s) =>
     emit({}, s.node.spareWorkers),
   );
-  m.counter('pool_worker_starts_total', 'Workers that finished starting (initial ones and replacements).', [], (emit, s) =>
-    emit({}, s.node.workersStarted),
+  m.counter(
+    'pool_worker_starts_total',
+    'Workers that finished starting (initial ones and replacements).',
+    [],
+    (emit, s) => emit({}, s.node.workersStarted),
   );
   m.counter(
     'pool_workers_replaced_total',
     'Replacement workers started after a worker was terminated (hard cancellation, out of memory, crash).',
     [],
-    (emit, s) => emit({}, s.node.lanes.reduce((sum, l) => sum + l.replacedWorkers, 0)),
+    (emit, s) =>
+      emit(
+        {},
+        s.node.lanes.reduce((sum, l) => sum + l.replacedWorkers, 0),
+      ),
   );
   m.gauge(
     'pool_last_replacement_startup_seconds',
@@ -303,9 +327,14 @@ function laneSeries(m: SnapshotMetrics<RuntimeSnapshot>): void {
       }
     },
   );
-  m.gauge('lane_workers', 'Tasks the lane runs at once (its workers, spares excluded).', ['lane'], (emit, s) => {
-    for (const l of s.node.lanes) emit({ lane: l.name }, l.workers);
-  });
+  m.gauge(
+    'lane_workers',
+    'Tasks the lane runs at once (its workers, spares excluded).',
+    ['lane'],
+    (emit, s) => {
+      for (const l of s.node.lanes) emit({ lane: l.name }, l.workers);
+    },
+  );
   m.gauge('lane_busy_workers', 'Of lane_workers, those running a task.', ['lane'], (emit, s) => {
     for (const l of s.node.lanes) emit({ lane: l.name }, l.busy);
   });
@@ -315,17 +344,33 @@ function laneSeries(m: SnapshotMetrics<RuntimeSnapshot>): void {
   m.gauge('lane_live_workers', 'Workers of the lane alive (loaded, loading, spare).', ['lane'], (emit, s) => {
     for (const l of s.node.lanes) emit({ lane: l.name }, l.liveWorkers);
   });
-  m.gauge('lane_loading_workers', 'Workers of the lane still loading the engine (replacements).', ['lane'], (emit, s) => {
-    for (const l of s.node.lanes) emit({ lane: l.name }, l.loadingWorkers);
-  });
-  m.counter('lane_workers_replaced_total', "Replacement workers the lane started (hard cancellation, out of memory, crash).", ['lane'], (emit, s) => {
-    for (const l of s.node.lanes) emit({ lane: l.name }, l.replacedWorkers);
-  });
-  m.gauge('lane_isolation', "What the lanes give (1 for the current one): weighted, unweighted or single_lane.", ['isolation'], (emit, s) =>
-    emit({ isolation: s.node.isolation }, 1),
+  m.gauge(
+    'lane_loading_workers',
+    'Workers of the lane still loading the engine (replacements).',
+    ['lane'],
+    (emit, s) => {
+      for (const l of s.node.lanes) emit({ lane: l.name }, l.loadingWorkers);
+    },
   );
-  m.gauge('gc_threads', "Where the isolates collect garbage (1 for the current one): per_isolate (node --single-threaded-gc) or shared.", ['mode'], (emit, s) =>
-    emit({ mode: s.node.gcThreads }, 1),
+  m.counter(
+    'lane_workers_replaced_total',
+    'Replacement workers the lane started (hard cancellation, out of memory, crash).',
+    ['lane'],
+    (emit, s) => {
+      for (const l of s.node.lanes) emit({ lane: l.name }, l.replacedWorkers);
+    },
+  );
+  m.gauge(
+    'lane_isolation',
+    'What the lanes give (1 for the current one): weighted, unweighted or single_lane.',
+    ['isolation'],
+    (emit, s) => emit({ isolation: s.node.isolation }, 1),
+  );
+  m.gauge(
+    'gc_threads',
+    'Where the isolates collect garbage (1 for the current one): per_isolate (node --single-threaded-gc) or shared.',
+    ['mode'],
+    (emit, s) => emit({ mode: s.node.gcThreads }, 1),
   );
 }
 
@@ -338,13 +383,20 @@ function reservationSeries(m: SnapshotMetrics<RuntimeSnapshot>): void {
     ['lane', 'min_priority'],
     (emit, s) => {
       for (const lane of s.scheduler.lanes)
-        for (const r of lane.reservations) emit({ lane: lane.name, min_priority: minPriority(r.minPriority) }, r.workers);
+        for (const r of lane.reservations)
+          emit({ lane: lane.name, min_priority: minPriority(r.minPriority) }, r.workers);
     },
   );
-  m.gauge('reservation_busy_workers', 'Of reservation_workers, those running a task.', ['lane', 'min_priority'], (emit, s) => {
-    for (const lane of s.scheduler.lanes)
-      for (const r of lane.reservations) emit({ lane: lane.name, min_priority: minPriority(r.minPriority) }, r.busy);
-  });
+  m.gauge(
+    'reservation_busy_workers',
+    'Of reservation_workers, those running a task.',
+    ['lane', 'min_priority'],
+    (emit, s) => {
+      for (const lane of s.scheduler.lanes)
+        for (const r of lane.reservations)
+          emit({ lane: lane.name, min_priority: minPriority(r.minPriority) }, r.busy);
+    },
+  );
 }
 
 /** Queue depth and flow per priority, from `schedulerStats().priorities`. */
@@ -367,7 +419,9 @@ function schedulerSeries(m: SnapshotMetrics<RuntimeSnapshot>): void {
 
 /** The node: usage, duress, enforcement. */
 function nodeSeries(m: SnapshotMetrics<RuntimeSnapshot>): void {
-  m.gauge('node_cores', 'Cores the node counts as its CPU capacity.', [], (emit, s) => emit({}, s.node.cores));
+  m.gauge('node_cores', 'Cores the node counts as its CPU capacity.', [], (emit, s) =>
+    emit({}, s.node.cores),
+  );
   m.gauge(
     'node_usage_ratio',
     "The node's usage over the last governor interval (process CPU / cores; workers' heap / their limits), ratio 0..1.",
@@ -387,15 +441,24 @@ function nodeSeries(m: SnapshotMetrics<RuntimeSnapshot>): void {
       if (u.ioSource !== 'none') emit({ resource: 'io' }, u.io);
     },
   );
-  m.gauge('node_duress', 'The node is in duress (1) or not (0).', [], (emit, s) => emit({}, s.node.duress ? 1 : 0));
+  m.gauge('node_duress', 'The node is in duress (1) or not (0).', [], (emit, s) =>
+    emit({}, s.node.duress ? 1 : 0),
+  );
   m.gauge('node_duress_level', 'Duress level: 1 for the current one.', ['level'], (emit, s) => {
     for (const level of DURESS_LEVELS) emit({ level }, s.governorSnapshot.duressLevel === level ? 1 : 0);
   });
-  m.gauge('node_enforcement', 'Enforcement mode of the governor: 1 for the current one.', ['mode'], (emit, s) => {
-    for (const mode of ENFORCEMENT_MODES) emit({ mode }, s.node.enforcement === mode ? 1 : 0);
-  });
+  m.gauge(
+    'node_enforcement',
+    'Enforcement mode of the governor: 1 for the current one.',
+    ['mode'],
+    (emit, s) => {
+      for (const mode of ENFORCEMENT_MODES) emit({ mode }, s.node.enforcement === mode ? 1 : 0);
+    },
+  );
   m.gauge('node_running_tasks', 'Tasks running on the node.', [], (emit, s) => emit({}, s.node.running));
-  m.gauge('node_queued_tasks', 'Tasks waiting for a worker on the node.', [], (emit, s) => emit({}, s.node.queued));
+  m.gauge('node_queued_tasks', 'Tasks waiting for a worker on the node.', [], (emit, s) =>
+    emit({}, s.node.queued),
+  );
 }
 
 /** The governor's counters and tick cost, from `governorStats()`. */
@@ -424,10 +487,15 @@ function governorSeries(m: SnapshotMetrics<RuntimeSnapshot>): void {
     [],
     (emit, s) => emit({}, s.governor.rateLimited),
   );
-  m.gauge('governor_cancellation_tokens', 'Tokens left in the cancellation buckets.', ['bucket'], (emit, s) => {
-    emit({ bucket: 'time' }, s.governor.tokens.time);
-    emit({ bucket: 'completions' }, s.governor.tokens.completions);
-  });
+  m.gauge(
+    'governor_cancellation_tokens',
+    'Tokens left in the cancellation buckets.',
+    ['bucket'],
+    (emit, s) => {
+      emit({ bucket: 'time' }, s.governor.tokens.time);
+      emit({ bucket: 'completions' }, s.governor.tokens.completions);
+    },
+  );
 }
 
 /** Per-sandbox task histograms and CPU time, fed by task ends (never by scrapes). */

@@ -124,10 +124,18 @@ export class TypedHistogram extends TypedSeries<HistogramChild> {
   readonly #bounds: Float64Array;
 
   /** @throws RangeError for bounds that are not finite and strictly ascending. */
-  constructor(registry: Registry, name: string, help: string, bounds: readonly number[], beforeRead?: () => void) {
+  constructor(
+    registry: Registry,
+    name: string,
+    help: string,
+    bounds: readonly number[],
+    beforeRead?: () => void,
+  ) {
     super(registry, name, help, beforeRead);
     if (bounds.some((b, i) => !Number.isFinite(b) || (i > 0 && b <= bounds[i - 1]!))) {
-      throw new RangeError(`histogram ${name}: bounds must be finite and strictly ascending; received ${bounds}`);
+      throw new RangeError(
+        `histogram ${name}: bounds must be finite and strictly ascending; received ${bounds}`,
+      );
     }
     this.#bounds = Float64Array.from(bounds);
   }
@@ -141,7 +149,11 @@ export class TypedHistogram extends TypedSeries<HistogramChild> {
     let cumulative = 0;
     for (let i = 0; i < this.#bounds.length; i++) {
       cumulative += c.counts[i]!;
-      out.push({ metricName: `${this.name}_bucket`, labels: { ...c.labels, le: this.#bounds[i]! }, value: cumulative });
+      out.push({
+        metricName: `${this.name}_bucket`,
+        labels: { ...c.labels, le: this.#bounds[i]! },
+        value: cumulative,
+      });
     }
     out.push({ metricName: `${this.name}_bucket`, labels: { ...c.labels, le: '+Inf' }, value: c.count });
     out.push({ metricName: `${this.name}_sum`, labels: { ...c.labels }, value: c.sum });

@@ -79,7 +79,10 @@ export class LanePool {
   static async start(options: LanePoolOptions): Promise<LanePool> {
     if (options.lanes.length === 0) throw new RangeError('a pool needs at least one lane');
     let made: LanePool | undefined;
-    const slotCount = options.lanes.reduce((sum, l) => sum + (l.workers + l.spareWorkers) * options.depthPerWorker, 0);
+    const slotCount = options.lanes.reduce(
+      (sum, l) => sum + (l.workers + l.spareWorkers) * options.depthPerWorker,
+      0,
+    );
     const slots = allocateTaskSlotBuffers(slotCount);
     const started = await Promise.allSettled(
       options.lanes.map((lane, index) =>
@@ -106,7 +109,9 @@ export class LanePool {
       await Promise.all(started.map((r) => (r.status === 'fulfilled' ? r.value.close() : undefined)));
       const reason = (started[failed] as PromiseRejectedResult).reason as Error;
       throw new Error(
-        options.lanes.length === 1 ? reason.message : `lane [${options.lanes[failed]!.name}]: ${reason.message}`,
+        options.lanes.length === 1
+          ? reason.message
+          : `lane [${options.lanes[failed]!.name}]: ${reason.message}`,
         { cause: reason },
       );
     }

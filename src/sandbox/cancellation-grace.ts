@@ -23,7 +23,12 @@ export const MAX_CANCELLATION_GRACE_MS = 3_600_000;
 export function parseCancellationGrace(value: unknown, path: string): CancellationGrace | undefined {
   if (value === undefined) return value;
   if (typeof value === 'string' && value.toLowerCase() === 'never') return 'never';
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_CANCELLATION_GRACE_MS) {
+  if (
+    typeof value !== 'number' ||
+    !Number.isInteger(value) ||
+    value < 0 ||
+    value > MAX_CANCELLATION_GRACE_MS
+  ) {
     throw new InvalidSandboxError(
       path,
       `must be an integer number of ms in 0..${MAX_CANCELLATION_GRACE_MS} or "never"`,

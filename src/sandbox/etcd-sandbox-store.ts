@@ -70,7 +70,9 @@ export class EtcdSandboxStore implements SandboxStore {
    */
   async compareAndSet(expectedVersion: number, next: StoredSandboxes): Promise<boolean> {
     if (next.version !== expectedVersion + 1) {
-      throw new RangeError(`next.version must be expectedVersion + 1 = ${expectedVersion + 1}; received ${next.version}`);
+      throw new RangeError(
+        `next.version must be expectedVersion + 1 = ${expectedVersion + 1}; received ${next.version}`,
+      );
     }
     let seen = this.#seen;
     if ((seen?.version ?? 0) !== expectedVersion) {
@@ -200,7 +202,9 @@ export class EtcdSandboxStore implements SandboxStore {
       !Array.isArray(set['order']) ||
       !set['order'].every((id) => typeof id === 'string' && texts.has(id))
     ) {
-      throw new Error(`${this.#setKey} must hold {"version": n >= 1, "order": [ids of ${this.#defsPrefix}*]}`);
+      throw new Error(
+        `${this.#setKey} must hold {"version": n >= 1, "order": [ids of ${this.#defsPrefix}*]}`,
+      );
     }
     const ordered = new Map<string, string>();
     for (const id of set['order'] as string[]) ordered.set(id, texts.get(id)!);

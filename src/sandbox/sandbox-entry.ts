@@ -27,7 +27,15 @@ const ENTRY_KEYS = [
   'version',
 ] as const;
 /** Fields the root's entry (`"_id": "_root"`) may have. */
-const ROOT_ENTRY_KEYS = ['_id', 'priority', 'max_queue_wait', 'cancellationGraceMs', 'search_settings', 'updated_at', 'version'] as const;
+const ROOT_ENTRY_KEYS = [
+  '_id',
+  'priority',
+  'max_queue_wait',
+  'cancellationGraceMs',
+  'search_settings',
+  'updated_at',
+  'version',
+] as const;
 
 /** Largest `max_concurrent_tasks` / `max_concurrent_tasks_per_user`. */
 export const MAX_CONCURRENT_TASKS = 100_000;
@@ -106,7 +114,10 @@ export function parseSandboxEntry(value: unknown, index: number): SandboxEntry |
       path,
       priority: parsePriority(value['priority'], `${path}.priority`),
       maxQueueWaitMs: parseMaxQueueWait(value['max_queue_wait'], `${path}.max_queue_wait`),
-      cancellationGraceMs: parseCancellationGrace(value['cancellationGraceMs'], `${path}.cancellationGraceMs`),
+      cancellationGraceMs: parseCancellationGrace(
+        value['cancellationGraceMs'],
+        `${path}.cancellationGraceMs`,
+      ),
       searchSettings: parseSearchSettings(value['search_settings'], `${path}.search_settings`),
       updatedAt: parseCount(value['updated_at'], `${path}.updated_at`, 0, 0),
       version: parseCount(value['version'], `${path}.version`, 1, 1),
@@ -142,7 +153,12 @@ export function parseSandboxEntry(value: unknown, index: number): SandboxEntry |
     throw new InvalidSandboxError(`${path}.parent_id`, 'must be the _id of another sandbox', parentId);
   }
   // Any case (the rule of common/option-checks.ts); stored in the set's own spelling.
-  const mode = sandboxChecks.oneOf(`${path}.mode`, value['mode'] ?? undefined, Object.values(SandboxMode), SandboxMode.ENFORCED);
+  const mode = sandboxChecks.oneOf(
+    `${path}.mode`,
+    value['mode'] ?? undefined,
+    Object.values(SandboxMode),
+    SandboxMode.ENFORCED,
+  );
 
   return Object.freeze({
     index,
@@ -176,7 +192,11 @@ export function parseSandboxEntry(value: unknown, index: number): SandboxEntry |
 function parseCap(value: unknown, path: string): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_CONCURRENT_TASKS) {
-    throw new InvalidSandboxError(path, `must be an integer in 1..${MAX_CONCURRENT_TASKS} (tasks running at once)`, value);
+    throw new InvalidSandboxError(
+      path,
+      `must be an integer in 1..${MAX_CONCURRENT_TASKS} (tasks running at once)`,
+      value,
+    );
   }
   return value;
 }
@@ -222,7 +242,8 @@ export function parseMaxQueueWait(value: unknown, path: string): number | undefi
     throw new InvalidSandboxError(path, expectation, value);
   }
   if (ms === -1) return Number.POSITIVE_INFINITY;
-  if (!Number.isInteger(ms) || ms < 1 || ms > MAX_QUEUE_WAIT_MS) throw new InvalidSandboxError(path, expectation, value);
+  if (!Number.isInteger(ms) || ms < 1 || ms > MAX_QUEUE_WAIT_MS)
+    throw new InvalidSandboxError(path, expectation, value);
   return ms;
 }
 
@@ -234,7 +255,11 @@ export function formatMaxQueueWait(ms: number): string {
 
 function parsePriority(value: unknown, path: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
-    throw new InvalidSandboxError(path, 'must be an integer in -(2^53 - 1)..2^53 - 1 (higher = more important)', value);
+    throw new InvalidSandboxError(
+      path,
+      'must be an integer in -(2^53 - 1)..2^53 - 1 (higher = more important)',
+      value,
+    );
   }
   return value;
 }

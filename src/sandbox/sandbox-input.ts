@@ -21,7 +21,10 @@ export interface SearchSettingsInput {
 }
 
 /** A percent limit of the seed's form: `{ low?, high }` or `high`, in (0, 100], numbers or numeric strings. */
-export type PercentLimitInput = number | string | { readonly low?: number | string; readonly high: number | string };
+export type PercentLimitInput =
+  | number
+  | string
+  | { readonly low?: number | string; readonly high: number | string };
 
 /**
  * `resourceConsumptionLimits`: `cpu` / `memory` as ratios, or the seed's `cpuUsageLimit` /
@@ -79,13 +82,17 @@ export interface SandboxPatch {
   readonly priority?: number;
   readonly parent_id?: string | null;
   readonly mode?: SandboxMode;
-  readonly resourceConsumptionLimits?: { readonly [K in keyof ResourceLimitsInput]?: ResourceLimitsInput[K] | null };
+  readonly resourceConsumptionLimits?: {
+    readonly [K in keyof ResourceLimitsInput]?: ResourceLimitsInput[K] | null;
+  };
   readonly selectionAttributes?: readonly SelectionAttributeInput[];
   readonly tags?: readonly string[];
   readonly cancellationGraceMs?: number | 'never' | null;
   readonly max_queue_wait?: string | number | null;
   /** Merged per key; a key set to `null` (or the whole field `null`) inherits again. */
-  readonly search_settings?: { readonly [K in keyof SearchSettingsInput]?: SearchSettingsInput[K] | null } | null;
+  readonly search_settings?:
+    | { readonly [K in keyof SearchSettingsInput]?: SearchSettingsInput[K] | null }
+    | null;
   readonly max_concurrent_tasks?: number | null;
   readonly max_concurrent_tasks_per_user?: number | null;
 }

@@ -111,7 +111,9 @@ export function createRootSandbox(overrides?: {
 }): Sandbox {
   return Object.freeze({
     ...(overrides?.maxQueueWaitMs !== undefined ? { maxQueueWaitMs: overrides.maxQueueWaitMs } : {}),
-    ...(overrides?.cancellationGraceMs !== undefined ? { cancellationGraceMs: overrides.cancellationGraceMs } : {}),
+    ...(overrides?.cancellationGraceMs !== undefined
+      ? { cancellationGraceMs: overrides.cancellationGraceMs }
+      : {}),
     id: ROOT_SANDBOX_ID,
     name: ROOT_SANDBOX_ID,
     parentId: null,

@@ -102,13 +102,21 @@ export function parseSearchSettings(value: unknown, path: string): SearchSetting
  */
 export function parseTimeSetting(raw: unknown, path: string): TimeSetting {
   if (typeof raw !== 'string' && typeof raw !== 'number') {
-    throw new InvalidSandboxError(path, 'must be a time value such as "500ms" or "30s", or "-1" for none', raw);
+    throw new InvalidSandboxError(
+      path,
+      'must be a time value such as "500ms" or "30s", or "-1" for none',
+      raw,
+    );
   }
   let ms: number;
   try {
     ms = parseTimeValueMs(raw, path);
   } catch (error) {
-    throw new InvalidSandboxError(path, (error as { expectation?: string }).expectation ?? 'must be a time value', raw);
+    throw new InvalidSandboxError(
+      path,
+      (error as { expectation?: string }).expectation ?? 'must be a time value',
+      raw,
+    );
   }
   if (ms === 0) throw new InvalidSandboxError(path, 'must be a positive time value, or "-1" for none', raw);
   return Object.freeze({ text: String(raw).trim(), ms });

@@ -79,7 +79,12 @@ export class ConcurrencyCaps {
   }
 
   #chainOf(sandboxId: string): readonly Link[] {
-    return this.#chains.get(sandboxId) ?? [{ id: sandboxId, cap: undefined, perUserCap: undefined }, ...this.#rootChain];
+    return (
+      this.#chains.get(sandboxId) ?? [
+        { id: sandboxId, cap: undefined, perUserCap: undefined },
+        ...this.#rootChain,
+      ]
+    );
   }
 
   /** The sandbox whose cap holds back a task of `sandboxId` and `user` now, or undefined when it may start. */
@@ -87,7 +92,10 @@ export class ConcurrencyCaps {
     if (!this.#anyCap) return undefined;
     for (const link of this.#chainOf(sandboxId)) {
       if (link.cap !== undefined && (this.#running.get(link.id) ?? 0) >= link.cap) return link.id;
-      if (link.perUserCap !== undefined && (this.#byUser.get(userKey(link.id, user)) ?? 0) >= link.perUserCap) {
+      if (
+        link.perUserCap !== undefined &&
+        (this.#byUser.get(userKey(link.id, user)) ?? 0) >= link.perUserCap
+      ) {
         return link.id;
       }
     }

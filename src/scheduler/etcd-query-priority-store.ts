@@ -67,7 +67,9 @@ export class EtcdQueryPriorityStore implements QueryPriorityStore {
       }
       await this.#read();
     }
-    throw new Error(`the query-priority rules kept changing on other nodes; gave up after ${MAX_ATTEMPTS} tries`);
+    throw new Error(
+      `the query-priority rules kept changing on other nodes; gave up after ${MAX_ATTEMPTS} tries`,
+    );
   }
 
   /**

@@ -100,7 +100,8 @@ export function resolveLanes(
   defaults: { readonly workers: number; readonly spareWorkers: number },
   path = 'options.lanes',
 ): readonly ResolvedLane[] {
-  if (lanes === false) return Object.freeze([Object.freeze(singleLane(defaults.workers, defaults.spareWorkers))]);
+  if (lanes === false)
+    return Object.freeze([Object.freeze(singleLane(defaults.workers, defaults.spareWorkers))]);
   const list = lanes ?? DEFAULT_LANES;
   if (!Array.isArray(list) || list.length < 1 || list.length > 8) {
     throw new InvalidArgumentError(path, 'must be false or an array of 1..8 lanes', lanes);
@@ -115,18 +116,27 @@ export function resolveLanes(
     const l = lane as Record<string, unknown>;
     for (const key of Object.keys(l)) {
       if (!['name', 'minPriority', 'weight', 'workers', 'spareWorkers'].includes(key)) {
-        throw new InvalidArgumentError(`${at}.${key}`, 'is not a lane option (name, minPriority, weight, workers, spareWorkers)', l[key]);
+        throw new InvalidArgumentError(
+          `${at}.${key}`,
+          'is not a lane option (name, minPriority, weight, workers, spareWorkers)',
+          l[key],
+        );
       }
     }
     if (typeof l['name'] !== 'string' || !/^[a-z0-9_-]{1,32}$/.test(l['name'])) {
       throw new InvalidArgumentError(`${at}.name`, 'must be 1..32 characters of [a-z0-9_-]', l['name']);
     }
-    if (names.has(l['name'])) throw new InvalidArgumentError(`${at}.name`, 'must be unique among the lanes', l['name']);
+    if (names.has(l['name']))
+      throw new InvalidArgumentError(`${at}.name`, 'must be unique among the lanes', l['name']);
     names.add(l['name']);
     let minPriority = Number.NEGATIVE_INFINITY;
     if (l['minPriority'] === undefined) {
       if (lowest >= 0) {
-        throw new InvalidArgumentError(`${at}.minPriority`, `must be set: only one lane may omit it (lane ${lowest} does)`, undefined);
+        throw new InvalidArgumentError(
+          `${at}.minPriority`,
+          `must be set: only one lane may omit it (lane ${lowest} does)`,
+          undefined,
+        );
       }
       lowest = i;
     } else {
@@ -145,17 +155,28 @@ export function resolveLanes(
     };
   });
   if (lowest < 0) {
-    throw new InvalidArgumentError(`${path}[${parsed.length - 1}].minPriority`, 'must be omitted on the lowest lane, which takes every priority below the others', parsed.at(-1)?.minPriority);
+    throw new InvalidArgumentError(
+      `${path}[${parsed.length - 1}].minPriority`,
+      'must be omitted on the lowest lane, which takes every priority below the others',
+      parsed.at(-1)?.minPriority,
+    );
   }
   const sorted = [...parsed].sort((a, b) => b.minPriority - a.minPriority);
   for (let i = 1; i < sorted.length; i++) {
     if (sorted[i]!.minPriority === sorted[i - 1]!.minPriority) {
-      throw new InvalidArgumentError(`${path}.minPriority`, 'must differ between lanes', sorted[i]!.minPriority);
+      throw new InvalidArgumentError(
+        `${path}.minPriority`,
+        'must differ between lanes',
+        sorted[i]!.minPriority,
+      );
     }
   }
   return Object.freeze(
     sorted.map((lane, i) =>
-      Object.freeze({ ...lane, maxPriority: i === 0 ? Number.POSITIVE_INFINITY : sorted[i - 1]!.minPriority }),
+      Object.freeze({
+        ...lane,
+        maxPriority: i === 0 ? Number.POSITIVE_INFINITY : sorted[i - 1]!.minPriority,
+      }),
     ),
   );
 }

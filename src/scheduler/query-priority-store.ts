@@ -58,9 +58,12 @@ export class FileQueryPriorityStore implements QueryPriorityStore {
     try {
       return JSON.parse(text);
     } catch (error) {
-      throw new Error(`query-priority store ${this.location} is not valid JSON: ${(error as Error).message}`, {
-        cause: error,
-      });
+      throw new Error(
+        `query-priority store ${this.location} is not valid JSON: ${(error as Error).message}`,
+        {
+          cause: error,
+        },
+      );
     }
   }
 

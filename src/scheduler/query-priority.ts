@@ -161,7 +161,6 @@ export interface PriorityAttributes {
   readonly sandboxId: string;
 }
 
-
 const TOP_KEYS = [
   'enabled',
   'default_priority',
@@ -459,7 +458,11 @@ const DURATION_UNITS: Readonly<Record<string, number>> = {
  */
 export function parseDuration(raw: unknown, path: string): number {
   const bad = () =>
-    new InvalidArgumentError(path, 'must be a duration such as "2h", "1h30m", "7d" or "0s" (units ms s m h d w)', raw);
+    new InvalidArgumentError(
+      path,
+      'must be a duration such as "2h", "1h30m", "7d" or "0s" (units ms s m h d w)',
+      raw,
+    );
   if (typeof raw !== 'string' || raw.length === 0 || raw.length > 40) throw bad();
   const re = /(\d+)(ms|s|m|h|d|w)/y;
   let total = 0;

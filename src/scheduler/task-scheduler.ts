@@ -126,8 +126,20 @@ export interface Eviction<T> {
   readonly message: string;
 }
 
+/** What `offer` returns as `evicted` when it evicted nothing: one shared empty list. */
+const NO_EVICTIONS: readonly Eviction<never>[] = Object.freeze([]);
+
 export type OfferResult<T> =
-  | { readonly accepted: true; readonly evicted: readonly Eviction<T>[]; readonly ticket: QueueTicket<T> }
+  | {
+      readonly accepted: true;
+      readonly evicted: readonly Eviction<T>[];
+      readonly ticket: QueueTicket<T>;
+      /**
+       * Every worker of the task's lane was busy when it was queued: the dispatch loop has nothing
+       * new to hand out until a task ends (or a worker, a cap or a rule changes, which run it anyway).
+       */
+      readonly laneFull: boolean;
+    }
   | { readonly accepted: false; readonly reason: EvictionReason; readonly message: string };
 
 /** Per-priority figures. Wait times in ms. */
@@ -142,7 +154,13 @@ export interface PriorityLevelStats {
   readonly removed: number;
   /** Dispatches of this priority onto a reserved worker lent below its priority. */
   readonly lent: number;
-  readonly waitMs: { readonly count: number; readonly mean: number; readonly p50: number; readonly p99: number; readonly max: number };
+  readonly waitMs: {
+    readonly count: number;
+    readonly mean: number;
+    readonly p50: number;
+    readonly p99: number;
+    readonly max: number;
+  };
 }
 
 /** One reservation group of a lane. */
@@ -284,7 +302,8 @@ export class TaskScheduler<T> {
       throw new RangeError(`agingOvertakeEvery must be an integer >= 1; received ${overtakeEvery}`);
     const overload = options.overload;
     if (overload !== undefined) {
-      if (!(overload.intervalMs > 0)) throw new RangeError(`overload.intervalMs must be > 0; received ${overload.intervalMs}`);
+      if (!(overload.intervalMs > 0))
+        throw new RangeError(`overload.intervalMs must be > 0; received ${overload.intervalMs}`);
       if (overload.targetMs !== undefined && !(overload.targetMs > 0))
         throw new RangeError(`overload.targetMs must be > 0; received ${overload.targetMs}`);
     }
@@ -334,15 +353,21 @@ export class TaskScheduler<T> {
    * `maxWaitMs` (> 0 or Infinity, default Infinity) is the task's queue-wait bound: `expire` hands it
    * back once it has waited that long. The `ticket` lets a caller that gives up `remove` it.
    */
-  offer(item: T, sandboxId: string, priority: number, nowMs: number, maxWaitMs = Number.POSITIVE_INFINITY): OfferResult<T> {
+  offer(
+    item: T,
+    sandboxId: string,
+    priority: number,
+    nowMs: number,
+    maxWaitMs = Number.POSITIVE_INFINITY,
+  ): OfferResult<T> {
     this.#lastNowMs = nowMs;
-    const evicted: Eviction<T>[] = [];
+    let evicted: readonly Eviction<T>[] = NO_EVICTIONS;
     const laneIndex = this.laneOf(priority);
     const lane = this.#lanes[laneIndex]!;
     // A task a free worker takes at once does not wait: no bound applies to it. One held back by its
     // sandbox's concurrency cap waits, and counts against the bounds.
-    const runsNow =
-      lane.busyTotal < lane.live && this.#groupFor(lane, priority) >= 0 && (this.#mayStartItem?.(item) ?? true);
+    const laneFull = lane.busyTotal >= lane.live || lane.busyTotal >= lane.workers;
+    const runsNow = !laneFull && this.#groupFor(lane, priority) >= 0 && (this.#mayStartItem?.(item) ?? true);
     const sandboxLimit = this.#sandboxLimit(sandboxId);
     if (
       !runsNow &&
@@ -359,14 +384,14 @@ export class TaskScheduler<T> {
             `none of lower priority than ${priority}`,
         };
       }
-      evicted.push(
+      evicted = [
         this.#evict(
           victim,
           'sandbox_queue_full',
           `rejected: evicted from sandbox [${sandboxId}]'s full queue (${sandboxLimit} tasks waiting) by a task of ` +
             `higher priority (${priority} > ${victim.entry.priority})`,
         ),
-      );
+      ];
     }
     if (!runsNow && this.#queued >= this.#maxQueuedTasks) {
       const victim = this.#newestBelow(priority);
@@ -380,14 +405,15 @@ export class TaskScheduler<T> {
             `than ${priority}, sandbox [${sandboxId}])`,
         };
       }
-      evicted.push(
+      evicted = [
+        ...evicted,
         this.#evict(
           victim,
           'queue_full',
           `rejected: evicted from the full queue (${this.#maxQueuedTasks} tasks waiting) by a task of higher ` +
             `priority (sandbox [${sandboxId}], ${priority} > ${victim.entry.priority})`,
         ),
-      );
+      ];
     }
     if (lane.queue.length === 0) lane.nonEmptySinceMs = nowMs;
     const waiting = new Waiting(item, sandboxId, laneIndex, nowMs, maxWaitMs);
@@ -395,7 +421,7 @@ export class TaskScheduler<T> {
     if (Number.isFinite(waiting.deadlineMs)) this.#deadlines.push(waiting);
     this.#queued++;
     this.#queuedPerSandbox.set(sandboxId, (this.#queuedPerSandbox.get(sandboxId) ?? 0) + 1);
-    return { accepted: true, evicted, ticket: waiting };
+    return { accepted: true, evicted, ticket: waiting, laneFull };
   }
 
   /**
@@ -484,7 +510,9 @@ export class TaskScheduler<T> {
 
   #overloaded(lane: LaneState<T>, nowMs: number): boolean {
     const overload = this.#overload;
-    return overload !== undefined && lane.queue.length > 0 && nowMs - lane.nonEmptySinceMs >= overload.intervalMs;
+    return (
+      overload !== undefined && lane.queue.length > 0 && nowMs - lane.nonEmptySinceMs >= overload.intervalMs
+    );
   }
 
   /** Book-keeping for a task that left its lane's queue without being dispatched. */
@@ -514,7 +542,8 @@ export class TaskScheduler<T> {
     const groups = lane.plan.groups;
     let floor = Number.POSITIVE_INFINITY;
     for (let i = 0; i < groups.length; i++) {
-      if (lane.busy[i]! < groups[i]!.workers && groups[i]!.minPriority < floor) floor = groups[i]!.minPriority;
+      if (lane.busy[i]! < groups[i]!.workers && groups[i]!.minPriority < floor)
+        floor = groups[i]!.minPriority;
     }
     if (floor === Number.POSITIVE_INFINITY) return undefined;
     if (this.#overload?.lifo === true) lane.queue.lifo = this.#overloaded(lane, nowMs);
@@ -715,12 +744,18 @@ export class TaskScheduler<T> {
   /** Recomputes a lane's reservation groups and places its running tasks in them again. */
   #replan(lane: LaneState<T>): void {
     lane.plan = this.#fifo
-      ? { groups: [{ minPriority: Number.NEGATIVE_INFINITY, workers: lane.workers }], reserved: 0, suspended: undefined }
+      ? {
+          groups: [{ minPriority: Number.NEGATIVE_INFINITY, workers: lane.workers }],
+          reserved: 0,
+          suspended: undefined,
+        }
       : planReservations(this.#config, lane.workers, lane.spec);
     const groups = lane.plan.groups;
     lane.busy = groups.map(() => 0);
     const laneIndex = this.#lanes.indexOf(lane);
-    const running = [...this.#running].filter((d) => d.lane === laneIndex).sort((a, b) => b.priority - a.priority);
+    const running = [...this.#running]
+      .filter((d) => d.lane === laneIndex)
+      .sort((a, b) => b.priority - a.priority);
     for (const dispatch of running) {
       let group = this.#groupFor(lane, dispatch.priority);
       if (group < 0) group = groups.findIndex((g, i) => lane.busy[i]! < g.workers);
@@ -775,7 +810,13 @@ export class TaskScheduler<T> {
     lane.queue.remove(entry);
     this.#left(entry.item);
     this.#countersOf(entry.priority).evicted++;
-    return { item: entry.item.item, sandboxId: entry.item.sandboxId, priority: entry.priority, reason, message };
+    return {
+      item: entry.item.item,
+      sandboxId: entry.item.sandboxId,
+      priority: entry.priority,
+      reason,
+      message,
+    };
   }
 
   #decrementQueued(sandboxId: string): void {

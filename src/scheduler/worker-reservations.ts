@@ -45,7 +45,10 @@ export interface ReservationLane extends PriorityBand {
   readonly workers: number;
 }
 
-const WHOLE_BAND: PriorityBand = { minPriority: Number.NEGATIVE_INFINITY, maxPriority: Number.POSITIVE_INFINITY };
+const WHOLE_BAND: PriorityBand = {
+  minPriority: Number.NEGATIVE_INFINITY,
+  maxPriority: Number.POSITIVE_INFINITY,
+};
 
 /** Workers a `reserved_workers` value stands for in a lane of `workers`: a count, or ceil(f × workers). */
 export function reservedCount(reservedWorkers: number, workers: number): number {

@@ -50,7 +50,13 @@ const intIn = optionChecks.integerIn;
  *   received 0`), or `requestTimeoutMs` when it is shorter than `headersTimeoutMs`.
  */
 export function resolveConnectionLimits(limits: ConnectionLimits = {}): ResolvedConnectionLimits {
-  const headersTimeoutMs = intIn('headersTimeoutMs', limits.headersTimeoutMs, 1, 3_600_000, DEFAULT_CONNECTION_LIMITS.headersTimeoutMs);
+  const headersTimeoutMs = intIn(
+    'headersTimeoutMs',
+    limits.headersTimeoutMs,
+    1,
+    3_600_000,
+    DEFAULT_CONNECTION_LIMITS.headersTimeoutMs,
+  );
   const requestTimeoutMs = intIn(
     'requestTimeoutMs',
     limits.requestTimeoutMs,
@@ -65,17 +71,29 @@ export function resolveConnectionLimits(limits: ConnectionLimits = {}): Resolved
       requestTimeoutMs,
     );
   }
-  const maxConnections = intIn('maxConnections', limits.maxConnections, 1, 1_000_000, DEFAULT_CONNECTION_LIMITS.maxConnections);
+  const maxConnections = intIn(
+    'maxConnections',
+    limits.maxConnections,
+    1,
+    1_000_000,
+    DEFAULT_CONNECTION_LIMITS.maxConnections,
+  );
   return Object.freeze({ headersTimeoutMs, requestTimeoutMs, maxConnections });
 }
 
 /** How often Node checks the time-outs, ms: a quarter of the shorter one, between 10 ms and 1 s. */
 export function checkingIntervalMs(limits: ResolvedConnectionLimits): number {
-  return Math.max(10, Math.min(1000, Math.floor(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 4)));
+  return Math.max(
+    10,
+    Math.min(1000, Math.floor(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 4)),
+  );
 }
 
 /** The fastify constructor options that apply `limits` (merge them into `Fastify({...})`). */
-export function fastifyConnectionOptions(limits: ResolvedConnectionLimits, log: FastifyBaseLogger | undefined) {
+export function fastifyConnectionOptions(
+  limits: ResolvedConnectionLimits,
+  log: FastifyBaseLogger | undefined,
+) {
   return {
     requestTimeout: limits.requestTimeoutMs,
     http: {
@@ -83,12 +101,17 @@ export function fastifyConnectionOptions(limits: ResolvedConnectionLimits, log: 
       requestTimeout: limits.requestTimeoutMs,
       connectionsCheckingInterval: checkingIntervalMs(limits),
     },
-    clientErrorHandler: (error: Error & { code?: string }, socket: Socket) => answerClientError(error, socket, limits, log),
+    clientErrorHandler: (error: Error & { code?: string }, socket: Socket) =>
+      answerClientError(error, socket, limits, log),
   };
 }
 
 /** Applies what the constructor cannot: the connection bound, and a count and a log of dropped connections. */
-export function applyConnectionLimits(app: FastifyInstance, limits: ResolvedConnectionLimits, log: FastifyBaseLogger | undefined): void {
+export function applyConnectionLimits(
+  app: FastifyInstance,
+  limits: ResolvedConnectionLimits,
+  log: FastifyBaseLogger | undefined,
+): void {
   app.server.maxConnections = limits.maxConnections;
   let dropped = 0;
   let lastLogMs = Number.NEGATIVE_INFINITY;
@@ -120,9 +143,16 @@ function answerClientError(
         `and the whole request within ${limits.requestTimeoutMs} ms (--request-timeout-ms); the connection is closed`,
     );
   } else if (error.code === 'HPE_HEADER_OVERFLOW') {
-    failure = Object.assign(new Error(`the request headers are larger than the server accepts; received ${error.code}`), { statusCode: 431 });
+    failure = Object.assign(
+      new Error(`the request headers are larger than the server accepts; received ${error.code}`),
+      { statusCode: 431 },
+    );
   } else {
-    failure = new InvalidArgumentError('request', 'is not a valid HTTP/1.1 request', error.code ?? error.message);
+    failure = new InvalidArgumentError(
+      'request',
+      'is not a valid HTTP/1.1 request',
+      error.code ?? error.message,
+    );
   }
   const { status, body } = toErrorResponse(failure);
   log?.debug({ code: error.code, status }, 'client error: answered and closed the connection');

@@ -71,7 +71,9 @@ async function answer(reply: FastifyReply, run: () => unknown): Promise<FastifyR
 
 /** Adds the write routes (see module doc) to a data node's app. */
 export function registerWriteRoutes(app: FastifyInstance, indices: LocalPlacement, nodeId: string): void {
-  const plain = { config: { auth: 'internal' as const, urlParameters: { names: ['pretty'], hint: '(pretty)' } } };
+  const plain = {
+    config: { auth: 'internal' as const, urlParameters: { names: ['pretty'], hint: '(pretty)' } },
+  };
   app.put<{ Params: { index: string } }>(`${INDICES_PATH}/:index`, plain, (request, reply) =>
     answer(reply, async () => {
       await indices.adoptIndex(decodeIndexMetadataRequest(request.body, request.params.index));
@@ -80,7 +82,12 @@ export function registerWriteRoutes(app: FastifyInstance, indices: LocalPlacemen
   );
   app.delete<{ Params: { index: string } }>(
     `${INDICES_PATH}/:index`,
-    { config: { auth: 'internal' as const, urlParameters: { names: ['uuid', 'pretty'], hint: '(uuid, pretty)' } } },
+    {
+      config: {
+        auth: 'internal' as const,
+        urlParameters: { names: ['uuid', 'pretty'], hint: '(uuid, pretty)' },
+      },
+    },
     (request, reply) =>
       answer(reply, async () => {
         await indices.dropIndex(request.params.index, decodeDropIndexQuery(request.query));
@@ -126,30 +133,34 @@ export function registerWriteRoutes(app: FastifyInstance, indices: LocalPlacemen
       }
     }),
   );
-  app.post(REPLICATE_PATH, { ...plain, bodyLimit: INTERNAL_BODY_LIMIT, schema: { body: REPLICATE_REQUEST_SCHEMA } }, async (request, reply) => {
-    const arrived = performance.now();
-    try {
-      const r = decodeReplicateRequest(request.body);
-      const outcome = await indices.applyReplica(
-        r.index,
-        r.uuid,
-        r.shard,
-        r.operations,
-        r.refresh,
-        r.primaryNextSeqNo,
-        r.primaryTerm,
-      );
-      const { status, body } = encodeReplicateAnswer(
-        nodeId,
-        outcome.ok
-          ? { applied: true, serviceTimeNs: Math.round((performance.now() - arrived) * 1e6) }
-          : { applied: false, nextSeqNo: outcome.nextSeqNo },
-      );
-      return reply.code(status).send(body);
-    } catch (error) {
-      return sendError(reply, error);
-    }
-  });
+  app.post(
+    REPLICATE_PATH,
+    { ...plain, bodyLimit: INTERNAL_BODY_LIMIT, schema: { body: REPLICATE_REQUEST_SCHEMA } },
+    async (request, reply) => {
+      const arrived = performance.now();
+      try {
+        const r = decodeReplicateRequest(request.body);
+        const outcome = await indices.applyReplica(
+          r.index,
+          r.uuid,
+          r.shard,
+          r.operations,
+          r.refresh,
+          r.primaryNextSeqNo,
+          r.primaryTerm,
+        );
+        const { status, body } = encodeReplicateAnswer(
+          nodeId,
+          outcome.ok
+            ? { applied: true, serviceTimeNs: Math.round((performance.now() - arrived) * 1e6) }
+            : { applied: false, nextSeqNo: outcome.nextSeqNo },
+        );
+        return reply.code(status).send(body);
+      } catch (error) {
+        return sendError(reply, error);
+      }
+    },
+  );
   app.post(RECOVER_PATH, { ...plain, schema: { body: RECOVER_REQUEST_SCHEMA } }, (request, reply) =>
     answer(reply, async () => {
       const { index, uuid, shard, fromSeqNo } = decodeRecoverRequest(request.body);

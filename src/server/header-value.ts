@@ -21,12 +21,20 @@ export function singleHeaderValue(request: FastifyRequest, name: string): string
       if ((raw[i] as string).toLowerCase() === name) values.push(raw[i + 1] as string);
     }
     if (values.length > 1) {
-      throw new InvalidArgumentError(`header [${name}]`, 'must be sent once (a request runs in one sandbox)', values);
+      throw new InvalidArgumentError(
+        `header [${name}]`,
+        'must be sent once (a request runs in one sandbox)',
+        values,
+      );
     }
   }
   const v = request.headers[name];
   if (Array.isArray(v) && v.length > 1) {
-    throw new InvalidArgumentError(`header [${name}]`, 'must be sent once (a request runs in one sandbox)', v);
+    throw new InvalidArgumentError(
+      `header [${name}]`,
+      'must be sent once (a request runs in one sandbox)',
+      v,
+    );
   }
   return Array.isArray(v) ? v[0] : v;
 }

@@ -16,7 +16,12 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from 'fastify';
-import { InvalidArgumentError, SandboxConflictError, SandboxNotFoundError, UnsupportedContentTypeError } from '../errors.js';
+import {
+  InvalidArgumentError,
+  SandboxConflictError,
+  SandboxNotFoundError,
+  UnsupportedContentTypeError,
+} from '../errors.js';
 import { toSandboxDocument } from '../sandbox/sandbox-document.js';
 import type { Runtime } from '../runtime.js';
 import type { SandboxInput, SandboxPatch } from '../sandbox/sandbox-input.js';
@@ -115,7 +120,10 @@ export function ifMatchVersions(header: string | undefined): readonly number[] |
 }
 
 /** The version to pass for a compare-and-swap: the current one when `versions` names it, else one that fails. */
-function expectedVersion(versions: readonly number[] | undefined, current: number | undefined): number | undefined {
+function expectedVersion(
+  versions: readonly number[] | undefined,
+  current: number | undefined,
+): number | undefined {
   if (versions === undefined) return undefined;
   return current !== undefined && versions.includes(current) ? current : versions[0];
 }
@@ -140,7 +148,8 @@ export const SANDBOX_STATS_QUERY_SCHEMA = querySchema({
 });
 
 function statsQuery(query: Record<string, unknown>): StatsQuery {
-  const int = (name: string, fallback: number) => (query[name] === undefined ? fallback : Number(query[name]));
+  const int = (name: string, fallback: number) =>
+    query[name] === undefined ? fallback : Number(query[name]);
   return { breach: query['breach'] === 'true', from: int('from', 0), size: int('size', 100) };
 }
 
@@ -169,7 +178,8 @@ declare module 'fastify' {
  * `application/vnd.elasticsearch+x-ndjson`), plus `application/x-www-form-urlencoded`, which
  * curl's `-d` sends by default and which is read as JSON here (Elasticsearch refuses it).
  */
-const READABLE_MEDIA_TYPE = /^application\/(?:json|x-ndjson|x-www-form-urlencoded|[\w.+-]*\+(?:json|x-ndjson))$/;
+const READABLE_MEDIA_TYPE =
+  /^application\/(?:json|x-ndjson|x-www-form-urlencoded|[\w.+-]*\+(?:json|x-ndjson))$/;
 
 /**
  * The `Content-Type` of a body that the server does not read (`text/plain`, `application/cbor`), as
@@ -198,7 +208,10 @@ export function parseBody(
 ): void {
   if ((request.routeOptions.config as RouteConfig | undefined)?.rawBody === true) {
     const refusedRaw = unsupportedContentType(request);
-    done(refusedRaw === undefined ? null : new UnsupportedContentTypeError(refusedRaw), refusedRaw === undefined ? body : undefined);
+    done(
+      refusedRaw === undefined ? null : new UnsupportedContentTypeError(refusedRaw),
+      refusedRaw === undefined ? body : undefined,
+    );
     return;
   }
   // A route that does not exist answers 404, whatever its body (an NDJSON `_msearch` is no JSON).
@@ -219,7 +232,10 @@ export function parseBody(
   try {
     done(null, request.url.startsWith('/_internal/') ? JSON.parse(text) : parseJsonBody(text));
   } catch (error) {
-    done(error instanceof SyntaxError ? Object.assign(error, { statusCode: 400 }) : (error as Error), undefined);
+    done(
+      error instanceof SyntaxError ? Object.assign(error, { statusCode: 400 }) : (error as Error),
+      undefined,
+    );
   }
 }
 
@@ -282,7 +298,10 @@ export function buildHttpServer(runtime: Runtime, options: HttpServerOptions = {
     try {
       const versions = ifMatchVersions(headerValue(request, 'if-match'));
       const current = runtime.sandboxRegistry.get(request.params.id)?.version;
-      const sandbox = await runtime.sandboxRegistry.delete(request.params.id, expectedVersion(versions, current));
+      const sandbox = await runtime.sandboxRegistry.delete(
+        request.params.id,
+        expectedVersion(versions, current),
+      );
       return reply.send({ acknowledged: true, _id: sandbox.id });
     } catch (error) {
       return sendError(reply, error);
@@ -343,7 +362,13 @@ export function installResponseHandlers(app: FastifyInstance, log: FastifyBaseLo
   app.setNotFoundHandler((request, reply) =>
     reply
       .code(404)
-      .send(errorBody(404, 'no_handler_found_exception', `no handler found for uri [${request.url}] and method [${request.method}]`)),
+      .send(
+        errorBody(
+          404,
+          'no_handler_found_exception',
+          `no handler found for uri [${request.url}] and method [${request.method}]`,
+        ),
+      ),
   );
 }
 
@@ -431,7 +456,11 @@ export function createApiServer(options: ApiServerOptions): FastifyInstance {
       if (!allowed.names.includes(name)) {
         return sendError(
           reply,
-          new InvalidArgumentError(`url parameter [${name}]`, `is not supported ${allowed.hint}`, query[name]),
+          new InvalidArgumentError(
+            `url parameter [${name}]`,
+            `is not supported ${allowed.hint}`,
+            query[name],
+          ),
         );
       }
     }
@@ -498,13 +527,13 @@ export function registerSearchRoutes(
       const text = (name: string) => (typeof query[name] === 'string' ? (query[name] as string) : undefined);
       const result = await service.search(
         {
-        index,
-        body: applySearchParameters(query, (body as Record<string, unknown> | undefined) ?? {}),
-        user: headerValue(request, headers.userHeader),
-        sandboxId: explicitSandboxOf(request, headers.sandboxHeader),
-        timeout: text('timeout'),
-        cancelAfterTimeInterval: text('cancel_after_time_interval'),
-        maxConcurrentShardRequests: shardRequestsParameter(query['max_concurrent_shard_requests']),
+          index,
+          body: applySearchParameters(query, (body as Record<string, unknown> | undefined) ?? {}),
+          user: headerValue(request, headers.userHeader),
+          sandboxId: explicitSandboxOf(request, headers.sandboxHeader),
+          timeout: text('timeout'),
+          cancelAfterTimeInterval: text('cancel_after_time_interval'),
+          maxConcurrentShardRequests: shardRequestsParameter(query['max_concurrent_shard_requests']),
         },
         { signal: gone.signal },
       );
@@ -525,6 +554,11 @@ export function registerSearchRoutes(
       config,
       handler: (request, reply) => handle(request, reply, request.params.index),
     });
-    app.route({ method, url: '/_search', config, handler: (request, reply) => handle(request, reply, '_all') });
+    app.route({
+      method,
+      url: '/_search',
+      config,
+      handler: (request, reply) => handle(request, reply, '_all'),
+    });
   }
 }

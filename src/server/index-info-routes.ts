@@ -454,7 +454,12 @@ export function registerIndexInfoRoutes(
   };
   // A refresh changes what searches see: the writer's (or the admin's), whatever the method.
   for (const method of ['POST', 'GET'] as const) {
-    app.route({ method, url: '/_refresh', config: routeConfig([], 'write'), handler: run(() => refresh('_all')) });
+    app.route({
+      method,
+      url: '/_refresh',
+      config: routeConfig([], 'write'),
+      handler: run(() => refresh('_all')),
+    });
     app.route<{ Params: { index: string } }>({
       method,
       url: '/:index/_refresh',

@@ -51,7 +51,15 @@ export function catShardsText(rows: readonly CatShardRow[], header: boolean): st
   const table = rows.map((r) => columns.map((c) => r[c] ?? ''));
   if (header) table.unshift([...columns]);
   const widths = columns.map((_, i) => Math.max(0, ...table.map((row) => row[i]!.length)));
-  return table.map((row) => `${row.map((cell, i) => cell.padEnd(widths[i]!)).join(' ').trimEnd()}\n`).join('');
+  return table
+    .map(
+      (row) =>
+        `${row
+          .map((cell, i) => cell.padEnd(widths[i]!))
+          .join(' ')
+          .trimEnd()}\n`,
+    )
+    .join('');
 }
 
 /** `?routing=`: a string; the empty value means none. @throws InvalidArgumentError. */
@@ -80,7 +88,10 @@ export function registerIndexRoutes(
     return indices;
   };
   const handle =
-    <P>(what: string, run: (w: IndexApi, request: FastifyRequest<{ Params: P }>, reply: FastifyReply) => unknown) =>
+    <P>(
+      what: string,
+      run: (w: IndexApi, request: FastifyRequest<{ Params: P }>, reply: FastifyReply) => unknown,
+    ) =>
     async (request: FastifyRequest<{ Params: P }>, reply: FastifyReply) => {
       try {
         const result = await run(service(what), request, reply);
@@ -168,7 +179,10 @@ export function registerIndexRoutes(
     if (q['format'] === 'json') return rows;
     return reply.type('text/plain; charset=UTF-8').send(catShardsText(rows, q['v'] !== undefined));
   };
-  const catOptions = { config: config('read', ['format', 'v']), schema: querySchema({ format: CAT_FORMAT_PARAMETER }) };
+  const catOptions = {
+    config: config('read', ['format', 'v']),
+    schema: querySchema({ format: CAT_FORMAT_PARAMETER }),
+  };
   app.get('/_cat/shards', catOptions, handle('GET /_cat/shards', cat));
   app.get('/_cat/shards/:index', catOptions, handle('GET /_cat/shards', cat));
 }

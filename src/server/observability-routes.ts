@@ -60,8 +60,14 @@ function loadAssets(): Map<string, Asset> {
     ['/_dashboard', read(path.join(pageDir, 'index.html'), 'text/html; charset=utf-8')],
     ['/_dashboard/app.js', read(path.join(pageDir, 'app.js'), 'text/javascript; charset=utf-8')],
     ['/_dashboard/app.css', read(path.join(pageDir, 'app.css'), 'text/css; charset=utf-8')],
-    ['/_dashboard/vendor/uPlot.iife.min.js', read(path.join(uplotDir, 'uPlot.iife.min.js'), 'text/javascript; charset=utf-8')],
-    ['/_dashboard/vendor/uPlot.min.css', read(path.join(uplotDir, 'uPlot.min.css'), 'text/css; charset=utf-8')],
+    [
+      '/_dashboard/vendor/uPlot.iife.min.js',
+      read(path.join(uplotDir, 'uPlot.iife.min.js'), 'text/javascript; charset=utf-8'),
+    ],
+    [
+      '/_dashboard/vendor/uPlot.min.css',
+      read(path.join(uplotDir, 'uPlot.min.css'), 'text/css; charset=utf-8'),
+    ],
   ]);
 }
 
@@ -78,7 +84,9 @@ export function registerObservabilityRoutes(
 ): void {
   const read = { config: { auth: 'read' } } as const;
   const metrics = async (_request: unknown, reply: FastifyReply) =>
-    reply.header('content-type', observability.metrics.contentType).send(await observability.metrics.metrics());
+    reply
+      .header('content-type', observability.metrics.contentType)
+      .send(await observability.metrics.metrics());
   app.get('/_prometheus/metrics', read, metrics);
   app.get('/metrics', read, metrics);
 

@@ -107,14 +107,18 @@ export function createTokenCheck(
       );
     }
     if (header === undefined || header.length === 0) {
-      throw new UnauthorizedError(`Authorization is required: ${needs} (Authorization: Bearer <token>); received nothing`);
+      throw new UnauthorizedError(
+        `Authorization is required: ${needs} (Authorization: Bearer <token>); received nothing`,
+      );
     }
     const match = /^Bearer +(\S+) *$/i.exec(header);
     if (match === null) {
       const scheme = /^\S*/.exec(header)![0];
       throw new UnauthorizedError(
         `Authorization must read Bearer <token>: ${needs}; received a header of ${header.length} characters` +
-          (scheme.length > 0 && scheme.length < header.length ? ` with scheme ${JSON.stringify(scheme.slice(0, 20))}` : ''),
+          (scheme.length > 0 && scheme.length < header.length
+            ? ` with scheme ${JSON.stringify(scheme.slice(0, 20))}`
+            : ''),
       );
     }
     const presented = digest(match[1]!);
@@ -153,7 +157,8 @@ export function installRouteAuth(
     try {
       if (check(role, headerOf(request), `${request.method} ${url}`)) internalCallers.add(request);
     } catch (error) {
-      if (error instanceof UnauthorizedError) reply.header('www-authenticate', 'Bearer realm="query-sandbox"');
+      if (error instanceof UnauthorizedError)
+        reply.header('www-authenticate', 'Bearer realm="query-sandbox"');
       return sendFailure(reply, error);
     }
   });

@@ -55,7 +55,12 @@ export function booleanParameter(emptyIsTrue = false): Record<string, unknown> {
  * exponent): `pattern` is the regular expression for that range, written out by the caller and
  * checked at the range's edges by the tests.
  */
-export function integerParameter(min: number, max: number, pattern: string, hint = ''): Record<string, unknown> {
+export function integerParameter(
+  min: number,
+  max: number,
+  pattern: string,
+  hint = '',
+): Record<string, unknown> {
   return { type: 'string', pattern, 'x-must': `must be an integer in ${min}..${max}${hint}` };
 }
 

@@ -99,7 +99,11 @@ export function nodeStatsView(runtime: Runtime): Record<string, unknown> {
         duress_shed: Object.fromEntries(runtime.governorSnapshot().shed),
         enforcement: n.enforcement,
         cpu: { usage: n.usage.cpu },
-        heap: { usage: n.usage.memory, main_thread_heap_used_bytes: n.mainHeapUsedBytes, rss_bytes: n.rssBytes },
+        heap: {
+          usage: n.usage.memory,
+          main_thread_heap_used_bytes: n.mainHeapUsedBytes,
+          rss_bytes: n.rssBytes,
+        },
         isolation: n.isolation,
         gc_threads: n.gcThreads,
         lanes: n.lanes.map((l) => ({
@@ -190,7 +194,11 @@ function schedulerView(runtime: Runtime) {
       queued: l.queued,
       overloaded: l.overloaded,
       reservations_suspended: l.reservationsSuspended ?? null,
-      reservations: l.reservations.map((r) => ({ min_priority: r.minPriority, workers: r.workers, busy: r.busy })),
+      reservations: l.reservations.map((r) => ({
+        min_priority: r.minPriority,
+        workers: r.workers,
+        busy: r.busy,
+      })),
     })),
     priorities: s.priorities.map((p) => ({
       priority: p.priority,

@@ -65,7 +65,10 @@ function groupKey(id: string): string {
 
 function idList(raw: string | undefined): readonly string[] | undefined {
   if (raw === undefined || raw === '' || raw === '_all') return undefined;
-  return raw.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
 }
 
 /** The rows of the stats: (node, group, stats), filtered by node ids, group ids and breach. */
@@ -113,7 +116,11 @@ const STATS_QUERY_SCHEMA = querySchema({ breach: booleanParameter() });
 /** `GET _list/wlm_stats?size=&sort=&order=` (`next_token` is checked against the rows by `wlmListView`). */
 export const WLM_LIST_QUERY_SCHEMA = querySchema({
   size: integerParameter(1, LIST_MAX_SIZE, '^0*(?:[1-9]\\d?|100)$', ' (the page size)'),
-  sort: { type: 'string', enum: ['node_id', 'workload_group'], 'x-must': "must be 'node_id' or 'workload_group'" },
+  sort: {
+    type: 'string',
+    enum: ['node_id', 'workload_group'],
+    'x-must': "must be 'node_id' or 'workload_group'",
+  },
   order: { type: 'string', enum: ['asc', 'desc'], 'x-must': "must be 'asc' or 'desc'" },
 });
 
@@ -126,7 +133,9 @@ export function wlmStatsView(
   const nodes = idList(params.nodeId);
   const here = nodes === undefined || nodes.includes(runtime.options.nodeId) || nodes.includes('_local');
   const groups: Record<string, unknown> = {};
-  const rows = statsRows(runtime, params, breach).sort((a, b) => (a.groupId < b.groupId ? -1 : a.groupId > b.groupId ? 1 : 0));
+  const rows = statsRows(runtime, params, breach).sort((a, b) =>
+    a.groupId < b.groupId ? -1 : a.groupId > b.groupId ? 1 : 0,
+  );
   for (const row of rows) groups[row.groupId] = groupStatsView(row.stats);
   return {
     _nodes: { total: here ? 1 : 0, successful: here ? 1 : 0, failed: 0 },
@@ -171,17 +180,25 @@ export function wlmListView(
   const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
   rows.sort((a, b) => {
     const c =
-      sort === 'node_id' ? cmp(a.nodeId, b.nodeId) || cmp(a.groupId, b.groupId) : cmp(a.groupId, b.groupId) || cmp(a.nodeId, b.nodeId);
+      sort === 'node_id'
+        ? cmp(a.nodeId, b.nodeId) || cmp(a.groupId, b.groupId)
+        : cmp(a.groupId, b.groupId) || cmp(a.nodeId, b.nodeId);
     return order === 'asc' ? c : -c;
   });
   const hash = createHash('sha256')
-    .update(rows.map((r) => `${r.nodeId}|${r.groupId}`).sort().join(','))
+    .update(
+      rows
+        .map((r) => `${r.nodeId}|${r.groupId}`)
+        .sort()
+        .join(','),
+    )
     .digest('hex');
   let start = 0;
   const token = query['next_token'];
   if (token !== undefined) {
     const parts = typeof token === 'string' ? Buffer.from(token, 'base64').toString('utf8').split('|') : [];
-    if (parts.length !== 6) throw new InvalidArgumentError('next_token', 'is not a pagination token of this API', token);
+    if (parts.length !== 6)
+      throw new InvalidArgumentError('next_token', 'is not a pagination token of this API', token);
     if (Number(parts[2]) !== rows.length || parts[3] !== hash) {
       throw new InvalidArgumentError(
         'next_token',
@@ -198,7 +215,14 @@ export function wlmListView(
   const last = page[page.length - 1];
   const nextToken =
     start + page.length < rows.length && last !== undefined
-      ? encodeToken([last.nodeId, last.groupId, rows.length, hash, String(order).toUpperCase(), String(sort).toUpperCase()])
+      ? encodeToken([
+          last.nodeId,
+          last.groupId,
+          rows.length,
+          hash,
+          String(order).toUpperCase(),
+          String(sort).toUpperCase(),
+        ])
       : null;
   const cells = page.map((r) => [
     r.nodeId,
@@ -218,7 +242,8 @@ export function wlmListView(
       },
     };
   }
-  if (query['format'] !== undefined) throw new InvalidArgumentError('format', 'must be json when given (text otherwise)', query['format']);
+  if (query['format'] !== undefined)
+    throw new InvalidArgumentError('format', 'must be json when given (text otherwise)', query['format']);
   // The text table as OpenSearch's RestTable writes it: columns padded, `|` cells between them; the
   // last page ends with a "No more pages available" row, the others with the token.
   const table: string[][] = [];
@@ -226,9 +251,15 @@ export function wlmListView(
   const verbose = query['v'] === 'true' || query['v'] === '';
   if (verbose) table.push(withBars(TABLE_HEADERS));
   for (const row of cells) table.push(withBars(row));
-  if (nextToken === null) table.push(['No more pages available', ...Array.from({ length: TABLE_HEADERS.length * 2 - 2 }, () => '-')]);
+  if (nextToken === null)
+    table.push([
+      'No more pages available',
+      ...Array.from({ length: TABLE_HEADERS.length * 2 - 2 }, () => '-'),
+    ]);
   const widths = table[0]?.map((_, col) => Math.max(...table.map((row) => row[col]?.length ?? 0))) ?? [];
-  const lines = table.map((row) => row.map((cell, col) => (col === row.length - 1 ? cell : cell.padEnd(widths[col]!))).join(' '));
+  const lines = table.map((row) =>
+    row.map((cell, col) => (col === row.length - 1 ? cell : cell.padEnd(widths[col]!))).join(' '),
+  );
   if (nextToken !== null) lines.push(`next_token ${nextToken}`);
   return { contentType: 'text/plain; charset=UTF-8', body: `${lines.join('\n')}\n` };
 }
@@ -237,7 +268,10 @@ export function wlmListView(
 function byName(runtime: Runtime, name: string): Sandbox {
   const sandbox = runtime.sandboxes().find((s) => s.name === name && s.id !== ROOT_SANDBOX_ID);
   if (sandbox === undefined) {
-    throw new SandboxNotFoundError(name, `workload group [${name}] does not exist (no sandbox has that name)`);
+    throw new SandboxNotFoundError(
+      name,
+      `workload group [${name}] does not exist (no sandbox has that name)`,
+    );
   }
   return sandbox;
 }
@@ -249,13 +283,17 @@ export function registerWlmRoutes(app: FastifyInstance, runtime: Runtime, option
     workload_groups: list.filter((s) => s.id !== ROOT_SANDBOX_ID).map(toWorkloadGroup),
   });
   app.get('/_wlm/workload_group', { config: { auth: 'read' } }, async () => groups(runtime.sandboxes()));
-  app.get<{ Params: { name: string } }>('/_wlm/workload_group/:name', { config: { auth: 'read' } }, async (request, reply) => {
-    try {
-      return groups([byName(runtime, request.params.name)]);
-    } catch (error) {
-      return sendError(reply, error);
-    }
-  });
+  app.get<{ Params: { name: string } }>(
+    '/_wlm/workload_group/:name',
+    { config: { auth: 'read' } },
+    async (request, reply) => {
+      try {
+        return groups([byName(runtime, request.params.name)]);
+      } catch (error) {
+        return sendError(reply, error);
+      }
+    },
+  );
   const create = async (request: FastifyRequest, reply: FastifyReply) => {
     try {
       const sandbox = await runtime.sandboxRegistry.create(
@@ -318,7 +356,12 @@ export function registerWlmRoutes(app: FastifyInstance, runtime: Runtime, option
       return sendError(reply, error);
     }
   };
-  for (const url of ['/_wlm/stats', '/_wlm/:nodeId/stats', '/_wlm/stats/:workloadGroupId', '/_wlm/:nodeId/stats/:workloadGroupId']) {
+  for (const url of [
+    '/_wlm/stats',
+    '/_wlm/:nodeId/stats',
+    '/_wlm/stats/:workloadGroupId',
+    '/_wlm/:nodeId/stats/:workloadGroupId',
+  ]) {
     app.get<{ Params: StatsParams }>(
       url,
       { config: { auth: 'read', urlParameters: STATS_PARAMETERS }, schema: STATS_QUERY_SCHEMA },

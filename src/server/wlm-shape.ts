@@ -69,26 +69,33 @@ export function sandboxBodyOf(
   create: boolean,
   existing: readonly Sandbox[],
 ): Record<string, unknown> {
-  if (!isPlainObject(body)) throw new InvalidSandboxError('body', 'must be a JSON object (a workload group)', body);
+  if (!isPlainObject(body))
+    throw new InvalidSandboxError('body', 'must be a JSON object (a workload group)', body);
   for (const key of Object.keys(body)) {
     if (key === '_id' || key === 'updated_at') {
       throw new InvalidSandboxError(key, 'is set by the server and may not be given', body[key]);
     }
     if (!(GROUP_KEYS as readonly string[]).includes(key)) {
-      throw new InvalidSandboxError(key, `is not a valid field of a workload group (expected one of ${GROUP_KEYS.join(', ')})`, body[key]);
+      throw new InvalidSandboxError(
+        key,
+        `is not a valid field of a workload group (expected one of ${GROUP_KEYS.join(', ')})`,
+        body[key],
+      );
     }
   }
   const out: Record<string, unknown> = {};
   if (create) {
     for (const key of ['name', 'resiliency_mode', 'resource_limits'] as const) {
-      if (body[key] === undefined) throw new InvalidSandboxError(key, 'is required to create a workload group', undefined);
+      if (body[key] === undefined)
+        throw new InvalidSandboxError(key, 'is required to create a workload group', undefined);
     }
   } else if (body['name'] !== undefined) {
     throw new InvalidSandboxError('name', 'cannot be changed (the name is in the path)', body['name']);
   }
   if (body['name'] !== undefined) out['name'] = body['name'];
   if (body['resiliency_mode'] !== undefined) out['mode'] = modeOf(body['resiliency_mode']);
-  if (body['resource_limits'] !== undefined) out['resourceConsumptionLimits'] = limitsOf(body['resource_limits'], create);
+  if (body['resource_limits'] !== undefined)
+    out['resourceConsumptionLimits'] = limitsOf(body['resource_limits'], create);
   const settings = searchSettingsOf(body['settings'], body['search_settings']);
   if (settings !== undefined && !(create && settings === null)) out['search_settings'] = settings;
   if (body['throttling'] !== undefined) Object.assign(out, capsOf(body['throttling'], create));
@@ -104,7 +111,8 @@ function modeOf(raw: unknown): string {
 }
 
 function limitsOf(raw: unknown, create: boolean): Record<string, unknown> {
-  if (!isPlainObject(raw)) throw new InvalidSandboxError('resource_limits', 'must be an object of resource to ratio', raw);
+  if (!isPlainObject(raw))
+    throw new InvalidSandboxError('resource_limits', 'must be an object of resource to ratio', raw);
   const out: Record<string, unknown> = {};
   for (const [resource, value] of Object.entries(raw)) {
     const at = `resource_limits.${resource}`;
@@ -118,7 +126,10 @@ function limitsOf(raw: unknown, create: boolean): Record<string, unknown> {
     if (typeof value !== 'number' || !(value > 0) || value > 1) {
       throw new InvalidSandboxError(at, 'must be a ratio greater than 0 and at most 1', value);
     }
-    out[resource] = { low: round6(value * WLM_REJECTION_FRACTION), high: round6(value * WLM_CANCELLATION_FRACTION) };
+    out[resource] = {
+      low: round6(value * WLM_REJECTION_FRACTION),
+      high: round6(value * WLM_CANCELLATION_FRACTION),
+    };
   }
   if (create && Object.keys(out).length === 0) {
     throw new InvalidSandboxError('resource_limits', 'must hold at least one resource limit', raw);
@@ -127,21 +138,29 @@ function limitsOf(raw: unknown, create: boolean): Record<string, unknown> {
 }
 
 /** `settings` (3.7) and `search_settings` (3.6) as one `search_settings` patch; undefined when neither is given. */
-function searchSettingsOf(settings: unknown, searchSettings: unknown): Record<string, unknown> | null | undefined {
+function searchSettingsOf(
+  settings: unknown,
+  searchSettings: unknown,
+): Record<string, unknown> | null | undefined {
   if (settings === undefined && searchSettings === undefined) return undefined;
   if ((settings === null || isEmpty(settings)) && (searchSettings === null || isEmpty(searchSettings))) {
     return settings === null || searchSettings === null ? null : {};
   }
   const out: Record<string, unknown> = {};
   if (settings !== undefined && settings !== null) {
-    if (!isPlainObject(settings)) throw new InvalidSandboxError('settings', 'must be an object of setting to value', settings);
+    if (!isPlainObject(settings))
+      throw new InvalidSandboxError('settings', 'must be an object of setting to value', settings);
     for (const [key, value] of flatten(settings, '')) {
       const at = `settings.${key}`;
       const reason = UNSUPPORTED_SETTINGS[key];
       if (reason !== undefined) throw new InvalidSandboxError(at, `is not supported here (${reason})`, value);
       const native = SETTING_KEYS[key];
       if (native === undefined) {
-        throw new InvalidSandboxError(at, `is not a workload group setting (expected one of ${Object.keys(SETTING_KEYS).join(', ')})`, value);
+        throw new InvalidSandboxError(
+          at,
+          `is not a workload group setting (expected one of ${Object.keys(SETTING_KEYS).join(', ')})`,
+          value,
+        );
       }
       out[native] = settingValue(native, value);
       checkSetting(at, native, out[native], value);
@@ -149,11 +168,19 @@ function searchSettingsOf(settings: unknown, searchSettings: unknown): Record<st
   }
   if (searchSettings !== undefined && searchSettings !== null) {
     if (!isPlainObject(searchSettings)) {
-      throw new InvalidSandboxError('search_settings', 'must be an object of setting to value', searchSettings);
+      throw new InvalidSandboxError(
+        'search_settings',
+        'must be an object of setting to value',
+        searchSettings,
+      );
     }
     for (const [key, value] of Object.entries(searchSettings)) {
       if (Object.hasOwn(out, key)) {
-        throw new InvalidSandboxError(`search_settings.${key}`, 'must not be set in both settings and search_settings', value);
+        throw new InvalidSandboxError(
+          `search_settings.${key}`,
+          'must not be set in both settings and search_settings',
+          value,
+        );
       }
       out[key] = value;
     }
@@ -195,32 +222,48 @@ function flatten(value: Record<string, unknown>, prefix: string): Array<[string,
 function settingValue(native: string, value: unknown): unknown {
   if (value === null || typeof value !== 'string') return value;
   if (native === 'max_concurrent_shard_requests' && /^\d+$/.test(value)) return Number(value);
-  if (native === 'override_request_values' && (value === 'true' || value === 'false')) return value === 'true';
+  if (native === 'override_request_values' && (value === 'true' || value === 'false'))
+    return value === 'true';
   return value;
 }
 
 function capsOf(raw: unknown, create: boolean): Record<string, unknown> {
   const cleared = create ? {} : { max_concurrent_tasks: null, max_concurrent_tasks_per_user: null };
   if (raw === null || isEmpty(raw)) return cleared;
-  if (!isPlainObject(raw)) throw new InvalidSandboxError('throttling', 'must be an object { node_limit, by? }', raw);
+  if (!isPlainObject(raw))
+    throw new InvalidSandboxError('throttling', 'must be an object { node_limit, by? }', raw);
   for (const key of Object.keys(raw)) {
     if (key !== 'node_limit' && key !== 'by') {
-      throw new InvalidSandboxError(`throttling.${key}`, 'is not a throttle setting (expected node_limit, by)', raw[key]);
+      throw new InvalidSandboxError(
+        `throttling.${key}`,
+        'is not a throttle setting (expected node_limit, by)',
+        raw[key],
+      );
     }
   }
   const by = raw['by'];
   if (by !== undefined && by !== 'username') {
     throw new InvalidSandboxError(
       'throttling.by',
-      by === 'role' ? 'cannot be role here (the runtime knows users, not roles); use username' : 'must be username when set',
+      by === 'role'
+        ? 'cannot be role here (the runtime knows users, not roles); use username'
+        : 'must be username when set',
       by,
     );
   }
   const limit = raw['node_limit'];
-  if (limit === undefined) throw new InvalidSandboxError('throttling.node_limit', 'is required when throttling is set', undefined);
-  if (limit !== null && (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_CONCURRENT_TASKS)) {
+  if (limit === undefined)
+    throw new InvalidSandboxError('throttling.node_limit', 'is required when throttling is set', undefined);
+  if (
+    limit !== null &&
+    (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_CONCURRENT_TASKS)
+  ) {
     // Checked here as well as by the sandbox, so that the message names the field the client sent.
-    throw new InvalidSandboxError('throttling.node_limit', `must be an integer in 1..${MAX_CONCURRENT_TASKS} (tasks running at once)`, limit);
+    throw new InvalidSandboxError(
+      'throttling.node_limit',
+      `must be an integer in 1..${MAX_CONCURRENT_TASKS} (tasks running at once)`,
+      limit,
+    );
   }
   return by === 'username'
     ? { ...cleared, max_concurrent_tasks_per_user: limit }

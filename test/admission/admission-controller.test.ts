@@ -161,7 +161,10 @@ describe('AdmissionController', () => {
   });
 
   it.each([
-    [{ mode: 'strict' }, 'options.mode must be one of enforced (or enabled), monitor_only, disabled; received'],
+    [
+      { mode: 'strict' },
+      'options.mode must be one of enforced (or enabled), monitor_only, disabled; received',
+    ],
     [{ limits: { search: { cpu: 0 } } }, 'options.limits.search.cpu must be a ratio in (0, 1]; received 0'],
     [{ limits: { bulk: { heap: 95 } } }, 'options.limits.bulk.heap must be a ratio in (0, 1]; received 95'],
   ])('rejects %j', (options, message) => {

@@ -208,7 +208,9 @@ describe('NodeUsageAverages', () => {
 
   it('measures this process for real with the default readings', () => {
     const sampler = new NodeUsageSampler({ cores: 1 });
-    const averages = new NodeUsageAverages({ intervalMs: 10, windowMs: 20, cores: 1 }, 10, 'none').attach(sampler);
+    const averages = new NodeUsageAverages({ intervalMs: 10, windowMs: 20, cores: 1 }, 10, 'none').attach(
+      sampler,
+    );
     const until = performance.now() + 30;
     while (performance.now() < until) {
       // burn CPU so the sample is above 0

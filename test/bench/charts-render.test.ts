@@ -56,7 +56,14 @@ function barsOf(svg: string): { frames: Rect[]; bars: Bar[] } {
     if (h < 0) [y, h] = [y + h, -h];
     if (attr(attrs, 'class') === 'background' && w > 0 && h > 0) frames.push({ x: tx + x, y: ty + y, w, h });
     if (attr(attrs, 'aria-roledescription') === 'bar') {
-      bars.push({ x: tx + x, y: ty + y, w, h, label: attr(attrs, 'aria-label') ?? '', fill: attr(attrs, 'fill') ?? '' });
+      bars.push({
+        x: tx + x,
+        y: ty + y,
+        w,
+        h,
+        label: attr(attrs, 'aria-label') ?? '',
+        fill: attr(attrs, 'fill') ?? '',
+      });
     }
   }
   return { frames, bars };
@@ -100,7 +107,9 @@ describe.each(svgs)('bench/results/%s', (file) => {
     const placed: Array<{ bar: Bar; value: number; frame: Rect }> = [];
     for (const row of chart.rows) {
       const expected = Number(row[chart.y]);
-      const at = unmatched.findIndex((b) => Math.abs(valueIn(b.label, chart.yTitle) - expected) <= Math.abs(expected) * 1e-4);
+      const at = unmatched.findIndex(
+        (b) => Math.abs(valueIn(b.label, chart.yTitle) - expected) <= Math.abs(expected) * 1e-4,
+      );
       expect(at, `no bar for ${JSON.stringify(row)}`).toBeGreaterThanOrEqual(0);
       const bar = unmatched.splice(at, 1)[0]!;
       const frame = frames.find((f) => bar.x + bar.w / 2 >= f.x && bar.x + bar.w / 2 <= f.x + f.w);
@@ -108,11 +117,16 @@ describe.each(svgs)('bench/results/%s', (file) => {
       expect(bar.h, `bar ${bar.label} has no height`).toBeGreaterThanOrEqual(1);
       expect(bar.w).toBeGreaterThanOrEqual(1);
       expect(bar.y, `bar ${bar.label} starts above its panel`).toBeGreaterThanOrEqual(frame!.y - 0.5);
-      expect(bar.y + bar.h, `bar ${bar.label} ends below its panel`).toBeLessThanOrEqual(frame!.y + frame!.h + 0.5);
+      expect(bar.y + bar.h, `bar ${bar.label} ends below its panel`).toBeLessThanOrEqual(
+        frame!.y + frame!.h + 0.5,
+      );
       // Painted: the middle of the bar has the bar's colour in the PNG.
       const [r, g, b] = pixelAt(bar.x + bar.w / 2, bar.y + bar.h / 2);
       const [er, eg, eb] = hex(bar.fill);
-      expect(Math.abs(r - er) + Math.abs(g - eg) + Math.abs(b - eb), `bar ${bar.label} is not painted`).toBeLessThan(12);
+      expect(
+        Math.abs(r - er) + Math.abs(g - eg) + Math.abs(b - eb),
+        `bar ${bar.label} is not painted`,
+      ).toBeLessThan(12);
       placed.push({ bar, value: expected, frame: frame! });
     }
     expect(unmatched).toEqual([]);
@@ -127,7 +141,10 @@ describe.each(svgs)('bench/results/%s', (file) => {
       const slope = (hi.bar.h - lo.bar.h) / (f(hi.value) - f(lo.value));
       expect(slope).toBeGreaterThan(0);
       for (const p of inPanel) {
-        const predicted = chart.logY === true ? lo.bar.h + slope * (f(p.value) - f(lo.value)) : (hi.bar.h / hi.value) * p.value;
+        const predicted =
+          chart.logY === true
+            ? lo.bar.h + slope * (f(p.value) - f(lo.value))
+            : (hi.bar.h / hi.value) * p.value;
         expect(Math.abs(p.bar.h - predicted), `bar ${p.bar.label} off its scale`).toBeLessThan(1);
       }
     }

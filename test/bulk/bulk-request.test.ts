@@ -116,16 +116,26 @@ describe('BulkRequestParser: well-formed requests', () => {
     expect(items(result).map((i) => i.action)).toEqual(['create', 'index', 'create', 'create']);
   });
 
-  it.each(['upsert', 'update', 'delete', '', 'foo'])('refuses the whole request for op_type %j, naming it', (opType) => {
-    const result = parser.parse(ndjson('{"index":{"_index":"a"}}', '{}', `{"index":{"_index":"a","op_type":${JSON.stringify(opType)}}}`, '{}'));
-    expect(result).toMatchObject({
-      ok: false,
-      error: { status: 400, type: 'illegal_argument_exception', line: 3 },
-    });
-    expect(result.ok === false && result.error.reason).toBe(
-      `Action/metadata line [3]: [op_type] must be 'create' or 'index', found: [${opType}]; received ${JSON.stringify(opType)}`,
-    );
-  });
+  it.each(['upsert', 'update', 'delete', '', 'foo'])(
+    'refuses the whole request for op_type %j, naming it',
+    (opType) => {
+      const result = parser.parse(
+        ndjson(
+          '{"index":{"_index":"a"}}',
+          '{}',
+          `{"index":{"_index":"a","op_type":${JSON.stringify(opType)}}}`,
+          '{}',
+        ),
+      );
+      expect(result).toMatchObject({
+        ok: false,
+        error: { status: 400, type: 'illegal_argument_exception', line: 3 },
+      });
+      expect(result.ok === false && result.error.reason).toBe(
+        `Action/metadata line [3]: [op_type] must be 'create' or 'index', found: [${opType}]; received ${JSON.stringify(opType)}`,
+      );
+    },
+  );
 
   it('accepts bytes as UTF-8', () => {
     const result = parser.parse(Buffer.from(ndjson('{"index":{"_index":"a"}}', '{"name":"Zoë"}')));
@@ -509,7 +519,14 @@ describe('document depth', () => {
 
   it('accepts a document 20 levels deep and fails a deeper one as its item only, without recursing', () => {
     const result = parser.parse(
-      ndjson('{"index":{"_index":"i"}}', nested(20), '{"index":{"_index":"i"}}', nested(21), '{"index":{"_index":"i"}}', nested(100_000)),
+      ndjson(
+        '{"index":{"_index":"i"}}',
+        nested(20),
+        '{"index":{"_index":"i"}}',
+        nested(21),
+        '{"index":{"_index":"i"}}',
+        nested(100_000),
+      ),
     );
     const list = items(result);
     expect(list[0]!.error).toBeUndefined();
@@ -544,13 +561,17 @@ describe('document depth', () => {
     });
     // Only the top level is checked (a nested `_id` is an ordinary field), and `_doc_count` may be set.
     expect(list[1]!.error).toBeUndefined();
-    expect(list[2]!.error?.reason).toMatch(/^failed to parse: field \[_routing\] is a metadata field.*bulk line 6/);
+    expect(list[2]!.error?.reason).toMatch(
+      /^failed to parse: field \[_routing\] is a metadata field.*bulk line 6/,
+    );
     expect(list[3]!.error?.reason).toMatch(/^failed to parse: field \[_source\] is a metadata field/);
   });
 
   it('fails the request for an update doc deeper than 20 levels', () => {
     const result = parser.parse(ndjson('{"update":{"_index":"i","_id":"1"}}', `{"doc":${nested(21)}}`));
     expect(result.ok).toBe(false);
-    expect(!result.ok && result.error.reason).toContain('Limit of mapping depth [20] has been exceeded (bulk line 2)');
+    expect(!result.ok && result.error.reason).toContain(
+      'Limit of mapping depth [20] has been exceeded (bulk line 2)',
+    );
   });
 });

@@ -250,8 +250,18 @@ describe('SandboxClassifier.resolveExplicit', () => {
 
 describe('SandboxClassifier index', () => {
   /** The rules of the class comment, checked against every sandbox (what the index must reproduce). */
-  function bruteForce(entries: Record<string, unknown>[], user: string | undefined, indices: string[]): string {
-    const wild = (p: string, v: string) => new RegExp(`^${p.split('*').map((x) => x.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`).test(v);
+  function bruteForce(
+    entries: Record<string, unknown>[],
+    user: string | undefined,
+    indices: string[],
+  ): string {
+    const wild = (p: string, v: string) =>
+      new RegExp(
+        `^${p
+          .split('*')
+          .map((x) => x.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+          .join('.*')}$`,
+      ).test(v);
     const head = (p: string) => p.split('*')[0]!.length;
     let best: { id: string; score: number; priority: number } | undefined;
     for (const e of entries) {
@@ -301,7 +311,8 @@ describe('SandboxClassifier index', () => {
       for (let i = 0; i < 40; i++) {
         const attrs: Attributes = {};
         if (rnd(3) !== 0) attrs.user = Array.from({ length: 1 + rnd(2) }, pattern);
-        if (rnd(2) === 0 || attrs.user === undefined) attrs.indices = Array.from({ length: 1 + rnd(2) }, pattern);
+        if (rnd(2) === 0 || attrs.user === undefined)
+          attrs.indices = Array.from({ length: 1 + rnd(2) }, pattern);
         const key = JSON.stringify(attrs);
         if (seen.has(key)) continue;
         seen.add(key);

@@ -46,10 +46,9 @@ describe('cluster options', () => {
     expect(o.basePort).toBe(9300);
     expect(o.nodeCores).toBe(0.5);
     expect(o.dataNodeArgs).toEqual(['--debug-routes', '--usage-window-ms', '5000']);
-    expect(parseClusterOptions(['--coordinator-flags=--admission-mode monitor_only'], {}).coordinatorArgs).toEqual([
-      '--admission-mode',
-      'monitor_only',
-    ]);
+    expect(
+      parseClusterOptions(['--coordinator-flags=--admission-mode monitor_only'], {}).coordinatorArgs,
+    ).toEqual(['--admission-mode', 'monitor_only']);
   });
 
   it.each([
@@ -113,7 +112,6 @@ describe('the launcher lock on its data directory', () => {
     lockClusterDir(dir, 'd')();
   });
 });
-
 
 async function freeBasePort(): Promise<number> {
   for (;;) {
@@ -189,7 +187,11 @@ describe('query-sandbox cluster (real processes)', () => {
         `data-1 http://127.0.0.1:${base + 1}, data-2 http://127.0.0.1:${base + 2}, data-3 http://127.0.0.1:${base + 3} ` +
         '(3 shards per index, 1 replica; Ctrl-C stops all)',
     );
-    const r = await fetch(`http://127.0.0.1:${base}/_search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"size": 2}' });
+    const r = await fetch(`http://127.0.0.1:${base}/_search`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"size": 2}',
+    });
     expect(r.status).toBe(200);
     expect(r.headers.get('resource_usage_stats')).toBeNull();
     const body = (await r.json()) as { _shards: unknown; hits: { total: { value: number } } };
@@ -315,7 +317,9 @@ describe('query-sandbox cluster start-up (issue 6)', () => {
         const base = await portsFrom9600(4);
         // Servers of another process, even one answering as the node would: never taken for it.
         const server =
-          c.busy === undefined ? undefined : await impostor(base + c.busy, c.busy === 0 ? 'coordinator' : 'data-1');
+          c.busy === undefined
+            ? undefined
+            : await impostor(base + c.busy, c.busy === 0 ? 'coordinator' : 'data-1');
         const dataDir = mkdtempSync(path.join(tmpdir(), 'qs-fail-'));
         const run = runCommand(quickCluster(base, dataDir, ...(c.more ?? [])));
         const exit = await Promise.race([
@@ -343,7 +347,9 @@ describe('query-sandbox cluster start-up (issue 6)', () => {
       `query-sandbox: port ${coordinator!.base} (coordinator) is already in use on 127.0.0.1; choose another --base-port`,
     ]);
     // A node that exits while it starts is told at once, with its own reason.
-    expect(flag!.run.stderr()).toContain("[data-1] query-sandbox: arguments are invalid (Unknown option '--bogus')");
+    expect(flag!.run.stderr()).toContain(
+      "[data-1] query-sandbox: arguments are invalid (Unknown option '--bogus')",
+    );
     expect(ownLines(flag!.run.stderr())[0]).toMatch(
       /^query-sandbox: data-1 exited during start-up \(exit code 1\): arguments are invalid \(Unknown option '--bogus'\)/,
     );
@@ -375,18 +381,18 @@ describe('query-sandbox cluster start-up (issue 6)', () => {
       const coordinator = (listen: number, dataNodes: string, ...more: string[]) =>
         runCommand(
           [
-          'serve',
-          '--role',
-          'coordinator',
-          '--port',
-          String(listen),
-          '--data-nodes',
-          dataNodes,
-          '--data-dir',
-          dataDir,
-          '--log-level',
-          'warn',
-          ...more,
+            'serve',
+            '--role',
+            'coordinator',
+            '--port',
+            String(listen),
+            '--data-nodes',
+            dataNodes,
+            '--data-dir',
+            dataDir,
+            '--log-level',
+            'warn',
+            ...more,
           ],
           { ...process.env, QUERY_SANDBOX_CLUSTER_SECRET: 'cli-cluster-test-secret' },
         );
@@ -405,7 +411,9 @@ describe('query-sandbox cluster start-up (issue 6)', () => {
         ),
       ]);
       // It said so while it waited.
-      expect(nobody.stdout()).toContain(`"msg":"data node http://127.0.0.1:${base + 2} does not answer discovery yet`);
+      expect(nobody.stdout()).toContain(
+        `"msg":"data node http://127.0.0.1:${base + 2} does not answer discovery yet`,
+      );
     } finally {
       await node.app.close();
     }
@@ -416,12 +424,21 @@ describe('query-sandbox cluster start-up (issue 6)', () => {
     delete env['QUERY_SANDBOX_CLUSTER_SECRET'];
     for (const role of ['data', 'coordinator']) {
       const run = runCommand(
-        ['serve', '--role', role, '--port', '0', ...(role === 'coordinator' ? ['--data-nodes', '127.0.0.1:1'] : [])],
+        [
+          'serve',
+          '--role',
+          role,
+          '--port',
+          '0',
+          ...(role === 'coordinator' ? ['--data-nodes', '127.0.0.1:1'] : []),
+        ],
         env,
       );
       expect(await run.exited).toEqual({ code: 1, signal: null });
       expect(run.stderr().trim()).toMatch(
-        new RegExp(`^query-sandbox: QUERY_SANDBOX_CLUSTER_SECRET is required with --role ${role}: .*; received undefined$`),
+        new RegExp(
+          `^query-sandbox: QUERY_SANDBOX_CLUSTER_SECRET is required with --role ${role}: .*; received undefined$`,
+        ),
       );
     }
   });

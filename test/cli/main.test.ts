@@ -49,7 +49,10 @@ describe('query-sandbox command', () => {
   });
 
   it.each([
-    ['{"priorities": [', /--query-priority is not valid JSON \(.*at line 1 column \d+.*\); received ".*qp\.json"/],
+    [
+      '{"priorities": [',
+      /--query-priority is not valid JSON \(.*at line 1 column \d+.*\); received ".*qp\.json"/,
+    ],
     [
       '{"priorities": [{"priority": 1, "query_attributes": [{"regex": "(?=x)"}]}]}',
       /query_priority\.priorities\[0\]\.query_attributes\[0\]\.regex must be an RE2 regular expression.*\(in .*qp\.json\); received "\(\?=x\)"/,
@@ -58,7 +61,17 @@ describe('query-sandbox command', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'qs-cli-'));
     const file = path.join(dir, 'qp.json');
     writeFileSync(file, content);
-    const r = run('serve', '--query-priority', file, '--port', '0', '--log-level', 'silent', '--data-dir', path.join(dir, 'data'));
+    const r = run(
+      'serve',
+      '--query-priority',
+      file,
+      '--port',
+      '0',
+      '--log-level',
+      'silent',
+      '--data-dir',
+      path.join(dir, 'data'),
+    );
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(message);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);

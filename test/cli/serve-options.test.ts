@@ -62,12 +62,26 @@ describe('serve options: lanes', () => {
   it('keeps the default lanes unless a lane flag is given', () => {
     expect(parseServeOptions([], {}).runtime.lanes).toBeUndefined();
     expect(parseServeOptions(['--lanes', 'on'], {}).runtime.lanes).toBeUndefined();
-    expect(parseServeOptions(['--lanes', 'off', '--threads', '3'], {}).runtime).toMatchObject({ lanes: false, threads: 3 });
+    expect(parseServeOptions(['--lanes', 'off', '--threads', '3'], {}).runtime).toMatchObject({
+      lanes: false,
+      threads: 3,
+    });
   });
 
   it('builds the two lanes from their flags', () => {
     const o = parseServeOptions(
-      ['--foreground-workers', '1', '--background-workers', '3', '--background-weight', 'idle', '--foreground-min-priority', '15', '--spare-workers', '0'],
+      [
+        '--foreground-workers',
+        '1',
+        '--background-workers',
+        '3',
+        '--background-weight',
+        'idle',
+        '--foreground-min-priority',
+        '15',
+        '--spare-workers',
+        '0',
+      ],
       {},
     );
     expect(o.runtime.spareWorkers).toBe(0);
@@ -84,11 +98,20 @@ describe('serve options: lanes', () => {
   it.each([
     [['--lanes', 'maybe'], '--lanes must be one of on, off; received "maybe"'],
     [['--lanes', 'off', '--background-workers', '2'], '--background-workers needs --lanes on; received "2"'],
-    [['--background-weight', '25'], '--background-weight (a nice value, or idle) must be an integer in 0..19; received "25"'],
-    [['--background-weight', 'low'], '--background-weight (a nice value, or idle) must be an integer in 0..19; received "low"'],
+    [
+      ['--background-weight', '25'],
+      '--background-weight (a nice value, or idle) must be an integer in 0..19; received "25"',
+    ],
+    [
+      ['--background-weight', 'low'],
+      '--background-weight (a nice value, or idle) must be an integer in 0..19; received "low"',
+    ],
     [['--foreground-workers', '0'], '--foreground-workers must be an integer in 1..1024; received "0"'],
     [['--spare-workers=-1'], '--spare-workers must be an integer in 0..64; received "-1"'],
-    [['--role', 'coordinator', '--data-nodes', 'h:1', '--lanes', 'off'], '--lanes is only for a node that runs searches'],
+    [
+      ['--role', 'coordinator', '--data-nodes', 'h:1', '--lanes', 'off'],
+      '--lanes is only for a node that runs searches',
+    ],
   ])('refuses %j naming the flag and the value', (argv, message) => {
     expect(() => parseServeOptions(argv, {})).toThrow(message);
   });
@@ -113,7 +136,14 @@ describe('demo options', () => {
 describe('serve options: cluster roles', () => {
   it('takes the write-side flags: translog durability, fsync period, indexing pressure', () => {
     const o = parseServeOptions(
-      ['--translog-durability', 'async', '--translog-sync-interval-ms', '250', '--indexing-pressure-bytes', '1048576'],
+      [
+        '--translog-durability',
+        'async',
+        '--translog-sync-interval-ms',
+        '250',
+        '--indexing-pressure-bytes',
+        '1048576',
+      ],
       {},
     );
     expect(o.runtime).toMatchObject({
@@ -124,7 +154,10 @@ describe('serve options: cluster roles', () => {
     expect(o.runtime.nodeRole).toBeUndefined();
     const data = parseServeOptions(['--role', 'data', '--node-id', 'd1'], {});
     expect(data.runtime.nodeRole).toBe('data');
-    const c = parseServeOptions(['--role', 'coordinator', '--data-nodes', 'h:1', '--indexing-pressure-bytes', '2048'], {});
+    const c = parseServeOptions(
+      ['--role', 'coordinator', '--data-nodes', 'h:1', '--indexing-pressure-bytes', '2048'],
+      {},
+    );
     expect(c.coordinator?.indexingPressureBytes).toBe(2048);
     expect(c.runtime.indexingPressureBytes).toBeUndefined();
     expect(() => parseServeOptions(['--translog-durability', 'never'], {})).toThrow(
@@ -134,8 +167,13 @@ describe('serve options: cluster roles', () => {
       /--indexing-pressure-bytes must be an integer in 1\.\.\d+; received "0"/,
     );
     expect(() =>
-      parseServeOptions(['--role', 'coordinator', '--data-nodes', 'h:1', '--translog-durability', 'async'], {}),
-    ).toThrow('--translog-durability is only for a node that runs searches (--role single or data); received "async"');
+      parseServeOptions(
+        ['--role', 'coordinator', '--data-nodes', 'h:1', '--translog-durability', 'async'],
+        {},
+      ),
+    ).toThrow(
+      '--translog-durability is only for a node that runs searches (--role single or data); received "async"',
+    );
   });
 
   it('defaults to a single node holding every shard', () => {
@@ -318,24 +356,42 @@ describe('security options', () => {
       ['--headers-timeout-ms', '5000', '--request-timeout-ms', '60000', '--max-connections', '64'],
       {},
     );
-    expect(o.connectionLimits).toEqual({ headersTimeoutMs: 5000, requestTimeoutMs: 60_000, maxConnections: 64 });
-    const coordinator = parseServeOptions(['--role', 'coordinator', '--data-nodes', 'h:1', '--request-timeout-ms', '40000'], {});
+    expect(o.connectionLimits).toEqual({
+      headersTimeoutMs: 5000,
+      requestTimeoutMs: 60_000,
+      maxConnections: 64,
+    });
+    const coordinator = parseServeOptions(
+      ['--role', 'coordinator', '--data-nodes', 'h:1', '--request-timeout-ms', '40000'],
+      {},
+    );
     expect(coordinator.connectionLimits).toEqual({ requestTimeoutMs: 40_000 });
   });
 
   it.each([
     [['--headers-timeout-ms', '0'], '--headers-timeout-ms must be an integer in 1..3600000; received "0"'],
-    [['--request-timeout-ms', '10s'], '--request-timeout-ms must be an integer in 1..3600000; received "10s"'],
-    [['--request-timeout-ms', '1000'], '--request-timeout-ms must be at least --headers-timeout-ms (30000): the headers are part of the request; received "1000"'],
+    [
+      ['--request-timeout-ms', '10s'],
+      '--request-timeout-ms must be an integer in 1..3600000; received "10s"',
+    ],
+    [
+      ['--request-timeout-ms', '1000'],
+      '--request-timeout-ms must be at least --headers-timeout-ms (30000): the headers are part of the request; received "1000"',
+    ],
     [['--max-connections=-1'], '--max-connections must be an integer in 1..1000000; received "-1"'],
-    [['--insecure-skip-auth', '--host', '0.0.0.0'], '--insecure-skip-auth is only for local experiments: it needs --host to be a loopback address (127.0.0.1, ::1, localhost); received "0.0.0.0"'],
+    [
+      ['--insecure-skip-auth', '--host', '0.0.0.0'],
+      '--insecure-skip-auth is only for local experiments: it needs --host to be a loopback address (127.0.0.1, ::1, localhost); received "0.0.0.0"',
+    ],
   ])('refuses %j naming the flag and the value', (argv, message) => {
     expect(() => parseServeOptions(argv, {})).toThrow(message);
   });
 
   it('takes --insecure-skip-auth on a loopback host only', () => {
     expect(parseServeOptions(['--insecure-skip-auth'], {}).insecureSkipAuth).toBe(true);
-    expect(() => parseServeOptions(['--insecure-skip-auth'], { HOST: '192.168.1.4' })).toThrow('--insecure-skip-auth');
+    expect(() => parseServeOptions(['--insecure-skip-auth'], { HOST: '192.168.1.4' })).toThrow(
+      '--insecure-skip-auth',
+    );
     expect(['127.0.0.1', '127.1.2.3', '::1', 'localhost'].every(isLoopbackHost)).toBe(true);
     expect(['0.0.0.0', '::', '10.0.0.1', '127.0.0.1.example.com'].some(isLoopbackHost)).toBe(false);
   });
@@ -348,19 +404,37 @@ describe('node secrets', () => {
   it('reads the writer token and the cluster secret; a single node needs no secret', () => {
     expect(readNodeSecrets({}, 'single')).toEqual({ writerToken: undefined, clusterSecret: undefined });
     expect(
-      readNodeSecrets({ QUERY_SANDBOX_WRITER_TOKEN: W, QUERY_SANDBOX_CLUSTER_SECRET: S, QUERY_SANDBOX_ADMIN_TOKEN: A }, 'data'),
+      readNodeSecrets(
+        { QUERY_SANDBOX_WRITER_TOKEN: W, QUERY_SANDBOX_CLUSTER_SECRET: S, QUERY_SANDBOX_ADMIN_TOKEN: A },
+        'data',
+      ),
     ).toEqual({ writerToken: W, clusterSecret: S });
   });
 
   it.each([
     [{}, 'data', /^QUERY_SANDBOX_CLUSTER_SECRET is required with --role data: /],
     [{}, 'coordinator', /^QUERY_SANDBOX_CLUSTER_SECRET is required with --role coordinator: /],
-    [{ QUERY_SANDBOX_WRITER_TOKEN: 'short' }, 'single', /^QUERY_SANDBOX_WRITER_TOKEN must be at least 16 characters without spaces; received "shor\.\.\. \(5 characters\)"$/],
-    [{ QUERY_SANDBOX_CLUSTER_SECRET: 'with a space 0123456' }, 'data', /^QUERY_SANDBOX_CLUSTER_SECRET must be at least 16 characters without spaces/],
-    [{ QUERY_SANDBOX_WRITER_TOKEN: A, QUERY_SANDBOX_ADMIN_TOKEN: A }, 'single', /^QUERY_SANDBOX_WRITER_TOKEN must differ from QUERY_SANDBOX_ADMIN_TOKEN; received "admi\.\.\. \(22 characters\)"$/],
-    [{ QUERY_SANDBOX_CLUSTER_SECRET: W, QUERY_SANDBOX_WRITER_TOKEN: W }, 'data', /^QUERY_SANDBOX_CLUSTER_SECRET must differ from QUERY_SANDBOX_WRITER_TOKEN/],
+    [
+      { QUERY_SANDBOX_WRITER_TOKEN: 'short' },
+      'single',
+      /^QUERY_SANDBOX_WRITER_TOKEN must be at least 16 characters without spaces; received "shor\.\.\. \(5 characters\)"$/,
+    ],
+    [
+      { QUERY_SANDBOX_CLUSTER_SECRET: 'with a space 0123456' },
+      'data',
+      /^QUERY_SANDBOX_CLUSTER_SECRET must be at least 16 characters without spaces/,
+    ],
+    [
+      { QUERY_SANDBOX_WRITER_TOKEN: A, QUERY_SANDBOX_ADMIN_TOKEN: A },
+      'single',
+      /^QUERY_SANDBOX_WRITER_TOKEN must differ from QUERY_SANDBOX_ADMIN_TOKEN; received "admi\.\.\. \(22 characters\)"$/,
+    ],
+    [
+      { QUERY_SANDBOX_CLUSTER_SECRET: W, QUERY_SANDBOX_WRITER_TOKEN: W },
+      'data',
+      /^QUERY_SANDBOX_CLUSTER_SECRET must differ from QUERY_SANDBOX_WRITER_TOKEN/,
+    ],
   ] as const)('refuses %j for --role %s, naming the variable without printing it', (env, role, message) => {
     expect(() => readNodeSecrets(env, role)).toThrow(message);
   });
 });
-

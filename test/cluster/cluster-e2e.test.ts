@@ -78,7 +78,10 @@ beforeAll(async () => {
     // Its own metadata: the writes below must not reach another test's coordinator.
     dataDir: path.join(dir, 'coordinator'),
   });
-  coordinatorApp = buildCoordinatorServer(coordinator, { adminToken: ADMIN_TOKEN, writerToken: WRITER_TOKEN });
+  coordinatorApp = buildCoordinatorServer(coordinator, {
+    adminToken: ADMIN_TOKEN,
+    writerToken: WRITER_TOKEN,
+  });
 });
 
 afterAll(async () => {
@@ -128,7 +131,9 @@ describe('cluster on loopback (in-process data nodes)', () => {
     const infos = await Promise.all(
       data.map(
         async (d) =>
-          (await (await fetch(`${d.url}/_internal/node_info`, { headers: INTERNAL })).json()) as { copies: unknown[] },
+          (await (await fetch(`${d.url}/_internal/node_info`, { headers: INTERNAL })).json()) as {
+            copies: unknown[];
+          },
       ),
     );
     for (const info of infos) expect(info.copies).toHaveLength(10); // 5 indices × 3 shards × 2 copies / 3 nodes
@@ -168,13 +173,21 @@ describe('cluster on loopback (in-process data nodes)', () => {
         ['GET', '/_internal/node_info', undefined],
         ['POST', '/_internal/shard_search', '{}'],
       ] as const) {
-        const direct = await fetch(`${data[1]!.url}${route}`, { method, headers, ...(body === undefined ? {} : { body }) });
+        const direct = await fetch(`${data[1]!.url}${route}`, {
+          method,
+          headers,
+          ...(body === undefined ? {} : { body }),
+        });
         expect(direct.status).toBe(status);
         expect(direct.headers.get('resource_usage_stats')).toBeNull();
       }
     }
     // The data node's public routes do not carry it either.
-    const publicRoute = await fetch(`${data[1]!.url}/spam-1/_search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const publicRoute = await fetch(`${data[1]!.url}/spam-1/_search`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(publicRoute.headers.get('resource_usage_stats')).toBeNull();
     const r = await viaCoordinator('_all', { size: 1 });
     expect(r.headers['resource_usage_stats']).toBeUndefined();
@@ -224,7 +237,9 @@ describe('cluster on loopback (in-process data nodes)', () => {
       headers: { 'x-user': 'analyst_eve', 'x-sandbox-id': '_root' },
     });
     expect(root.statusCode).toBe(403);
-    expect(root.json().error.reason).toMatch(/may not use sandbox "_root".*this request belongs to sandbox "analysts"/);
+    expect(root.json().error.reason).toMatch(
+      /may not use sandbox "_root".*this request belongs to sandbox "analysts"/,
+    );
     const own = await coordinatorApp.inject({
       method: 'POST',
       url: '/_all/_search',
@@ -252,17 +267,29 @@ describe('cluster on loopback (in-process data nodes)', () => {
       ['POST', '/logs/_refresh', '', 'write'],
     ];
     for (const [method, url, payload, role] of routes) {
-      const writer = await coordinatorApp.inject({ method, url, payload, headers: { authorization: `Bearer ${WRITER_TOKEN}` } });
+      const writer = await coordinatorApp.inject({
+        method,
+        url,
+        payload,
+        headers: { authorization: `Bearer ${WRITER_TOKEN}` },
+      });
       if (role === 'admin') {
         expect([method, url, writer.statusCode]).toEqual([method, url, 403]);
-        expect(writer.json().error.reason).toMatch(/^Authorization carries the writer token, which allows documents and _bulk only/);
+        expect(writer.json().error.reason).toMatch(
+          /^Authorization carries the writer token, which allows documents and _bulk only/,
+        );
       } else {
         expect([method, url, writer.statusCode]).not.toContainEqual(401);
         expect(writer.statusCode === 401 || writer.statusCode === 403).toBe(false);
       }
       const none = await coordinatorApp.inject({ method, url, payload: '{not json' });
       expect([method, url, none.statusCode]).toEqual([method, url, 401]);
-      const wrong = await coordinatorApp.inject({ method, url, payload, headers: { authorization: 'Bearer wrong-token-0123456789' } });
+      const wrong = await coordinatorApp.inject({
+        method,
+        url,
+        payload,
+        headers: { authorization: 'Bearer wrong-token-0123456789' },
+      });
       expect([method, url, wrong.statusCode]).toEqual([method, url, 403]);
       const secret = await coordinatorApp.inject({ method, url, payload, headers: INTERNAL });
       expect([method, url, secret.statusCode]).toEqual([method, url, 403]);

@@ -105,12 +105,20 @@ async function call(method: 'GET' | 'PUT' | 'POST' | 'DELETE', url: string, body
 
 const bulk = async (url: string, lines: unknown[]) => {
   const payload = `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`;
-  const r = await app.inject({ method: 'POST', url, payload, headers: { ...AUTH, 'content-type': 'application/x-ndjson' } });
+  const r = await app.inject({
+    method: 'POST',
+    url,
+    payload,
+    headers: { ...AUTH, 'content-type': 'application/x-ndjson' },
+  });
   return { status: r.statusCode, json: r.json() as Json };
 };
 
 const keyed = (prefix: string, n: number) =>
-  Array.from({ length: n }, (_, i) => [{ index: { _id: `${prefix}${i}` } }, { body: `cluster words ${prefix}${i}` }]).flat();
+  Array.from({ length: n }, (_, i) => [
+    { index: { _id: `${prefix}${i}` } },
+    { body: `cluster words ${prefix}${i}` },
+  ]).flat();
 
 /** Document ids of every local copy of `index`, per node and shard. */
 function localIds(index: string): Map<string, { primary: boolean; ids: string[] }> {
@@ -125,7 +133,9 @@ function localIds(index: string): Map<string, { primary: boolean; ids: string[] 
 
 describe('cluster writes', () => {
   it('places one primary and one replica per shard on distinct data nodes, on every node', async () => {
-    const created = await call('PUT', '/events', { settings: { number_of_shards: 6, number_of_replicas: 1 } });
+    const created = await call('PUT', '/events', {
+      settings: { number_of_shards: 6, number_of_replicas: 1 },
+    });
     expect(created.json).toEqual({ acknowledged: true, shards_acknowledged: true, index: 'events' });
     const rows = (await call('GET', '/_cat/shards/events?format=json')).json as Json[];
     expect(rows).toHaveLength(12);
@@ -139,7 +149,7 @@ describe('cluster writes', () => {
     for (const d of data) expect(d.runtime.indices!.shards.copiesOf('events')).toHaveLength(4);
   });
 
-  it("refuses every internal write route of a data node without the cluster secret, with no node stats", async () => {
+  it('refuses every internal write route of a data node without the cluster secret, with no node stats', async () => {
     const node = data[0]!;
     const routes: Array<[string, string]> = [
       ['PUT', '/_internal/indices/x'],
@@ -158,7 +168,11 @@ describe('cluster writes', () => {
         [{ authorization: 'Bearer a-wrong-cluster-secret' }, 403],
         [AUTH, 403],
       ] as const) {
-        const r = await fetch(`${node.url}${route}`, { method, headers, ...(method === 'GET' ? {} : { body: '{}' }) });
+        const r = await fetch(`${node.url}${route}`, {
+          method,
+          headers,
+          ...(method === 'GET' ? {} : { body: '{}' }),
+        });
         expect([method, route, r.status]).toEqual([method, route, status]);
         expect(r.headers.get('resource_usage_stats')).toBeNull();
       }
@@ -171,7 +185,8 @@ describe('cluster writes', () => {
   it('writes each document to its primary and its replica, and finds it by GET and search', async () => {
     const r = await bulk('/events/_bulk?refresh=true', keyed('k', 60));
     expect(r.json.errors).toBe(false);
-    for (const item of r.json.items) expect(item.index._shards).toEqual({ total: 2, successful: 2, failed: 0 });
+    for (const item of r.json.items)
+      expect(item.index._shards).toEqual({ total: 2, successful: 2, failed: 0 });
     const copies = localIds('events');
     let primaries = 0;
     for (let shard = 0; shard < 6; shard++) {
@@ -192,7 +207,10 @@ describe('cluster writes', () => {
     // Corpus indices stay searchable next to the writable one, and read-only.
     expect((await call('POST', '/_search', { size: 0 })).json._shards.total).toBe(6 + 5 * 2);
     const blocked = await bulk('/_bulk', [{ index: { _index: 'spam-1' } }, { a: 1 }]);
-    expect(blocked.json.items[0].index).toMatchObject({ status: 403, error: { type: 'cluster_block_exception' } });
+    expect(blocked.json.items[0].index).toMatchObject({
+      status: 403,
+      error: { type: 'cluster_block_exception' },
+    });
   });
 
   it('sends a single-shard bulk to a shard whose copies avoid a sick node', async () => {
@@ -209,14 +227,18 @@ describe('cluster writes', () => {
       for (let round = 0; round < 3; round++) await bulk('/single/_bulk', keyed(`warm${round}-`, 12));
       const layout = coordinator.writes.metadata.get('single')!.layout;
       for (let round = 0; round < 8; round++) {
-        const lines = Array.from({ length: 10 }, (_, i) => [{ index: {} }, { body: `auto ${round} ${i}` }]).flat();
+        const lines = Array.from({ length: 10 }, (_, i) => [
+          { index: {} },
+          { body: `auto ${round} ${i}` },
+        ]).flat();
         const r = await bulk('/single/_bulk', lines);
         expect(r.json.errors).toBe(false);
         const ids = r.json.items.map((i: Json) => i.index._id as string);
         const shards = new Set(
           ids.map((id: string) => {
             for (let s = 0; s < 6; s++) {
-              if (data.some((d) => d.runtime.indices!.shards.copy('single', s)?.copy.get(id) !== undefined)) return s;
+              if (data.some((d) => d.runtime.indices!.shards.copy('single', s)?.copy.get(id) !== undefined))
+                return s;
             }
             return -1;
           }),
@@ -254,11 +276,15 @@ describe('cluster writes', () => {
     }
     expect(replicaDown).toBeGreaterThan(0);
     expect(primaryDown).toBeGreaterThan(0);
-    const acknowledged = r.json.items.filter((i: Json) => i.index.status === 201).map((i: Json) => i.index._id);
+    const acknowledged = r.json.items
+      .filter((i: Json) => i.index.status === 201)
+      .map((i: Json) => i.index._id);
     // The node comes back on its port, replays its logs, and its replicas catch up from their primaries.
     const again = await startDataNode(down.id, down.port);
     data[1] = again;
-    expect(again.runtime.indices!.shards.copiesOf('events').some((c) => c.state === 'INITIALIZING')).toBe(true);
+    expect(again.runtime.indices!.shards.copiesOf('events').some((c) => c.state === 'INITIALIZING')).toBe(
+      true,
+    );
     await again.recovery.recover({ timeoutMs: 10_000 });
     expect(again.runtime.indices!.shards.copiesOf('events').every((c) => c.state === 'STARTED')).toBe(true);
     const copies = localIds('events');
@@ -277,7 +303,9 @@ describe('cluster writes', () => {
   it('resyncs a replica with what its primary logged but never replicated (the primary went down first)', async () => {
     const owner = data[0]!;
     const local = owner.runtime.indices!.shards.copiesOf('events').find((c) => c.primary)!;
-    const unreplicated = local.copy.write([{ position: 0, action: 'index', id: 'orphan', source: { body: 'cluster orphan' } }]);
+    const unreplicated = local.copy.write([
+      { position: 0, action: 'index', id: 'orphan', source: { body: 'cluster orphan' } },
+    ]);
     await unreplicated.durable;
     const replicaNode = data.find((d) => d.id === local.meta.layout[local.shard]!.replicas[0])!;
     const replica = replicaNode.runtime.indices!.shards.copy('events', local.shard)!;
@@ -290,7 +318,9 @@ describe('cluster writes', () => {
   it('refuses to change the replica count, and deletes an index everywhere', async () => {
     const r = await call('PUT', '/events/_settings', { number_of_replicas: 2 });
     expect(r.status).toBe(400);
-    expect(r.json.error.reason).toMatch(/^settings\.index\.number_of_replicas cannot change on this cluster.*received 2$/);
+    expect(r.json.error.reason).toMatch(
+      /^settings\.index\.number_of_replicas cannot change on this cluster.*received 2$/,
+    );
     expect((await call('DELETE', '/single')).json).toEqual({ acknowledged: true });
     for (const d of data) expect(d.runtime.indices!.has('single')).toBe(false);
     expect((await call('GET', '/single/_doc/x')).status).toBe(404);

@@ -285,7 +285,7 @@ describe('coordinator: failures', () => {
     }
   });
 
-  it('reports the shards whose copies all failed, and the failures\' status (500, 429) when every shard failed', async () => {
+  it("reports the shards whose copies all failed, and the failures' status (500, 429) when every shard failed", async () => {
     nodes[0]!.failWith = { status: 500, type: 'exception' };
     nodes[1]!.failWith = { status: 500, type: 'exception' };
     const { search } = await coordinatorWith();
@@ -308,14 +308,18 @@ describe('coordinator: failures', () => {
     expect((await search({ size: 1 })).statusCode).toBe(429);
   });
 
-  it('fails a search whose shards partly failed when allow_partial_search_results is false, with the failures\' status', async () => {
+  it("fails a search whose shards partly failed when allow_partial_search_results is false, with the failures' status", async () => {
     nodes[0]!.failWith = { status: 429, type: 'rejected_execution_exception' };
     nodes[1]!.failWith = { status: 429, type: 'rejected_execution_exception' };
     const { app } = await coordinatorWith();
     const partial = await app.inject({ method: 'POST', url: '/_search', payload: '{"size": 1}' });
     expect(partial.statusCode).toBe(200);
     expect(partial.json()._shards.failed).toBeGreaterThan(0);
-    const strict = await app.inject({ method: 'POST', url: '/_search?allow_partial_search_results=false', payload: '{"size": 1}' });
+    const strict = await app.inject({
+      method: 'POST',
+      url: '/_search?allow_partial_search_results=false',
+      payload: '{"size": 1}',
+    });
     expect(strict.statusCode).toBe(429);
     expect(strict.json().error).toMatchObject({
       type: 'search_phase_execution_exception',
@@ -380,7 +384,8 @@ describe('coordinator: issue 6', () => {
     expect(r.json().error).toMatchObject({
       type: 'illegal_argument_exception',
       code: 'QS_INVALID_ARGUMENT',
-      reason: 'body nesting depth must be at most 1000 (objects and arrays within one another); received 6003',
+      reason:
+        'body nesting depth must be at most 1000 (objects and arrays within one another); received 6003',
     });
     // A body that cannot be serialised (from a programmatic caller) is the caller's error too.
     await expect(coordinator.search({ index: '_all', body: { query: { n: 1n } } })).rejects.toThrow(
@@ -418,7 +423,10 @@ describe('coordinator: issue 6', () => {
     expect((await search({ size: 1 })).statusCode).toBe(503);
     const dead = await stats();
     expect(dead._nodes).toEqual({ total: 4, successful: 1, failed: 3 });
-    expect(dead.nodes['n1']).toMatchObject({ last_call_failed: true, resource_usage_stats: { state: 'unknown' } });
+    expect(dead.nodes['n1']).toMatchObject({
+      last_call_failed: true,
+      resource_usage_stats: { state: 'unknown' },
+    });
     // A node that fails but sends fresh figures with its answer is alive.
     nodes[0]!.usage = { cpu: 0.1, heap: 0.1 };
     for (const n of nodes) n.failWith = { status: 500, type: 'exception' };
@@ -445,11 +453,15 @@ describe('coordinator: issue 6', () => {
     }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ClusterDiscoveryError);
     expect((error as Error).message).toMatch(
-      new RegExp(`^data node ${url} \\[n9\\] did not answer discovery within 600 ms \\(\\d+ tries; last: ECONNREFUSED\\)$`),
+      new RegExp(
+        `^data node ${url} \\[n9\\] did not answer discovery within 600 ms \\(\\d+ tries; last: ECONNREFUSED\\)$`,
+      ),
     );
     expect(lines.length).toBeGreaterThan(0);
     expect(lines[0]).toMatchObject({ level: 40, node: 'n9', url, failure: 'ECONNREFUSED' });
-    expect(lines[0]!['msg']).toBe(`data node ${url} does not answer discovery yet (ECONNREFUSED); retrying until the time-out`);
+    expect(lines[0]!['msg']).toBe(
+      `data node ${url} does not answer discovery yet (ECONNREFUSED); retrying until the time-out`,
+    );
   });
 
   it('refuses two addresses of one data node, naming both', async () => {
@@ -463,7 +475,12 @@ describe('coordinator: issue 6', () => {
         ],
         discoveryTimeoutMs: 2000,
       }),
-    ).rejects.toThrow(new ClusterDiscoveryError(alias, `data nodes ${url} and ${alias} both answer as [n1]: list each data node once`));
+    ).rejects.toThrow(
+      new ClusterDiscoveryError(
+        alias,
+        `data nodes ${url} and ${alias} both answer as [n1]: list each data node once`,
+      ),
+    );
   });
 });
 
@@ -482,7 +499,11 @@ describe('coordinator: search settings at the fan-out', () => {
     expect(Math.max(...shardsPerCall())).toBeGreaterThan(1);
     clearAsked();
     for (const n of nodes) n.delayMs = 30;
-    const r = await app.inject({ method: 'POST', url: '/_all/_search?max_concurrent_shard_requests=1', payload: '{"size":100}' });
+    const r = await app.inject({
+      method: 'POST',
+      url: '/_all/_search?max_concurrent_shard_requests=1',
+      payload: '{"size":100}',
+    });
     expect(r.statusCode).toBe(200);
     expect(r.json().hits.hits).toEqual(whole.json().hits.hits);
     expect(r.json()._shards).toMatchObject({ total: 6, successful: 6 });
@@ -490,9 +511,15 @@ describe('coordinator: search settings at the fan-out', () => {
     expect(shardsPerCall()).toHaveLength(6);
     // One call at a time per node.
     expect(Math.max(...nodes.map((n) => n.maxInFlight))).toBe(1);
-    const bad = await app.inject({ method: 'POST', url: '/_all/_search?max_concurrent_shard_requests=0', payload: '{}' });
+    const bad = await app.inject({
+      method: 'POST',
+      url: '/_all/_search?max_concurrent_shard_requests=0',
+      payload: '{}',
+    });
     expect(bad.statusCode).toBe(400);
-    expect(bad.json().error.reason).toContain('max_concurrent_shard_requests must be an integer in 1..65536; received "0"');
+    expect(bad.json().error.reason).toContain(
+      'max_concurrent_shard_requests must be an integer in 1..65536; received "0"',
+    );
   });
 
   it("takes the bound from the request's sandbox, which beats the request's with override_request_values", async () => {
@@ -514,7 +541,12 @@ describe('coordinator: search settings at the fan-out', () => {
     });
     const { app } = await coordinatorWith({ sandboxes: () => sandboxes });
     const asUser = (user: string, query = '') =>
-      app.inject({ method: 'POST', url: `/_all/_search${query}`, payload: '{"size":100}', headers: { 'x-user': user } });
+      app.inject({
+        method: 'POST',
+        url: `/_all/_search${query}`,
+        payload: '{"size":100}',
+        headers: { 'x-user': user },
+      });
     clearAsked();
     expect((await asUser('fan_1')).statusCode).toBe(200);
     expect(shardsPerCall().every((n) => n === 1)).toBe(true);
@@ -541,12 +573,19 @@ describe('coordinator: search settings at the fan-out', () => {
     });
     expect(r.statusCode).toBe(200);
     expect(r.json().timed_out).toBe(false);
-    const asked = nodes.find((n) => n.searches > 0)!.lastRequest as { body: Record<string, unknown>; cancel_after_time_interval?: string };
+    const asked = nodes.find((n) => n.searches > 0)!.lastRequest as {
+      body: Record<string, unknown>;
+      cancel_after_time_interval?: string;
+    };
     expect(asked.body['timeout']).toBe('250ms');
     expect(asked.cancel_after_time_interval).toBe('2s');
     // Whichever nodes the ranking picks, each one says its search timed out.
     for (const n of nodes) n.timedOut = true;
-    const partial = await app.inject({ method: 'POST', url: '/_all/_search', payload: '{"size":5,"timeout":"1ms"}' });
+    const partial = await app.inject({
+      method: 'POST',
+      url: '/_all/_search',
+      payload: '{"size":5,"timeout":"1ms"}',
+    });
     expect(partial.json().timed_out).toBe(true);
     const bad = await app.inject({ method: 'POST', url: '/_all/_search?timeout=fast', payload: '{}' });
     expect(bad.statusCode).toBe(400);
@@ -622,7 +661,9 @@ describe('coordinator: a caller that gives up (SearchService options)', () => {
   it('sends nothing for an already aborted signal, and refuses bad options and a request that sets shards', async () => {
     const { coordinator } = await coordinatorWith();
     const before = asked();
-    await expect(coordinator.search({ index: '_all', body: {} }, { signal: AbortSignal.abort() })).rejects.toMatchObject({
+    await expect(
+      coordinator.search({ index: '_all', body: {} }, { signal: AbortSignal.abort() }),
+    ).rejects.toMatchObject({
       code: 'QS_ABORTED',
     });
     await expect(coordinator.search({ index: '_all', body: {} }, { timeoutMs: 0 })).rejects.toThrow(

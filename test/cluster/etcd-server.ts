@@ -8,7 +8,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe } from 'vitest';
-import { ETCD_INSTALL_HINT, findEtcdBinary, type LocalEtcd, startLocalEtcd } from '../../src/cluster/local-etcd.js';
+import {
+  ETCD_INSTALL_HINT,
+  findEtcdBinary,
+  type LocalEtcd,
+  startLocalEtcd,
+} from '../../src/cluster/local-etcd.js';
 import { portsFree } from '../../src/cli/port-probe.js';
 
 const binary = findEtcdBinary();
@@ -45,7 +50,8 @@ async function freePorts(count: number): Promise<number> {
 export async function startTestEtcd(): Promise<TestEtcd> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'qs-etcd-'));
   const base = await freePorts(2);
-  const launch = () => startLocalEtcd({ dataDir: path.join(dataDir, 'member'), clientPort: base, peerPort: base + 1 });
+  const launch = () =>
+    startLocalEtcd({ dataDir: path.join(dataDir, 'member'), clientPort: base, peerPort: base + 1 });
   let server = await launch();
   const handle: TestEtcd = {
     endpoints: server.endpoints,

@@ -56,7 +56,7 @@ describeEtcd('a cluster with its state in etcd', () => {
       ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
     });
     // biome-ignore lint/suspicious/noExplicitAny: JSON answers, read field by field
-  return { status: response.status, body: (await response.json()) as Record<string, any> };
+    return { status: response.status, body: (await response.json()) as Record<string, any> };
   };
   const names = async (url: string) =>
     Object.values((await call(url, 'GET', '/_sandbox')).body)
@@ -81,27 +81,37 @@ describeEtcd('a cluster with its state in etcd', () => {
       }
       const refused = await call(b!.url, 'PUT', '/_sandbox', { name: 'during', priority: 8 });
       expect(refused.status).toBe(503);
-      expect(refused.body['error']).toMatchObject({ code: 'QS_CLUSTER_STATE_UNAVAILABLE', type: 'master_not_discovered_exception' });
+      expect(refused.body['error']).toMatchObject({
+        code: 'QS_CLUSTER_STATE_UNAVAILABLE',
+        type: 'master_not_discovered_exception',
+      });
       const stats = (await call(b!.url, 'GET', '/_nodes/stats')).body;
       expect(stats['nodes'][b!.id]['cluster_state']).toMatchObject({ store: 'etcd', available: false });
     } finally {
       await etcd.start();
     }
     await expect
-      .poll(async () => (await call(b!.url, 'PUT', '/_sandbox', { name: 'after', priority: 9 })).status, { timeout: 15_000, interval: 500 })
+      .poll(async () => (await call(b!.url, 'PUT', '/_sandbox', { name: 'after', priority: 9 })).status, {
+        timeout: 15_000,
+        interval: 500,
+      })
       .toBe(201);
     const expected = await names(b!.url);
     expect(expected).toEqual(expect.arrayContaining(['after', 'shared']));
     expect(expected).not.toContain('during');
     for (const n of [a!, b!, c!]) {
       await expect.poll(() => names(n.url), { timeout: 5000 }).toEqual(expected);
-      expect((await call(n.url, 'GET', '/_nodes/stats')).body['nodes'][n.id]['cluster_state'].available).toBe(true);
+      expect((await call(n.url, 'GET', '/_nodes/stats')).body['nodes'][n.id]['cluster_state'].available).toBe(
+        true,
+      );
     }
   });
 
   it('fails a killed primary over to its in-sync replica without losing an acknowledged write; the node rejoins as a replica', async () => {
     const coordinator = cluster.coordinator.url;
-    expect((await call(coordinator, 'PUT', '/keyed', { settings: { index: { number_of_shards: 3 } } })).status).toBe(200);
+    expect(
+      (await call(coordinator, 'PUT', '/keyed', { settings: { index: { number_of_shards: 3 } } })).status,
+    ).toBe(200);
     const acknowledged = new Set<string>();
     let next = 0;
     const bulk = async (count: number) => {
@@ -120,7 +130,10 @@ describeEtcd('a cluster with its state in etcd', () => {
       return ok;
     };
     for (let i = 0; i < 5; i++) expect(await bulk(20)).toBe(20);
-    const rows = (await call(coordinator, 'GET', '/_cat/shards/keyed?format=json')).body as unknown as { prirep: string; node: string }[];
+    const rows = (await call(coordinator, 'GET', '/_cat/shards/keyed?format=json')).body as unknown as {
+      prirep: string;
+      node: string;
+    }[];
     const victim = cluster.dataNodes.find((n) => rows.some((r) => r.prirep === 'p' && r.node === n.id))!;
     const primariesBefore = rows.filter((r) => r.prirep === 'p' && r.node === victim.id).length;
     expect(primariesBefore).toBeGreaterThan(0);
@@ -134,7 +147,9 @@ describeEtcd('a cluster with its state in etcd', () => {
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    process.stdout.write(`failover: writes succeed again ${Math.round(recoveredMs ?? -1)} ms after SIGKILL of ${victim.id}\n`);
+    process.stdout.write(
+      `failover: writes succeed again ${Math.round(recoveredMs ?? -1)} ms after SIGKILL of ${victim.id}\n`,
+    );
     expect(recoveredMs).toBeDefined();
     for (let i = 0; i < 3; i++) expect(await bulk(20)).toBe(20);
     const missing = async () => {
@@ -160,7 +175,10 @@ describeEtcd('a cluster with its state in etcd', () => {
         { timeout: 30_000, interval: 500 },
       )
       .toEqual(expect.arrayContaining(Array.from({ length: primariesBefore }, () => 'r:STARTED')));
-    const back = (await call(coordinator, 'GET', '/_cat/shards/keyed?format=json')).body as unknown as { prirep: string; node: string }[];
+    const back = (await call(coordinator, 'GET', '/_cat/shards/keyed?format=json')).body as unknown as {
+      prirep: string;
+      node: string;
+    }[];
     expect(back.filter((r) => r.node === victim.id && r.prirep === 'p')).toHaveLength(0);
     expect(await missing()).toBe(0);
     const stats = (await call(coordinator, 'GET', '/_nodes/stats')).body;

@@ -83,7 +83,9 @@ describe('shard search', () => {
       body: { query: { match_all: {} }, size: 10 },
       cancel_after_time_interval: '5s',
     });
-    const plain = decodeShardSearchRequest(JSON.parse(encodeShardSearchRequest({ index: 'alpha', shards: { alpha: [0] }, bodyJson: '{}' })));
+    const plain = decodeShardSearchRequest(
+      JSON.parse(encodeShardSearchRequest({ index: 'alpha', shards: { alpha: [0] }, bodyJson: '{}' })),
+    );
     expect(plain).toEqual({ index: 'alpha', shards: { alpha: [0] }, body: {} });
   });
 
@@ -96,7 +98,11 @@ describe('shard search', () => {
     ['shards for another index', { index: 'a', shards: { a: [0], b: [1] } }, 'shards.b'],
     ['an index without shards', { index: 'a,b', shards: { a: [0] } }, 'shards'],
     ['a body that is a list', { index: 'a', shards: { a: [0] }, body: [1] }, 'body'],
-    ['a numeric cancel_after_time_interval', { index: 'a', shards: { a: [0] }, cancel_after_time_interval: 5 }, 'cancel_after_time_interval'],
+    [
+      'a numeric cancel_after_time_interval',
+      { index: 'a', shards: { a: [0] }, cancel_after_time_interval: 5 },
+      'cancel_after_time_interval',
+    ],
   ])('refuses %s, naming the field', (_what, raw, field) => {
     const error = refusal(() => decodeShardSearchRequest(raw));
     expect(error.path).toBe(field);
@@ -141,10 +147,20 @@ describe('node info', () => {
   it.each([
     ['no node_id', { ...info, node_id: '' }, 'no node_id'],
     ['a shard count of 0', { ...info, shards_per_index: 0 }, 'a bad shards_per_index; received 0'],
-    ['a copy of an unknown index', { ...info, copies: [{ index: 'beta', shard: 0, primary: true }] }, 'a bad copy'],
-    ['a copy past the shard count', { ...info, copies: [{ index: 'alpha', shard: 2, primary: true }] }, 'a bad copy'],
+    [
+      'a copy of an unknown index',
+      { ...info, copies: [{ index: 'beta', shard: 0, primary: true }] },
+      'a bad copy',
+    ],
+    [
+      'a copy past the shard count',
+      { ...info, copies: [{ index: 'alpha', shard: 2, primary: true }] },
+      'a bad copy',
+    ],
   ])('refuses %s, naming the node, the field and the value', (_what, raw, words) => {
-    expect(() => decodeNodeInfo(raw, 'http://d1')).toThrow(`data node http://d1 answered /_internal/node_info with ${words}`);
+    expect(() => decodeNodeInfo(raw, 'http://d1')).toThrow(
+      `data node http://d1 answered /_internal/node_info with ${words}`,
+    );
   });
 });
 
@@ -173,7 +189,14 @@ describe('index metadata and settings', () => {
     const error = refusal(() => decodeIndexMetadataRequest(wire(encodeIndexMetadataRequest(meta)), 'other'));
     expect(error.path).toBe('body.name');
     expect(error.received).toBe('logs');
-    expect(refusal(() => decodeIndexMetadataRequest({ ...(wire(encodeIndexMetadataRequest(meta)) as object), uuid: 'a b' }, 'logs')).path).toBe('body.uuid');
+    expect(
+      refusal(() =>
+        decodeIndexMetadataRequest(
+          { ...(wire(encodeIndexMetadataRequest(meta)) as object), uuid: 'a b' },
+          'logs',
+        ),
+      ).path,
+    ).toBe('body.uuid');
   });
 
   it('encodes paths with the name and uuid escaped, and reads the uuid back', () => {
@@ -186,11 +209,16 @@ describe('index metadata and settings', () => {
   });
 
   it('round-trips a settings change and refuses one without a uuid or with a bad value', () => {
-    const decoded = decodeSettingsRequest(wire(encodeSettingsRequest('u-1', { numberOfReplicas: 1, refreshIntervalMs: 5000 } as never)));
+    const decoded = decodeSettingsRequest(
+      wire(encodeSettingsRequest('u-1', { numberOfReplicas: 1, refreshIntervalMs: 5000 } as never)),
+    );
     expect(decoded.uuid).toBe('u-1');
     expect(decoded.settings.numberOfReplicas).toBe(1);
     expect(refusal(() => decodeSettingsRequest({ settings: {} })).path).toBe('uuid');
-    expect(refusal(() => decodeSettingsRequest({ uuid: 'u', settings: { 'index.number_of_replicas': 'many' } })).path).toContain('settings');
+    expect(
+      refusal(() => decodeSettingsRequest({ uuid: 'u', settings: { 'index.number_of_replicas': 'many' } }))
+        .path,
+    ).toContain('settings');
     expect(refusal(() => decodeSettingsRequest(null)).path).toBe('body');
   });
 
@@ -203,7 +231,11 @@ describe('shard bulks', () => {
   const request = {
     refresh: 'wait_for' as const,
     shards: [
-      { index: 'logs', shard: 0, items: [{ position: 0, action: 'index' as const, id: 'a', source: { n: 1 } }] },
+      {
+        index: 'logs',
+        shard: 0,
+        items: [{ position: 0, action: 'index' as const, id: 'a', source: { n: 1 } }],
+      },
       { index: 'logs', shard: 1, items: [{ position: 1, action: 'delete' as const, id: 'b' }] },
     ],
   };
@@ -217,7 +249,11 @@ describe('shard bulks', () => {
     ['shards that are no list', { shards: {} }, 'shards'],
     ['a shard without an index', { shards: [{ shard: 0, items: [] }] }, 'index'],
     ['a shard number past 1023', { shards: [{ index: 'x', shard: 1024, items: [] }] }, 'shard'],
-    ['an item with an unknown action', { shards: [{ index: 'x', shard: 0, items: [{ position: 0, action: 'upsert', id: 'a' }] }] }, 'shards[0].items[0]'],
+    [
+      'an item with an unknown action',
+      { shards: [{ index: 'x', shard: 0, items: [{ position: 0, action: 'upsert', id: 'a' }] }] },
+      'shards[0].items[0]',
+    ],
     ['a bad refresh', { refresh: 'sometimes', shards: [] }, 'refresh'],
   ])('refuses %s, naming the field', (_what, raw, field) => {
     expect(refusal(() => decodeShardBulkRequest(raw)).path).toBe(field);
@@ -229,17 +265,37 @@ describe('shard bulks', () => {
         index: 'logs',
         shard: 0,
         ok: true,
-        outcome: { results: [{ position: 0, status: 201, result: 'created', version: 1, seqNo: 0 }], shards: { total: 2, successful: 2, failed: 0 }, forcedRefresh: false, replicationNs: 50 },
+        outcome: {
+          results: [{ position: 0, status: 201, result: 'created', version: 1, seqNo: 0 }],
+          shards: { total: 2, successful: 2, failed: 0 },
+          forcedRefresh: false,
+          replicationNs: 50,
+        },
       },
-      { index: 'logs', shard: 1, ok: false, status: 429, error: { type: 'es_rejected_execution_exception', reason: 'queue full' } },
+      {
+        index: 'logs',
+        shard: 1,
+        ok: false,
+        status: 429,
+        error: { type: 'es_rejected_execution_exception', reason: 'queue full' },
+      },
     ];
-    expect(decodeShardBulkAnswer(wire(encodeShardBulkAnswer('d1', 900, results)))).toEqual({ serviceTimeNs: 900, shards: results });
+    expect(decodeShardBulkAnswer(wire(encodeShardBulkAnswer('d1', 900, results)))).toEqual({
+      serviceTimeNs: 900,
+      shards: results,
+    });
   });
 
   it('reads a lacking answer as the coordinator always did: no figure is 0, a bare failure is a 500', () => {
     expect(decodeShardBulkAnswer({ node_id: 'd1' })).toEqual({ serviceTimeNs: 0, shards: [] });
     expect(decodeShardBulkAnswer({ shards: [7, { index: 'x', shard: 0, ok: false }] }).shards).toEqual([
-      { index: 'x', shard: 0, ok: false, status: 500, error: { type: 'exception', reason: 'shard bulk failed' } },
+      {
+        index: 'x',
+        shard: 0,
+        ok: false,
+        status: 500,
+        error: { type: 'exception', reason: 'shard bulk failed' },
+      },
     ]);
     expect(refusal(() => decodeShardBulkAnswer([])).path).toBe('shard_bulk answer');
   });
@@ -247,21 +303,53 @@ describe('shard bulks', () => {
 
 describe('replication and recovery', () => {
   it('round-trips a replication request, with and without the primary position and term', () => {
-    const full = { index: 'logs', uuid: 'u', shard: 1, refresh: 'true' as const, operations: OPERATIONS, primaryNextSeqNo: 2, primaryTerm: 3 };
+    const full = {
+      index: 'logs',
+      uuid: 'u',
+      shard: 1,
+      refresh: 'true' as const,
+      operations: OPERATIONS,
+      primaryNextSeqNo: 2,
+      primaryTerm: 3,
+    };
     expect(decodeReplicateRequest(wire(encodeReplicateRequest(full)))).toEqual(full);
     const bare = { index: 'logs', uuid: 'u', shard: 1, refresh: 'false' as const, operations: [] };
     const encoded = encodeReplicateRequest(bare);
     expect(encoded).not.toHaveProperty('primary_next_seq_no');
     expect(encoded).not.toHaveProperty('primary_term');
-    expect(decodeReplicateRequest(wire(encoded))).toEqual({ ...bare, primaryNextSeqNo: undefined, primaryTerm: undefined });
+    expect(decodeReplicateRequest(wire(encoded))).toEqual({
+      ...bare,
+      primaryNextSeqNo: undefined,
+      primaryTerm: undefined,
+    });
   });
 
   it.each([
     ['no uuid', { index: 'logs', shard: 0, operations: [] }, 'uuid', 'must be a non-empty string'],
-    ['a fractional shard', { index: 'logs', uuid: 'u', shard: 0.5, operations: [] }, 'shard', 'must be an integer in 0..1023'],
-    ['a primary term of 0', { index: 'logs', uuid: 'u', shard: 0, primary_term: 0, operations: [] }, 'primary_term', 'must be an integer >= 1'],
-    ['operations that are no list', { index: 'logs', uuid: 'u', shard: 0, operations: {} }, 'operations', 'must be an array'],
-    ['an operation without a seqNo', { index: 'logs', uuid: 'u', shard: 0, operations: [{ op: 'index', id: 'a' }] }, 'operations[0]', 'must be a logged operation'],
+    [
+      'a fractional shard',
+      { index: 'logs', uuid: 'u', shard: 0.5, operations: [] },
+      'shard',
+      'must be an integer in 0..1023',
+    ],
+    [
+      'a primary term of 0',
+      { index: 'logs', uuid: 'u', shard: 0, primary_term: 0, operations: [] },
+      'primary_term',
+      'must be an integer >= 1',
+    ],
+    [
+      'operations that are no list',
+      { index: 'logs', uuid: 'u', shard: 0, operations: {} },
+      'operations',
+      'must be an array',
+    ],
+    [
+      'an operation without a seqNo',
+      { index: 'logs', uuid: 'u', shard: 0, operations: [{ op: 'index', id: 'a' }] },
+      'operations[0]',
+      'must be a logged operation',
+    ],
   ])('refuses a replication request with %s, naming the field', (_what, raw, field, words) => {
     const error = refusal(() => decodeReplicateRequest(raw));
     expect(error.path).toBe(field);
@@ -271,10 +359,16 @@ describe('replication and recovery', () => {
   it('round-trips both replica answers and refuses a 409 without its next sequence number', () => {
     const applied = encodeReplicateAnswer('d2', { applied: true, serviceTimeNs: 77 });
     expect(applied.status).toBe(200);
-    expect(decodeReplicateAnswer(applied.status, wire(applied.body) as Record<string, unknown>)).toEqual({ applied: true, serviceTimeNs: 77 });
+    expect(decodeReplicateAnswer(applied.status, wire(applied.body) as Record<string, unknown>)).toEqual({
+      applied: true,
+      serviceTimeNs: 77,
+    });
     const behind = encodeReplicateAnswer('d2', { applied: false, nextSeqNo: 5 });
     expect(behind.status).toBe(409);
-    expect(decodeReplicateAnswer(behind.status, wire(behind.body) as Record<string, unknown>)).toEqual({ applied: false, nextSeqNo: 5 });
+    expect(decodeReplicateAnswer(behind.status, wire(behind.body) as Record<string, unknown>)).toEqual({
+      applied: false,
+      nextSeqNo: 5,
+    });
     const error = refusal(() => decodeReplicateAnswer(409, { node_id: 'd2', next_seq_no: 'soon' }));
     expect(error.path).toBe('next_seq_no');
     expect(error.received).toBe('soon');
@@ -283,10 +377,18 @@ describe('replication and recovery', () => {
   it('round-trips a recovery request and answer, and refuses malformed ones', () => {
     const request = { index: 'logs', uuid: 'u', shard: 0, fromSeqNo: 4 };
     expect(decodeRecoverRequest(wire(encodeRecoverRequest(request)))).toEqual(request);
-    expect(refusal(() => decodeRecoverRequest({ index: 'logs', uuid: 'u', shard: 0, from_seq_no: -1 })).path).toBe('from_seq_no');
-    expect(refusal(() => decodeRecoverRequest({ index: 'logs', uuid: 'u', shard: 0 })).path).toBe('from_seq_no');
-    expect(decodeRecoverAnswer(wire(encodeRecoverAnswer('d1', OPERATIONS)) as Record<string, unknown>)).toEqual(OPERATIONS);
-    expect(refusal(() => decodeRecoverAnswer({ operations: [{ op: 'merge', id: 'a', seqNo: 0 }] })).path).toBe('operations[0]');
+    expect(
+      refusal(() => decodeRecoverRequest({ index: 'logs', uuid: 'u', shard: 0, from_seq_no: -1 })).path,
+    ).toBe('from_seq_no');
+    expect(refusal(() => decodeRecoverRequest({ index: 'logs', uuid: 'u', shard: 0 })).path).toBe(
+      'from_seq_no',
+    );
+    expect(
+      decodeRecoverAnswer(wire(encodeRecoverAnswer('d1', OPERATIONS)) as Record<string, unknown>),
+    ).toEqual(OPERATIONS);
+    expect(
+      refusal(() => decodeRecoverAnswer({ operations: [{ op: 'merge', id: 'a', seqNo: 0 }] })).path,
+    ).toBe('operations[0]');
   });
 });
 
@@ -296,16 +398,30 @@ describe('GET, _cat/shards, refresh and errors', () => {
     expect(decodeGetRequest(wire(encodeGetRequest(request)))).toEqual(request);
     expect(refusal(() => decodeGetRequest({ index: 'logs', shard: 3, id: '' })).path).toBe('id');
     expect(refusal(() => decodeGetRequest('logs')).path).toBe('body');
-    const found = { _index: 'logs', _id: 'doc-1', _version: 1, _seq_no: 0, _primary_term: 1, found: true, _source: { n: 1 } };
+    const found = {
+      _index: 'logs',
+      _id: 'doc-1',
+      _version: 1,
+      _seq_no: 0,
+      _primary_term: 1,
+      found: true,
+      _source: { n: 1 },
+    };
     expect(decodeGetAnswer(wire(found) as Record<string, unknown>)).toEqual(found);
     expect(refusal(() => decodeGetAnswer({ _index: 'logs', _id: 'doc-1', found: 'yes' })).path).toBe('found');
   });
 
   it('round-trips _cat/shards rows and refuses rows that are not', () => {
-    const rows = [{ index: 'logs', shard: '0', prirep: 'p' as const, state: 'STARTED' as const, docs: '3', node: 'd1' }];
-    expect(decodeCatShardsAnswer(wire(encodeCatShardsAnswer('d1', rows)) as Record<string, unknown>)).toEqual(rows);
+    const rows = [
+      { index: 'logs', shard: '0', prirep: 'p' as const, state: 'STARTED' as const, docs: '3', node: 'd1' },
+    ];
+    expect(decodeCatShardsAnswer(wire(encodeCatShardsAnswer('d1', rows)) as Record<string, unknown>)).toEqual(
+      rows,
+    );
     expect(refusal(() => decodeCatShardsAnswer({ rows: 'none' })).path).toBe('rows');
-    expect(refusal(() => decodeCatShardsAnswer({ rows: [{ index: 'logs', shard: 0 }] })).path).toBe('rows[0]');
+    expect(refusal(() => decodeCatShardsAnswer({ rows: [{ index: 'logs', shard: 0 }] })).path).toBe(
+      'rows[0]',
+    );
   });
 
   it('round-trips a refresh request and refuses indices that are not names', () => {
@@ -315,15 +431,23 @@ describe('GET, _cat/shards, refresh and errors', () => {
   });
 
   it('reads an error answer, or the status line when there is none', () => {
-    expect(decodeErrorAnswer({ error: { type: 'x_exception', reason: 'why' }, status: 400 }, 400, 'Bad Request')).toEqual({ type: 'x_exception', reason: 'why' });
-    expect(decodeErrorAnswer('<html>', 502, 'Bad Gateway')).toEqual({ type: 'exception', reason: 'HTTP 502 Bad Gateway' });
+    expect(
+      decodeErrorAnswer({ error: { type: 'x_exception', reason: 'why' }, status: 400 }, 400, 'Bad Request'),
+    ).toEqual({ type: 'x_exception', reason: 'why' });
+    expect(decodeErrorAnswer('<html>', 502, 'Bad Gateway')).toEqual({
+      type: 'exception',
+      reason: 'HTTP 502 Bad Gateway',
+    });
     expect(decodeErrorAnswer({ error: {} }, 500, '')).toEqual({ type: 'exception', reason: 'HTTP 500' });
   });
 });
 
 describe('debug routes', () => {
   it('round-trips a CPU hog and a latency request, with their defaults', () => {
-    expect(decodeCpuHogRequest(wire(encodeCpuHogRequest({ threads: 2, durationMs: 10_000 })))).toEqual({ threads: 2, durationMs: 10_000 });
+    expect(decodeCpuHogRequest(wire(encodeCpuHogRequest({ threads: 2, durationMs: 10_000 })))).toEqual({
+      threads: 2,
+      durationMs: 10_000,
+    });
     expect(decodeCpuHogRequest({ duration_ms: 5 })).toEqual({ threads: 1, durationMs: 5 });
     const latency = { delayMs: 200, ratio: 0.3, durationMs: 60_000 };
     expect(decodeLatencyRequest(wire(encodeLatencyRequest(latency)))).toEqual(latency);

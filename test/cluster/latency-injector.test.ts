@@ -9,7 +9,12 @@ describe('LatencyInjector', () => {
     const injector = new LatencyInjector(() => draws.shift() ?? 0.99);
     expect(injector.nextDelayMs()).toBe(0);
     injector.start({ delayMs: 200, ratio: 0.3, durationMs: 60_000 });
-    expect([injector.nextDelayMs(), injector.nextDelayMs(), injector.nextDelayMs(), injector.nextDelayMs()]).toEqual([200, 0, 200, 0]);
+    expect([
+      injector.nextDelayMs(),
+      injector.nextDelayMs(),
+      injector.nextDelayMs(),
+      injector.nextDelayMs(),
+    ]).toEqual([200, 0, 200, 0]);
     expect(injector.delayed).toBe(2);
     injector.stop();
     expect(injector.nextDelayMs()).toBe(0);
@@ -19,7 +24,10 @@ describe('LatencyInjector', () => {
     [{ delay_ms: 0 }, 'delay_ms must be an integer in 1..60000; received 0'],
     [{ delay_ms: 10, ratio: 2 }, 'ratio must be a ratio in (0, 1]; received 2'],
     [{ delay_ms: 10, duration_ms: -1 }, 'duration_ms must be an integer in 1..3600000; received -1'],
-    [{ delay_ms: 10, share: 1 }, 'share is not a field of a latency request (delay_ms, ratio, duration_ms); received 1'],
+    [
+      { delay_ms: 10, share: 1 },
+      'share is not a field of a latency request (delay_ms, ratio, duration_ms); received 1',
+    ],
   ])('refuses %j', (body, message) => {
     expect(() => decodeLatencyRequest(body)).toThrow(message);
   });
@@ -40,6 +48,8 @@ describe('IndexingPressure', () => {
     // Alone, an oversized operation still runs.
     pressure.acquire(500, 'primary')();
     expect(pressure.stats().inFlightBytes).toBe(0);
-    expect(() => new IndexingPressure(0)).toThrow('limitBytes must be a positive integer (bytes); received 0');
+    expect(() => new IndexingPressure(0)).toThrow(
+      'limitBytes must be a positive integer (bytes); received 0',
+    );
   });
 });

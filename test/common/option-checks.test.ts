@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { argumentsError, optionChecks as c, joinNegativeValues, sandboxChecks } from '../../src/common/option-checks.js';
+import {
+  argumentsError,
+  optionChecks as c,
+  joinNegativeValues,
+  sandboxChecks,
+} from '../../src/common/option-checks.js';
 import { ErrorCode, InvalidArgumentError, InvalidSandboxError } from '../../src/errors.js';
 
 /** The error a check threw, for assertions on its path, expectation and received value. */
@@ -56,9 +61,15 @@ describe('numberIn, positiveNumber, nonNegativeNumber', () => {
   });
 
   it('refuses NaN, Infinity, a string and out-of-range values, naming the path and the value', () => {
-    expect(refusal(() => c.numberIn('o.x', 2, 0, 1)).message).toBe('o.x must be a number in 0..1; received 2');
-    expect(refusal(() => c.numberIn('o.x', Number.NaN, 0, 1)).message).toBe('o.x must be a number in 0..1; received NaN');
-    expect(refusal(() => c.positiveNumber('o.x', 0)).message).toBe('o.x must be a positive finite number; received 0');
+    expect(refusal(() => c.numberIn('o.x', 2, 0, 1)).message).toBe(
+      'o.x must be a number in 0..1; received 2',
+    );
+    expect(refusal(() => c.numberIn('o.x', Number.NaN, 0, 1)).message).toBe(
+      'o.x must be a number in 0..1; received NaN',
+    );
+    expect(refusal(() => c.positiveNumber('o.x', 0)).message).toBe(
+      'o.x must be a positive finite number; received 0',
+    );
     expect(refusal(() => c.positiveNumber('o.x', Number.POSITIVE_INFINITY)).message).toBe(
       'o.x must be a positive finite number; received Infinity',
     );
@@ -85,7 +96,9 @@ describe('ratio and ratioOrZero', () => {
     );
     expect(refusal(() => c.ratio('r', 0)).received).toBe(0);
     expect(refusal(() => c.ratio('r', Number.NaN)).received).toBeNaN();
-    expect(refusal(() => c.ratioOrZero('r', -0.1)).message).toBe('r must be a ratio in [0, 1]; received -0.1');
+    expect(refusal(() => c.ratioOrZero('r', -0.1)).message).toBe(
+      'r must be a ratio in [0, 1]; received -0.1',
+    );
     expect(refusal(() => c.ratioOrZero('r', '0.5')).received).toBe('0.5');
   });
 });
@@ -95,7 +108,9 @@ describe('boolean', () => {
     expect(c.boolean('b', false)).toBe(false);
     expect(c.boolean('b', undefined, true)).toBe(true);
     expect(refusal(() => c.boolean('b', 'true')).message).toBe('b must be true or false; received "true"');
-    expect(refusal(() => c.boolean('b', 1, undefined, 'must be a boolean')).message).toBe('b must be a boolean; received 1');
+    expect(refusal(() => c.boolean('b', 1, undefined, 'must be a boolean')).message).toBe(
+      'b must be a boolean; received 1',
+    );
   });
 });
 
@@ -123,7 +138,9 @@ describe('oneOf', () => {
 describe('string, timeValueMs', () => {
   it('checks strings, non-empty when asked', () => {
     expect(c.string('s', '')).toBe('');
-    expect(refusal(() => c.string('s', '', { nonEmpty: true })).message).toBe('s must be a non-empty string; received ""');
+    expect(refusal(() => c.string('s', '', { nonEmpty: true })).message).toBe(
+      's must be a non-empty string; received ""',
+    );
     expect(refusal(() => c.string('s', 1)).message).toBe('s must be a string; received 1');
     expect(c.string('s', undefined, { fallback: 'x' })).toBe('x');
   });
@@ -148,7 +165,9 @@ describe('integerText and ratioText (CLI flags)', () => {
       '--interval-ms must be an integer in 10..60000; received "1e2"',
     );
     expect(refusal(() => c.integerText('--n', '5', 10, 60_000)).received).toBe('5');
-    expect(refusal(() => c.ratioText('--cpu', '1.5')).message).toBe('--cpu must be a ratio in (0, 1]; received "1.5"');
+    expect(refusal(() => c.ratioText('--cpu', '1.5')).message).toBe(
+      '--cpu must be a ratio in (0, 1]; received "1.5"',
+    );
     expect(refusal(() => c.ratioText('--cpu', 'NaN')).received).toBe('NaN');
   });
 });
@@ -164,7 +183,11 @@ describe('sandboxChecks', () => {
 
 describe('joinNegativeValues', () => {
   it('joins a flag and a negative number after it, so that the flag range check reports the value', () => {
-    expect(joinNegativeValues(['--spare-workers', '-1', '--port', '9200'])).toEqual(['--spare-workers=-1', '--port', '9200']);
+    expect(joinNegativeValues(['--spare-workers', '-1', '--port', '9200'])).toEqual([
+      '--spare-workers=-1',
+      '--port',
+      '9200',
+    ]);
     expect(joinNegativeValues(['--ratio', '-0.5'])).toEqual(['--ratio=-0.5']);
     // Not a number, already joined, or a short flag: left for parseArgs to judge.
     expect(joinNegativeValues(['--port', '--host', 'x', '--a=-1', '-p', '-1', '--b', '-1x'])).toEqual([
@@ -181,18 +204,28 @@ describe('joinNegativeValues', () => {
 
   it('with the flags given, joins only after string flags (a negative positional after a boolean stays one)', () => {
     const flags = { dry: { type: 'boolean' }, count: { type: 'string' } } as const;
-    expect(joinNegativeValues(['--dry', '-3', '--count', '-2'], flags)).toEqual(['--dry', '-3', '--count=-2']);
+    expect(joinNegativeValues(['--dry', '-3', '--count', '-2'], flags)).toEqual([
+      '--dry',
+      '-3',
+      '--count=-2',
+    ]);
   });
 });
 
 describe('argumentsError', () => {
-  it("names what parseArgs refused and suggests the flag a misspelt one meant", () => {
+  it('names what parseArgs refused and suggests the flag a misspelt one meant', () => {
     const flags = { port: { type: 'string' }, host: { type: 'string' } };
-    const unknown = Object.assign(new TypeError("Unknown option '--pot'"), { code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION' });
+    const unknown = Object.assign(new TypeError("Unknown option '--pot'"), {
+      code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION',
+    });
     expect(argumentsError(unknown, ['--pot', '1'], flags).message).toBe(
       `arguments are invalid (Unknown option '--pot'; did you mean --port?); received "--pot 1"`,
     );
-    const far = Object.assign(new TypeError("Unknown option '--colour'"), { code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION' });
-    expect(argumentsError(far, ['--colour'], flags).message).toBe(`arguments are invalid (Unknown option '--colour'); received "--colour"`);
+    const far = Object.assign(new TypeError("Unknown option '--colour'"), {
+      code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION',
+    });
+    expect(argumentsError(far, ['--colour'], flags).message).toBe(
+      `arguments are invalid (Unknown option '--colour'); received "--colour"`,
+    );
   });
 });

@@ -52,7 +52,9 @@ function search(query: unknown, loaded = ONE_SHARD, checkpoint: () => void = () 
 
 /** `_id` → `_score` of every hit. */
 function scores(query: unknown, loaded = ONE_SHARD): Record<string, number> {
-  return Object.fromEntries(search(query, loaded).hits.hits.map((hit) => [hit._id, hit._score ?? Number.NaN]));
+  return Object.fromEntries(
+    search(query, loaded).hits.hits.map((hit) => [hit._id, hit._score ?? Number.NaN]),
+  );
 }
 
 function ids(query: unknown, loaded = ONE_SHARD): string[] {
@@ -251,7 +253,7 @@ describe('executeSearch with a search timeout', () => {
     expect(partial.hits.total!.value).toBeLessThan(full.hits.total!.value);
   });
 
-  it('the timeout given replaces the plan\'s own, and a search that finishes in time does not time out', () => {
+  it("the timeout given replaces the plan's own, and a search that finishes in time does not time out", () => {
     // The plan says 1 ms; the runtime's resolved 60 s wins.
     const plan = parseSearchBody({ query: { match_all: {} }, size: 100, timeout: '1ms' });
     const roomy = executeSearch(THREE_SHARDS, ['mail'], plan, () => busy(2), NOW, undefined, 60_000);

@@ -12,7 +12,13 @@ import { resolveShardRouting, shardId } from '../../src/routing/shard-routing.js
 
 const cacheDir = mkdtempSync(join(tmpdir(), 'qs-held-'));
 afterAll(() => rmSync(cacheDir, { recursive: true, force: true }));
-const context: TaskContext = { signal: new AbortController().signal, cancelled: false, throwIfCancelled: () => {}, checkpoint: () => {}, taskId: 1 };
+const context: TaskContext = {
+  signal: new AbortController().signal,
+  cancelled: false,
+  throwIfCancelled: () => {},
+  checkpoint: () => {},
+  taskId: 1,
+};
 const MAX_DOCS = 40;
 const ids = readCorpus(['spam-1'], MAX_DOCS)
   .get('spam-1')!

@@ -12,7 +12,13 @@ describe('minisearch engine on the full corpus', () => {
     const description = engine.prepare({ cacheDir, options: {}, log: () => {} });
     expect(description.indices).toEqual(['easy-ham-1', 'easy-ham-2', 'hard-ham-1', 'spam-1', 'spam-2']);
     engine.init({ cacheDir, options: {} });
-    const context = { signal: new AbortController().signal, cancelled: false, throwIfCancelled: () => {}, checkpoint: () => {}, taskId: 1 };
+    const context = {
+      signal: new AbortController().signal,
+      cancelled: false,
+      throwIfCancelled: () => {},
+      checkpoint: () => {},
+      taskId: 1,
+    };
     const counts = description.indices!.map(
       (index) => engine.handle({ indices: [index], body: { size: 0 } }, context).hits.total!.value,
     );

@@ -56,7 +56,12 @@ describe('default MiniSearch engine in the runtime', () => {
     // Fuzziness 2 over several words on every index: ten shards, each a costly MiniSearch search.
     const body = { query: { match: { body: { query: 'mony ofer frie linx', fuzziness: 2 } } }, size: 1000 };
     const search = async (url: string, payload: unknown) => {
-      const r = await app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload: JSON.stringify(payload) });
+      const r = await app.inject({
+        method: 'POST',
+        url,
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify(payload),
+      });
       expect(r.statusCode).toBe(200);
       return r.json() as {
         timed_out: boolean;

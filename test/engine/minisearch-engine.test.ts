@@ -19,7 +19,13 @@ const logs: string[] = [];
 let docs: Map<string, MailDocument>;
 
 function context(checkpoint: () => void = () => {}): TaskContext {
-  return { signal: new AbortController().signal, cancelled: false, throwIfCancelled: () => {}, checkpoint, taskId: 1 };
+  return {
+    signal: new AbortController().signal,
+    cancelled: false,
+    throwIfCancelled: () => {},
+    checkpoint,
+    taskId: 1,
+  };
 }
 
 function search(body: unknown, indices: readonly string[] = CORPUS_GROUPS): SearchResponse {

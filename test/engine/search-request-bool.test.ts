@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { MAX_BOOL_DEPTH, MAX_QUERY_TERMS, parseSearchBody } from '../../src/engine/search-request.js';
 import { errorOf } from './parse-error-of.js';
 
-
 /** A bool `levels` deep: each level's only must clause is the next bool; the innermost is empty. */
 function nestedBool(levels: number): unknown {
   let query: unknown = { bool: {} };

@@ -15,7 +15,6 @@ function rangeOf(bounds: Record<string, unknown>): RangeQueryPlan {
   return query;
 }
 
-
 const fixed = (iso: string): DateExpression => ({ anchor: ms(iso), steps: [] });
 
 describe('parseSearchBody: range', () => {

@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { fuzzyDistance, parseSearchBody } from '../../src/engine/search-request.js';
 import { errorOf } from './parse-error-of.js';
 
-
 describe('parseSearchBody', () => {
   it('defaults: no body or no query is match_all, size 10, from 0', () => {
     const defaults = {
@@ -12,8 +11,18 @@ describe('parseSearchBody', () => {
       timeoutMs: undefined,
       allowPartial: true,
     };
-    expect(parseSearchBody(undefined)).toEqual({ query: { kind: 'match_all' }, size: 10, from: 0, ...defaults });
-    expect(parseSearchBody({ size: 0, from: 5 })).toEqual({ query: { kind: 'match_all' }, size: 0, from: 5, ...defaults });
+    expect(parseSearchBody(undefined)).toEqual({
+      query: { kind: 'match_all' },
+      size: 10,
+      from: 0,
+      ...defaults,
+    });
+    expect(parseSearchBody({ size: 0, from: 5 })).toEqual({
+      query: { kind: 'match_all' },
+      size: 0,
+      from: 5,
+      ...defaults,
+    });
   });
 
   it('parses match, prefix and multi_match with their options', () => {

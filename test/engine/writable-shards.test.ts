@@ -21,7 +21,12 @@ async function copyAt(name: string) {
 }
 
 const ids = (search: MiniSearch | undefined) =>
-  search === undefined ? [] : search.search(MiniSearch.wildcard).map((r) => String(r.id)).sort();
+  search === undefined
+    ? []
+    : search
+        .search(MiniSearch.wildcard)
+        .map((r) => String(r.id))
+        .sort();
 
 describe('refresh board', () => {
   it('hands a catalog and published offsets to a reader of the same buffer', () => {
@@ -30,7 +35,9 @@ describe('refresh board', () => {
     expect(reader.readCatalog().entries).toEqual([]);
     board.writeCatalog([{ slot: 3, index: 'a', uuid: 'u', shard: 1, numberOfShards: 2, logPath: '/x' }]);
     const catalog = reader.readCatalog();
-    expect(catalog.entries).toEqual([{ slot: 3, index: 'a', uuid: 'u', shard: 1, numberOfShards: 2, logPath: '/x' }]);
+    expect(catalog.entries).toEqual([
+      { slot: 3, index: 'a', uuid: 'u', shard: 1, numberOfShards: 2, logPath: '/x' },
+    ]);
     expect(catalog.sequence % 2).toBe(0);
     board.publish(3, 12_345);
     board.bumpRefreshes();
@@ -69,7 +76,11 @@ describe('WritableShards (a worker pulling from the board)', () => {
     const shard = worker.indices.get('logs')![0]!;
     expect(ids(shard)).toEqual(['a', 'b']);
     expect(shard.search('money').map((r) => r.id)).toEqual(['a']);
-    expect(shard.search('linux')[0]).toMatchObject({ id: 'b', date: Date.parse('2002-08-01'), _source: { subject: 'linux', date: '2002-08-01' } });
+    expect(shard.search('linux')[0]).toMatchObject({
+      id: 'b',
+      date: Date.parse('2002-08-01'),
+      _source: { subject: 'linux', date: '2002-08-01' },
+    });
 
     board.publish(0, copy.log.sizeBytes);
     board.bumpRefreshes();
@@ -84,14 +95,18 @@ describe('WritableShards (a worker pulling from the board)', () => {
     await first.copy.write([{ position: 0, action: 'index', id: 'old', source: {} }]).durable;
     await second.copy.write([{ position: 0, action: 'index', id: 'new', source: {} }]).durable;
     const board = new IndexBoard();
-    board.writeCatalog([{ slot: 0, index: 'a', uuid: 'u1', shard: 0, numberOfShards: 1, logPath: first.logPath }]);
+    board.writeCatalog([
+      { slot: 0, index: 'a', uuid: 'u1', shard: 0, numberOfShards: 1, logPath: first.logPath },
+    ]);
     board.publish(0, first.copy.log.sizeBytes);
     board.bumpRefreshes();
     const worker = new WritableShards(board.buffer);
     worker.sync();
     expect(ids(worker.indices.get('a')?.[0])).toEqual(['old']);
 
-    board.writeCatalog([{ slot: 0, index: 'b', uuid: 'u2', shard: 0, numberOfShards: 1, logPath: second.logPath }]);
+    board.writeCatalog([
+      { slot: 0, index: 'b', uuid: 'u2', shard: 0, numberOfShards: 1, logPath: second.logPath },
+    ]);
     board.publish(0, second.copy.log.sizeBytes);
     board.bumpRefreshes();
     worker.sync();

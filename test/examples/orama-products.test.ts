@@ -26,7 +26,8 @@ function run(): Promise<{ code: number | null; stdout: string; stderr: string }>
       process.execPath,
       [app, '--products', '10000', '--seconds', '3', '--cache-dir', cacheDir],
       { timeout: 120_000, cwd: cacheDir },
-      (error, stdout, stderr) => resolve({ code: error === null ? 0 : ((error as { code?: number }).code ?? null), stdout, stderr }),
+      (error, stdout, stderr) =>
+        resolve({ code: error === null ? 0 : ((error as { code?: number }).code ?? null), stdout, stderr }),
     );
   });
 }

@@ -10,7 +10,11 @@ import { admit } from '../../src/execution/admit.js';
 import { EngineChecks } from '../../src/execution/engine-checks.js';
 import type { SearchCallOptions } from '../../src/execution/search-call.js';
 import type { QueuedTask } from '../../src/execution/task.js';
-import { type ExecutionGovernor, type ExecutionPool, TaskExecution } from '../../src/execution/task-execution.js';
+import {
+  type ExecutionGovernor,
+  type ExecutionPool,
+  TaskExecution,
+} from '../../src/execution/task-execution.js';
 import type { SandboxVerdict } from '../../src/governor/decide.js';
 import type { AnyCancellation, GovernorSnapshot } from '../../src/governor/governor.js';
 import { SandboxCounterTable } from '../../src/governor/sandbox-counters.js';
@@ -72,7 +76,13 @@ export class FakePool implements ExecutionPool {
     if (cancelCode !== 0) {
       run.resolve({
         ok: false,
-        error: { name: 'Error', message: 'cancelled', type: undefined, statusCode: undefined, stack: undefined },
+        error: {
+          name: 'Error',
+          message: 'cancelled',
+          type: undefined,
+          statusCode: undefined,
+          stack: undefined,
+        },
         cancelCode,
       });
     } else {
@@ -132,7 +142,14 @@ export class FakeGovernor implements ExecutionGovernor {
   /** Refuses new tasks of `sandboxId` (its cpu over the low limit) or allows them again. */
   reject(sandboxId: string, on: boolean): void {
     if (!on) this.verdicts.delete(sandboxId);
-    else this.verdicts.set(sandboxId, { ...ALLOW, state: 'rejecting', resource: 'cpu', rejectNew: true, rejectResource: 'cpu' });
+    else
+      this.verdicts.set(sandboxId, {
+        ...ALLOW,
+        state: 'rejecting',
+        resource: 'cpu',
+        rejectNew: true,
+        rejectResource: 'cpu',
+      });
   }
 }
 
@@ -215,7 +232,12 @@ export function fakeExecution(): FakeExecution {
     },
     sandboxes,
   });
-  const engine = new EngineChecks({ handle: () => null } as unknown as EngineModule, ['docs'], undefined, SILENT_LOGGER);
+  const engine = new EngineChecks(
+    { handle: () => null } as unknown as EngineModule,
+    ['docs'],
+    undefined,
+    SILENT_LOGGER,
+  );
   const classifier = new SandboxClassifier(sandboxes);
   const events: EventLog = { queued: [], started: [], ended: [], rejected: [] };
   const mine = (m: unknown) => (m as { runtimeId: number }).runtimeId === runtimeId;
@@ -224,7 +246,9 @@ export function fakeExecution(): FakeExecution {
     [ChannelName.TASK_STARTED, (m) => mine(m) && events.started.push((m as { taskId: number }).taskId)],
     [
       ChannelName.TASK_ENDED,
-      (m) => mine(m) && events.ended.push({ taskId: (m as { taskId: number }).taskId, ran: (m as { ran: boolean }).ran }),
+      (m) =>
+        mine(m) &&
+        events.ended.push({ taskId: (m as { taskId: number }).taskId, ran: (m as { ran: boolean }).ran }),
     ],
     [
       ChannelName.TASK_REJECTED,
@@ -244,7 +268,8 @@ export function fakeExecution(): FakeExecution {
     tracker,
     events,
     slotCount,
-    search: (user, control) => admit(x, engine, classifier, { index: 'docs', body: { q: user }, user }, control),
+    search: (user, control) =>
+      admit(x, engine, classifier, { index: 'docs', body: { q: user }, user }, control),
     dispose: () => {
       for (const [name, fn] of listeners) diagnostics_channel.unsubscribe(name, fn);
     },

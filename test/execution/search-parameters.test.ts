@@ -1,12 +1,21 @@
 import { describe, expect, it } from 'vitest';
-import { cancelAfterOf, describeLimit, requestedParameters, timeoutOf } from '../../src/execution/search-parameters.js';
+import {
+  cancelAfterOf,
+  describeLimit,
+  requestedParameters,
+  timeoutOf,
+} from '../../src/execution/search-parameters.js';
 import { parseSandboxDefinitions } from '../../src/sandbox/sandbox-file.js';
 import { effectiveSearchSettings } from '../../src/sandbox/search-settings.js';
 
 describe('requestedParameters', () => {
   it("takes the body's timeout out of the body the engine gets; the URL parameter wins over it", () => {
     const body = { query: { match_all: {} }, timeout: '2s' };
-    expect(requestedParameters({ body })).toEqual({ body: { query: { match_all: {} } }, timeoutMs: 2000, cancelAfterMs: undefined });
+    expect(requestedParameters({ body })).toEqual({
+      body: { query: { match_all: {} } },
+      timeoutMs: 2000,
+      cancelAfterMs: undefined,
+    });
     expect(requestedParameters({ body, timeout: '50ms', cancelAfterTimeInterval: '1m' })).toEqual({
       body: { query: { match_all: {} } },
       timeoutMs: 50,
@@ -19,18 +28,24 @@ describe('requestedParameters', () => {
   });
 
   it('refuses a bad value naming the parameter', () => {
-    expect(() => requestedParameters({ body: { timeout: '10' } })).toThrow(/^timeout must be a time value with a unit/);
+    expect(() => requestedParameters({ body: { timeout: '10' } })).toThrow(
+      /^timeout must be a time value with a unit/,
+    );
     expect(() => requestedParameters({ body: {}, timeout: '0ms' })).toThrow(
       'timeout must be a positive time value such as "500ms", or -1 for none; received "0ms"',
     );
-    expect(() => requestedParameters({ body: {}, cancelAfterTimeInterval: 'x' })).toThrow(/^cancel_after_time_interval /);
+    expect(() => requestedParameters({ body: {}, cancelAfterTimeInterval: 'x' })).toThrow(
+      /^cancel_after_time_interval /,
+    );
   });
 });
 
 describe('limits in force and their messages', () => {
   const settings = effectiveSearchSettings(
     parseSandboxDefinitions({
-      sandboxes: [{ name: 's', priority: 1, search_settings: { timeout: '300ms', cancel_after_time_interval: '5s' } }],
+      sandboxes: [
+        { name: 's', priority: 1, search_settings: { timeout: '300ms', cancel_after_time_interval: '5s' } },
+      ],
     }),
   );
 

@@ -36,7 +36,12 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc.record({
       t: fc.constant('answer' as const),
       pick: fc.nat(),
-      kind: fc.constantFrom('ok' as const, 'timedOut' as const, 'engineError' as const, 'requestError' as const),
+      kind: fc.constantFrom(
+        'ok' as const,
+        'timedOut' as const,
+        'engineError' as const,
+        'requestError' as const,
+      ),
     }),
   },
   {
@@ -48,9 +53,15 @@ const op: fc.Arbitrary<Op> = fc.oneof(
       duress: fc.boolean(),
     }),
   },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('crash' as const), pick: fc.nat(), oom: fc.boolean() }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ t: fc.constant('crash' as const), pick: fc.nat(), oom: fc.boolean() }),
+  },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('abort' as const), pick: fc.nat() }) },
-  { weight: 2, arbitrary: fc.record({ t: fc.constant('advance' as const), ms: fc.constantFrom(1, 10, 30, 50) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ t: fc.constant('advance' as const), ms: fc.constantFrom(1, 10, 30, 50) }),
+  },
   {
     weight: 2,
     arbitrary: fc.record({

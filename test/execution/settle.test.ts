@@ -41,7 +41,13 @@ describe('settle (request path over a fake pool)', () => {
   it('resolves with the worker result, counts a completion and gives everything back', async () => {
     const call = f.search('f1');
     const id = lastTaskId(f);
-    expect(held(f)).toMatchObject({ running: 1, allocatorSlots: 1, sharedSlots: 1, laneDispatches: 1, tracked: 1 });
+    expect(held(f)).toMatchObject({
+      running: 1,
+      allocatorSlots: 1,
+      sharedSlots: 1,
+      laneDispatches: 1,
+      tracked: 1,
+    });
     f.pool.answer(id, { ok: true, result: { hits: [1], timed_out: true } });
     await expect(call).resolves.toEqual({ hits: [1], timed_out: true });
     expect(f.x.counters.of('fg')).toMatchObject({ completions: 1, timedOut: 1, failures: 0 });
@@ -54,7 +60,13 @@ describe('settle (request path over a fake pool)', () => {
     const refused = f.search('f1');
     f.pool.answer(lastTaskId(f), {
       ok: false,
-      error: { name: 'Error', message: 'bad query', type: 'parsing_exception', statusCode: 400, stack: undefined },
+      error: {
+        name: 'Error',
+        message: 'bad query',
+        type: 'parsing_exception',
+        statusCode: 400,
+        stack: undefined,
+      },
       cancelCode: 0,
     });
     await expect(refused).rejects.toMatchObject({ statusCode: 400, message: 'bad query' });
@@ -96,7 +108,11 @@ describe('settle (request path over a fake pool)', () => {
     const error = (await call.catch((e: unknown) => e)) as CancelledError;
     expect(error).toMatchObject({ resource: 'memory', hard: true, reason: 'duress' });
     expect(f.pool.terminations).toBe(1);
-    expect(f.x.counters.of('fg')).toMatchObject({ cancellations: 1, hardCancellations: 1, duressCancellations: 1 });
+    expect(f.x.counters.of('fg')).toMatchObject({
+      cancellations: 1,
+      hardCancellations: 1,
+      duressCancellations: 1,
+    });
     expect(held(f)).toEqual(NOTHING_HELD);
   });
 

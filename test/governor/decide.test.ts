@@ -180,7 +180,12 @@ describe('decide', () => {
     const duress = decide(
       input([orphan, task(1, 'analysts', 0.5)], { duress: 'cancel', duressResource: 'memory' }),
     );
-    expect(duress.cancellations[0]).toEqual({ taskId: 9, sandboxId: 'deleted-sandbox', resource: 'memory', reason: 'duress' });
+    expect(duress.cancellations[0]).toEqual({
+      taskId: 9,
+      sandboxId: 'deleted-sandbox',
+      resource: 'memory',
+      reason: 'duress',
+    });
     expect(duress.cancellations.map((c) => c.taskId)).toEqual([9, 1]);
   });
 

@@ -129,9 +129,15 @@ describe('shedding in duress when no sandbox breaches a limit', () => {
     expect(h.governor.snapshot.duress).toBe(true);
     expect(h.shed()).toEqual(['_root']);
     const root = h.governor.verdict('_root');
-    expect(root).toMatchObject({ rejectNew: true, rejectedBy: '_root', rejectResource: 'cpu', shedInDuress: true });
+    expect(root).toMatchObject({
+      rejectNew: true,
+      rejectedBy: '_root',
+      rejectResource: 'cpu',
+      shedInDuress: true,
+    });
     // Only the root's own work: its children, analysts and dashboards, still take work; so does the monitor.
-    for (const id of ['analysts', 'dashboards', 'watch']) expect(h.governor.verdict(id).rejectNew).toBe(false);
+    for (const id of ['analysts', 'dashboards', 'watch'])
+      expect(h.governor.verdict(id).rejectNew).toBe(false);
     expect(h.soft).toEqual([]);
     h.tick(); // shed 1 interval
     h.tick(); // 2
@@ -233,24 +239,38 @@ describe('shedding in duress when no sandbox breaches a limit', () => {
     h.tick();
     h.tick();
     expect(h.shed()).toEqual(['analysts']);
-    expect(h.governor.verdict('analysts')).toMatchObject({ rejectNew: true, rejectResource: 'memory', shedInDuress: true });
+    expect(h.governor.verdict('analysts')).toMatchObject({
+      rejectNew: true,
+      rejectResource: 'memory',
+      shedInDuress: true,
+    });
   });
 
   it('never sheds in monitor_only or when shedding is off', () => {
     const input = (overrides: Partial<DecisionInput>): DecisionInput => {
-      const tasks: TaskUsageView[] = [{ taskId: 1, sandboxId: '_root', cpuUsage: 0.9, memoryUsage: 0, cancelling: false, startedAtMs: 0 }];
+      const tasks: TaskUsageView[] = [
+        { taskId: 1, sandboxId: '_root', cpuUsage: 0.9, memoryUsage: 0, cancelling: false, startedAtMs: 0 },
+      ];
       return {
         enforcement: 'enabled',
         duress: 'cancel',
         sandboxes,
         usage: new Map([['_root', { cpu: 0.9, memory: 0 }]]),
         tasks,
-        duressShedding: { shed: new Map([['_root', 5]]), cancelAfterIntervals: 3, minUsage: 0.05, excess: 0.1 },
+        duressShedding: {
+          shed: new Map([['_root', 5]]),
+          cancelAfterIntervals: 3,
+          minUsage: 0.05,
+          excess: 0.1,
+        },
         ...overrides,
       };
     };
     expect(decide(input({})).cancellations).toHaveLength(1);
-    for (const d of [decide(input({ enforcement: 'monitor_only' })), decide(input({ duressShedding: undefined }))]) {
+    for (const d of [
+      decide(input({ enforcement: 'monitor_only' })),
+      decide(input({ duressShedding: undefined })),
+    ]) {
       expect(d.cancellations).toEqual([]);
       expect(d.shed.size).toBe(0);
       expect(d.verdicts.get('_root')!.rejectNew).toBe(false);

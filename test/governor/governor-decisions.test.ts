@@ -81,7 +81,15 @@ describe('governor decisions told to a listener', () => {
     h.tick();
     h.tick();
     expect(h.states).toEqual([
-      { sandboxId: 'analysts', from: 'ok', to: 'rejecting', resource: 'cpu', usage: 0.3, lowLimit: 0.2, highLimit: 0.4 },
+      {
+        sandboxId: 'analysts',
+        from: 'ok',
+        to: 'rejecting',
+        resource: 'cpu',
+        usage: 0.3,
+        lowLimit: 0.2,
+        highLimit: 0.4,
+      },
     ]);
     h.setTasks([h.task(1, 0.3), h.task(2, 0.25)]);
     h.tick();
@@ -117,7 +125,11 @@ describe('governor decisions told to a listener', () => {
     ]);
     h.setTasks([]);
     h.tick();
-    expect(h.states.map((s) => `${s.from}->${s.to}`)).toEqual(['ok->rejecting', 'rejecting->cancelling', 'cancelling->ok']);
+    expect(h.states.map((s) => `${s.from}->${s.to}`)).toEqual([
+      'ok->rejecting',
+      'rejecting->cancelling',
+      'cancelling->ok',
+    ]);
     expect(h.states[2]).toMatchObject({ resource: undefined, usage: undefined });
     h.tick();
     expect(h.states).toHaveLength(3);

@@ -4,12 +4,9 @@ import { admissionModeOf, enforcementModeOf } from '../../src/governor/node-mode
 
 describe('node modes at the edge', () => {
   it("takes enforced and OpenSearch's enabled for the governor and for admission control alike", () => {
-    expect(['enforced', 'enabled', 'monitor_only', 'disabled'].map((w) => enforcementModeOf(w, 'm'))).toEqual([
-      'enabled',
-      'enabled',
-      'monitor_only',
-      'disabled',
-    ]);
+    expect(['enforced', 'enabled', 'monitor_only', 'disabled'].map((w) => enforcementModeOf(w, 'm'))).toEqual(
+      ['enabled', 'enabled', 'monitor_only', 'disabled'],
+    );
     expect(['enforced', 'enabled', 'monitor_only', 'disabled'].map((w) => admissionModeOf(w, 'm'))).toEqual([
       'enforced',
       'enforced',
@@ -29,7 +26,10 @@ describe('node modes at the edge', () => {
 
   it('reads the flags with either word', () => {
     expect(parseServeOptions(['--enforcement', 'enforced'], {}).runtime.enforcement).toBe('enabled');
-    const coordinator = parseServeOptions(['--role', 'coordinator', '--data-nodes', '127.0.0.1:9201', '--admission-mode', 'enabled'], {});
+    const coordinator = parseServeOptions(
+      ['--role', 'coordinator', '--data-nodes', '127.0.0.1:9201', '--admission-mode', 'enabled'],
+      {},
+    );
     expect(coordinator.coordinator?.admissionMode).toBe('enforced');
   });
 });

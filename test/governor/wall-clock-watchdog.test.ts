@@ -5,7 +5,10 @@ import { SandboxCounterTable } from '../../src/governor/sandbox-counters.js';
 import { dueWithin, overdueTasks } from '../../src/governor/wall-clock-watchdog.js';
 import { parseSandboxDefinitions } from '../../src/sandbox/sandbox-file.js';
 import { newTrackedTask, type TrackedTask } from '../../src/tracking/tracked-task.js';
-import type { CancellationDecision, GovernorDecisionListener } from '../../src/governor/governor-decisions.js';
+import type {
+  CancellationDecision,
+  GovernorDecisionListener,
+} from '../../src/governor/governor-decisions.js';
 
 describe('overdueTasks', () => {
   const task = (taskId: number, startedAtMs: number, cancelling = false) => ({
@@ -125,7 +128,11 @@ describe('the governor runs the watchdog at every tick', () => {
     h.at(300);
     h.governor.tick();
     expect(h.soft).toEqual([[7, 'time']]);
-    expect(h.governor.cancellationOf(7)?.cancellation).toMatchObject({ resource: 'time', cancelAfterMs: 250, ranMs: 300 });
+    expect(h.governor.cancellationOf(7)?.cancellation).toMatchObject({
+      resource: 'time',
+      cancelAfterMs: 250,
+      ranMs: 300,
+    });
     h.at(400);
     h.governor.tick();
     expect(h.hard).toEqual([]);

@@ -35,8 +35,22 @@ async function freePort(): Promise<number> {
 async function startServer(port: number): Promise<ChildProcess> {
   const child = spawn(
     process.execPath,
-    [main, 'serve', '--port', String(port), '--data-dir', path.join(dir, 'data'), '--cache-dir', path.join(dir, 'cache'),
-      '--max-docs', '5', '--threads', '1', '--log-level', 'warn'],
+    [
+      main,
+      'serve',
+      '--port',
+      String(port),
+      '--data-dir',
+      path.join(dir, 'data'),
+      '--cache-dir',
+      path.join(dir, 'cache'),
+      '--max-docs',
+      '5',
+      '--threads',
+      '1',
+      '--log-level',
+      'warn',
+    ],
     { stdio: 'ignore', env: { ...process.env, QUERY_SANDBOX_ADMIN_TOKEN: TOKEN } },
   );
   children.push(child);
@@ -77,7 +91,11 @@ describe('crash recovery (SIGKILL during a bulk load)', () => {
         batch++;
         const body = ids.map((id) => `{"index":{"_id":"${id}"}}\n{"body":"crash load ${id}"}\n`).join('');
         try {
-          const r = await fetch(`${base}/crash/_bulk`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/x-ndjson' }, body });
+          const r = await fetch(`${base}/crash/_bulk`, {
+            method: 'POST',
+            headers: { ...AUTH, 'content-type': 'application/x-ndjson' },
+            body,
+          });
           const json = (await r.json()) as { items: { index: { _id: string; status: number } }[] };
           for (const item of json.items) if (item.index.status === 201) acknowledged.push(item.index._id);
         } catch (error) {
@@ -122,7 +140,10 @@ describe('crash recovery (SIGKILL during a bulk load)', () => {
       const r = await fetch(`${base}/crash/_search`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ query: { match: { body: { query: id.replaceAll('-', ' '), operator: 'and' } } }, size: 5 }),
+        body: JSON.stringify({
+          query: { match: { body: { query: id.replaceAll('-', ' '), operator: 'and' } } },
+          size: 5,
+        }),
       });
       const hits = ((await r.json()) as { hits: { hits: { _id: string }[] } }).hits.hits.map((h) => h._id);
       expect(hits).toContain(id);

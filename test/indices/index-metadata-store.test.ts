@@ -26,8 +26,16 @@ describe('IndexMetadataStore', () => {
   it('saves indices and templates durably and reads them back checked', async () => {
     const p = file();
     const store = await IndexMetadataStore.open({ path: p, reservedNames: ['spam-1'] });
-    await store.putTemplate('logs', { index_patterns: ['logs-*'], priority: 2, template: { settings: { number_of_shards: 4 } } });
-    const created = await store.createIndex('logs-1', { settings: { refreshInterval: '5s' }, mappings: { a: 1 } }, local);
+    await store.putTemplate('logs', {
+      index_patterns: ['logs-*'],
+      priority: 2,
+      template: { settings: { number_of_shards: 4 } },
+    });
+    const created = await store.createIndex(
+      'logs-1',
+      { settings: { refreshInterval: '5s' }, mappings: { a: 1 } },
+      local,
+    );
     expect(created.settings).toMatchObject({ numberOfShards: 4, refreshInterval: '5s' });
     expect(created.layout).toHaveLength(4);
     await store.updateSettings('logs-1', { bulkRoutingEnabled: true });
@@ -47,11 +55,21 @@ describe('IndexMetadataStore', () => {
   });
 
   it('refuses a taken name, a corpus name and too many shard copies, changing nothing', async () => {
-    const store = await IndexMetadataStore.open({ path: file(), reservedNames: ['spam-1'], maxShardCopies: 5 });
+    const store = await IndexMetadataStore.open({
+      path: file(),
+      reservedNames: ['spam-1'],
+      maxShardCopies: 5,
+    });
     await store.createIndex('a', { settings: { numberOfShards: 3 }, mappings: undefined }, local);
-    await expect(store.createIndex('a', { settings: {}, mappings: undefined }, local)).rejects.toThrow(/^index \[a\/.{22}\] already exists$/);
-    await expect(store.createIndex('spam-1', { settings: {}, mappings: undefined }, local)).rejects.toThrow(/^index \[spam-1\] already exists$/);
-    await expect(store.createIndex('b', { settings: { numberOfShards: 3 }, mappings: undefined }, local)).rejects.toThrow(
+    await expect(store.createIndex('a', { settings: {}, mappings: undefined }, local)).rejects.toThrow(
+      /^index \[a\/.{22}\] already exists$/,
+    );
+    await expect(store.createIndex('spam-1', { settings: {}, mappings: undefined }, local)).rejects.toThrow(
+      /^index \[spam-1\] already exists$/,
+    );
+    await expect(
+      store.createIndex('b', { settings: { numberOfShards: 3 }, mappings: undefined }, local),
+    ).rejects.toThrow(
       /^settings\.index\.number_of_shards must keep the shard copies at most 5 \(this index would bring them to 6; cluster\.max_shards_per_node\); received 3$/,
     );
     expect(store.names()).toEqual(['a']);

@@ -284,7 +284,10 @@ describe('PUT /{index}/_settings', () => {
       'body must hold either a settings object or settings, not a mix of both',
     );
     // Without a mode, a partitioned index takes `routing` (bulk routing on or off); `id` stays refused.
-    expect(created({ settings: { number_of_shards: 6, routing_partition_size: 2, 'bulk_routing.enabled': false } }).bulkRoutingMode).toBe('routing');
+    expect(
+      created({ settings: { number_of_shards: 6, routing_partition_size: 2, 'bulk_routing.enabled': false } })
+        .bulkRoutingMode,
+    ).toBe('routing');
     expect(created({ settings: { routing_partition_size: 2 } }).bulkRoutingMode).toBe('routing');
     const partitioned = created({ settings: { routing_partition_size: 2, 'bulk_routing.mode': 'routing' } });
     expect(() =>

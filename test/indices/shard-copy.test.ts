@@ -21,7 +21,10 @@ async function open(path: string) {
 }
 
 let position = 0;
-const item = (fields: Omit<ShardWriteItem, 'position'>): ShardWriteItem => ({ position: position++, ...fields });
+const item = (fields: Omit<ShardWriteItem, 'position'>): ShardWriteItem => ({
+  position: position++,
+  ...fields,
+});
 
 describe('ShardCopy', () => {
   it('creates, replaces, conflicts on create, and deletes with Elasticsearch results and versions', async () => {
@@ -98,7 +101,10 @@ describe('ShardCopy', () => {
   it('applies a primary batch on a replica in order, skips what it has, and reports a gap', async () => {
     const primary = await open(logPath());
     const replica = await open(logPath());
-    const one = primary.write([item({ action: 'index', id: 'a', source: {} }), item({ action: 'index', id: 'b', source: {} })]);
+    const one = primary.write([
+      item({ action: 'index', id: 'a', source: {} }),
+      item({ action: 'index', id: 'b', source: {} }),
+    ]);
     await one.durable;
     const two = primary.write([item({ action: 'delete', id: 'a' })]);
     await two.durable;
@@ -112,7 +118,10 @@ describe('ShardCopy', () => {
   });
 
   it('mergeDocument reports whether anything changed', () => {
-    expect(mergeDocument({ a: 1, o: { x: 1 } }, { o: { x: 1 } })).toEqual({ merged: { a: 1, o: { x: 1 } }, changed: false });
+    expect(mergeDocument({ a: 1, o: { x: 1 } }, { o: { x: 1 } })).toEqual({
+      merged: { a: 1, o: { x: 1 } },
+      changed: false,
+    });
     expect(mergeDocument({ a: 1 }, { a: [1] })).toEqual({ merged: { a: [1] }, changed: true });
     expect(mergeDocument({}, { n: null })).toEqual({ merged: { n: null }, changed: true });
   });

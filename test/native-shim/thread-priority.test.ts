@@ -17,7 +17,9 @@ async function startIdle(): Promise<{ worker: Worker; tid: number }> {
     parentPort.on('message', () => {});
   `;
   const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(code)}`));
-  const tid = await new Promise<number>((resolve) => worker.once('message', (m: { tid: number }) => resolve(m.tid)));
+  const tid = await new Promise<number>((resolve) =>
+    worker.once('message', (m: { tid: number }) => resolve(m.tid)),
+  );
   return { worker, tid };
 }
 

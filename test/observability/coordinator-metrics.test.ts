@@ -10,7 +10,12 @@ import { assignShardCopies, copiesHeldBy } from '../../src/cluster/shard-layout.
 import { CoordinatorFeed } from '../../src/observability/coordinator-metrics.js';
 import { CoordinatorFrameSource } from '../../src/observability/dashboard-frames.js';
 import { buildCoordinatorServer } from '../../src/server/coordinator-server.js';
-import { FAKE_INDICES, FAKE_SHARDS, type FakeDataNode, startFakeDataNode } from '../cluster/fake-data-node.js';
+import {
+  FAKE_INDICES,
+  FAKE_SHARDS,
+  type FakeDataNode,
+  startFakeDataNode,
+} from '../cluster/fake-data-node.js';
 import { parsePrometheusText, samplesOf } from './prometheus-text.js';
 
 const P = 'query_sandbox_';
@@ -23,7 +28,12 @@ describe('coordinator metrics, decision log and dashboard frames', () => {
   beforeAll(async () => {
     const ids = ['n1', 'n2'];
     // No replicas: every shard has one copy, so one node over its limit refuses a search.
-    const layout = assignShardCopies({ indices: FAKE_INDICES, shardsPerIndex: FAKE_SHARDS, nodeIds: ids, replicas: 0 });
+    const layout = assignShardCopies({
+      indices: FAKE_INDICES,
+      shardsPerIndex: FAKE_SHARDS,
+      nodeIds: ids,
+      replicas: 0,
+    });
     nodes = await Promise.all(ids.map((id) => startFakeDataNode(id, copiesHeldBy(layout, id))));
     const stream = new Writable({
       write(chunk, _enc, done) {
@@ -59,17 +69,25 @@ describe('coordinator metrics, decision log and dashboard frames', () => {
     const m = parsePrometheusText(r.body);
     expect(samplesOf(m, `${P}coordinator_searches_total`)[0]?.value).toBe(3);
     expect(samplesOf(m, `${P}coordinator_search_rejections_total`)[0]?.value).toBe(1);
-    expect(samplesOf(m, `${P}data_node_admission_rejections_total`, { node_id: 'n2', resource: 'cpu' })[0]?.value).toBe(1);
-    expect(samplesOf(m, `${P}data_node_admission_rejections_total`, { node_id: 'n1', resource: 'cpu' })[0]?.value).toBe(0);
+    expect(
+      samplesOf(m, `${P}data_node_admission_rejections_total`, { node_id: 'n2', resource: 'cpu' })[0]?.value,
+    ).toBe(1);
+    expect(
+      samplesOf(m, `${P}data_node_admission_rejections_total`, { node_id: 'n1', resource: 'cpu' })[0]?.value,
+    ).toBe(0);
     for (const id of ['n1', 'n2']) {
       expect(samplesOf(m, `${P}data_node_stats_state`, { node_id: id, state: 'fresh' })[0]?.value).toBe(1);
       const age = samplesOf(m, `${P}data_node_stats_age_seconds`, { node_id: id })[0]!.value;
       expect(age).toBeGreaterThanOrEqual(0);
       expect(age).toBeLessThan(5);
       expect(samplesOf(m, `${P}data_node_rank`, { node_id: id })).toHaveLength(1);
-      expect(samplesOf(m, `${P}data_node_requests_total`, { node_id: id })[0]!.value).toBeGreaterThanOrEqual(2);
+      expect(samplesOf(m, `${P}data_node_requests_total`, { node_id: id })[0]!.value).toBeGreaterThanOrEqual(
+        2,
+      );
     }
-    expect(samplesOf(m, `${P}data_node_usage_ratio`, { node_id: 'n2', resource: 'cpu' })[0]?.value).toBe(0.99);
+    expect(samplesOf(m, `${P}data_node_usage_ratio`, { node_id: 'n2', resource: 'cpu' })[0]?.value).toBe(
+      0.99,
+    );
     expect(samplesOf(m, `${P}data_node_duress`, { node_id: 'n2' })[0]?.value).toBe(1);
     expect(samplesOf(m, `${P}process_cpu_user_seconds_total`)).toHaveLength(1);
     expect(lines.filter((l) => l['msg'] === 'admission rejected')).toEqual([
@@ -83,7 +101,12 @@ describe('coordinator metrics, decision log and dashboard frames', () => {
     const first = frames.frame();
     expect(first.kind).toBe('coordinator');
     expect(first.dataNodes.map((d) => d.id)).toEqual(['n1', 'n2']);
-    expect(first.dataNodes[1]).toMatchObject({ state: 'fresh', cpu: 0.99, duress: true, dashboardUrl: `${nodes[1]!.url}/_dashboard` });
+    expect(first.dataNodes[1]).toMatchObject({
+      state: 'fresh',
+      cpu: 0.99,
+      duress: true,
+      dashboardUrl: `${nodes[1]!.url}/_dashboard`,
+    });
     expect(first.searchesPerSecond).toBe(0);
     await search();
     await new Promise((r) => setTimeout(r, 100));

@@ -1,5 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { type DashboardFrame, FrameBroadcaster, type FrameSource } from '../../src/observability/dashboard-frames.js';
+import {
+  type DashboardFrame,
+  FrameBroadcaster,
+  type FrameSource,
+} from '../../src/observability/dashboard-frames.js';
 
 function countingSource() {
   const state = { built: 0, active: [] as boolean[] };
@@ -7,7 +11,15 @@ function countingSource() {
     setActive: (active) => state.active.push(active),
     frame: () => {
       state.built++;
-      return { kind: 'coordinator', nodeId: 'c', timeMs: state.built, searchesPerSecond: 0, rejectionsPerSecond: 0, failuresPerSecond: 0, dataNodes: [] } satisfies DashboardFrame;
+      return {
+        kind: 'coordinator',
+        nodeId: 'c',
+        timeMs: state.built,
+        searchesPerSecond: 0,
+        rejectionsPerSecond: 0,
+        failuresPerSecond: 0,
+        dataNodes: [],
+      } satisfies DashboardFrame;
     },
   };
   return { source, state };
@@ -32,7 +44,9 @@ describe('FrameBroadcaster', () => {
     expect(state.built).toBe(4);
     for (const chunks of received) {
       expect(chunks).toHaveLength(4);
-      expect(chunks[3]).toBe(`data: ${JSON.stringify({ kind: 'coordinator', nodeId: 'c', timeMs: 4, searchesPerSecond: 0, rejectionsPerSecond: 0, failuresPerSecond: 0, dataNodes: [] })}\n\n`);
+      expect(chunks[3]).toBe(
+        `data: ${JSON.stringify({ kind: 'coordinator', nodeId: 'c', timeMs: 4, searchesPerSecond: 0, rejectionsPerSecond: 0, failuresPerSecond: 0, dataNodes: [] })}\n\n`,
+      );
     }
     for (const c of clients) b.remove(c);
     expect(b.clients).toBe(0);

@@ -31,17 +31,53 @@ describe('DecisionLog', () => {
   it('writes each decision at info with its fields', () => {
     const { lines, logger } = capture();
     const log = new DecisionLog(logger, { nowMs: () => 0 });
-    log.stateChanged({ sandboxId: 'a', from: 'ok', to: 'rejecting', resource: 'cpu', usage: 0.35, lowLimit: 0.3, highLimit: 0.6 });
+    log.stateChanged({
+      sandboxId: 'a',
+      from: 'ok',
+      to: 'rejecting',
+      resource: 'cpu',
+      usage: 0.35,
+      lowLimit: 0.3,
+      highLimit: 0.6,
+    });
     log.cancelled({ ...cancellation(7), kind: 'hard' });
-    log.admissionRejected({ nodeId: 'n1', resource: 'heap', usage: 0.93, limit: 0.9, index: 'alpha', shard: 2 });
+    log.admissionRejected({
+      nodeId: 'n1',
+      resource: 'heap',
+      usage: 0.93,
+      limit: 0.9,
+      index: 'alpha',
+      shard: 2,
+    });
     expect(lines.map((l) => [l['level'], l['msg']])).toEqual([
       [30, 'sandbox state changed'],
       [30, 'task cancelled'],
       [30, 'admission rejected'],
     ]);
-    expect(lines[0]).toMatchObject({ sandboxId: 'a', from: 'ok', to: 'rejecting', resource: 'cpu', usage: 0.35, lowLimit: 0.3 });
-    expect(lines[1]).toMatchObject({ taskId: 7, kind: 'hard', resource: 'cpu', usage: 0.7123, highLimit: 0.6, taskUsage: 0.5 });
-    expect(lines[2]).toMatchObject({ nodeId: 'n1', resource: 'heap', usage: 0.93, limit: 0.9, index: 'alpha', shard: 2 });
+    expect(lines[0]).toMatchObject({
+      sandboxId: 'a',
+      from: 'ok',
+      to: 'rejecting',
+      resource: 'cpu',
+      usage: 0.35,
+      lowLimit: 0.3,
+    });
+    expect(lines[1]).toMatchObject({
+      taskId: 7,
+      kind: 'hard',
+      resource: 'cpu',
+      usage: 0.7123,
+      highLimit: 0.6,
+      taskUsage: 0.5,
+    });
+    expect(lines[2]).toMatchObject({
+      nodeId: 'n1',
+      resource: 'heap',
+      usage: 0.93,
+      limit: 0.9,
+      index: 'alpha',
+      shard: 2,
+    });
   });
 
   it('keeps a flood within the rate limit and says how many lines it dropped', () => {

@@ -53,7 +53,8 @@ function parseLabels(text: string, where: string): { labels: Record<string, stri
       throw new Error(`${where}: invalid label name ${JSON.stringify(nameMatch)}`);
     }
     i += nameMatch.length;
-    if (text[i] !== '=' || text[i + 1] !== '"') throw new Error(`${where}: expected ="… after label ${nameMatch}`);
+    if (text[i] !== '=' || text[i + 1] !== '"')
+      throw new Error(`${where}: expected ="… after label ${nameMatch}`);
     i += 2;
     let value = '';
     for (;;) {
@@ -90,7 +91,8 @@ function familyOf(name: string, families: Map<string, Family>): string {
     if (name.endsWith(suffix)) {
       const base = name.slice(0, -suffix.length);
       const f = families.get(base);
-      if (f !== undefined && (f.type === 'histogram' || (f.type === 'summary' && suffix !== '_bucket'))) return base;
+      if (f !== undefined && (f.type === 'histogram' || (f.type === 'summary' && suffix !== '_bucket')))
+        return base;
     }
   }
   return name;
@@ -133,14 +135,16 @@ export function parsePrometheusText(text: string): Map<string, Family> {
       } else {
         if (f.samples.length > 0) throw new Error(`${where}: TYPE of ${name} after its samples`);
         if ((f as { typed?: boolean }).typed === true) throw new Error(`${where}: second TYPE for ${name}`);
-        if (!TYPES.includes(rest as (typeof TYPES)[number])) throw new Error(`${where}: unknown type ${rest}`);
+        if (!TYPES.includes(rest as (typeof TYPES)[number]))
+          throw new Error(`${where}: unknown type ${rest}`);
         (f as { type: Family['type'] }).type = rest as Family['type'];
         (f as { typed?: boolean }).typed = true;
       }
       return;
     }
     const nameMatch = /^[^\s{]*/.exec(line)![0];
-    if (!METRIC_NAME.test(nameMatch)) throw new Error(`${where}: invalid metric name ${JSON.stringify(nameMatch)}`);
+    if (!METRIC_NAME.test(nameMatch))
+      throw new Error(`${where}: invalid metric name ${JSON.stringify(nameMatch)}`);
     let rest = line.slice(nameMatch.length);
     let labels: Record<string, string> = {};
     if (rest.startsWith('{')) ({ labels, rest } = parseLabels(rest, where));
@@ -149,10 +153,12 @@ export function parsePrometheusText(text: string): Map<string, Family> {
       throw new Error(`${where}: expected a value and an optional timestamp`);
     }
     const value = parseValue(fields[0]!, where);
-    if (fields.length === 2 && !/^-?\d+$/.test(fields[1]!)) throw new Error(`${where}: invalid timestamp ${fields[1]}`);
+    if (fields.length === 2 && !/^-?\d+$/.test(fields[1]!))
+      throw new Error(`${where}: invalid timestamp ${fields[1]}`);
     const family = open(familyOf(nameMatch, families), where);
     const key = `${nameMatch}${JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1)))}`;
-    if (seriesSeen.has(key)) throw new Error(`${where}: duplicate series ${nameMatch}${JSON.stringify(labels)}`);
+    if (seriesSeen.has(key))
+      throw new Error(`${where}: duplicate series ${nameMatch}${JSON.stringify(labels)}`);
     seriesSeen.add(key);
     if ((family.type === 'counter' || family.type === 'histogram') && value < 0) {
       throw new Error(`${where}: negative value ${value} in ${family.type} ${family.name}`);
@@ -181,14 +187,19 @@ function checkHistogram(f: Family): void {
     else throw new Error(`histogram ${f.name}: unexpected sample ${s.name}`);
   }
   for (const [key, g] of groups) {
-    if (g.sum === undefined || g.count === undefined) throw new Error(`histogram ${f.name}${key}: no _sum or _count`);
+    if (g.sum === undefined || g.count === undefined)
+      throw new Error(`histogram ${f.name}${key}: no _sum or _count`);
     for (let i = 1; i < g.buckets.length; i++) {
-      if (!(g.buckets[i]![0] > g.buckets[i - 1]![0])) throw new Error(`histogram ${f.name}${key}: le not increasing`);
-      if (g.buckets[i]![1] < g.buckets[i - 1]![1]) throw new Error(`histogram ${f.name}${key}: bucket counts decrease`);
+      if (!(g.buckets[i]![0] > g.buckets[i - 1]![0]))
+        throw new Error(`histogram ${f.name}${key}: le not increasing`);
+      if (g.buckets[i]![1] < g.buckets[i - 1]![1])
+        throw new Error(`histogram ${f.name}${key}: bucket counts decrease`);
     }
     const last = g.buckets[g.buckets.length - 1];
-    if (last === undefined || last[0] !== Number.POSITIVE_INFINITY) throw new Error(`histogram ${f.name}${key}: no +Inf bucket`);
-    if (last[1] !== g.count) throw new Error(`histogram ${f.name}${key}: +Inf bucket ${last[1]} != _count ${g.count}`);
+    if (last === undefined || last[0] !== Number.POSITIVE_INFINITY)
+      throw new Error(`histogram ${f.name}${key}: no +Inf bucket`);
+    if (last[1] !== g.count)
+      throw new Error(`histogram ${f.name}${key}: +Inf bucket ${last[1]} != _count ${g.count}`);
   }
 }
 

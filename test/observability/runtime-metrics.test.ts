@@ -71,10 +71,11 @@ describe('Prometheus metrics of a runtime', () => {
       ['analysts', 'analysts'],
     ]) {
       const labels = { sandbox_id: id!, sandbox_name: name! };
-      expect(samplesOf(m, `${P}sandbox_usage_ratio`, labels).map((s) => s.labels['resource']).sort()).toEqual([
-        'cpu',
-        'memory',
-      ]);
+      expect(
+        samplesOf(m, `${P}sandbox_usage_ratio`, labels)
+          .map((s) => s.labels['resource'])
+          .sort(),
+      ).toEqual(['cpu', 'memory']);
       expect(samplesOf(m, `${P}sandbox_state`, { ...labels, state: 'ok' })).toHaveLength(1);
       expect(samplesOf(m, `${P}sandbox_running_tasks`, labels)).toHaveLength(1);
       expect(samplesOf(m, `${P}sandbox_queued_tasks`, labels)).toHaveLength(1);
@@ -91,7 +92,8 @@ describe('Prometheus metrics of a runtime', () => {
     expect(m.get(`${P}task_queue_wait_seconds`)?.type).toBe('histogram');
     expect(samplesOf(m, `${P}task_queue_wait_seconds_count`, { sandbox_id: 'dashboards' })[0]?.value).toBe(5);
     expect(
-      samplesOf(m, `${P}task_run_seconds_count`, { sandbox_id: 'dashboards', outcome: 'completed' })[0]?.value,
+      samplesOf(m, `${P}task_run_seconds_count`, { sandbox_id: 'dashboards', outcome: 'completed' })[0]
+        ?.value,
     ).toBe(5);
     // Node, pool, governor, and Node's own process metrics under the prefix.
     expect(samplesOf(m, `${P}pool_threads`)[0]?.value).toBe(1);
@@ -101,7 +103,10 @@ describe('Prometheus metrics of a runtime', () => {
     expect(samplesOf(m, `${P}node_enforcement`, { mode: 'enabled' })[0]?.value).toBe(1);
     expect(samplesOf(m, `${P}governor_ticks_total`)[0]!.value).toBeGreaterThan(0);
     expect(samplesOf(m, `${P}lane_info`)).toEqual([
-      expect.objectContaining({ labels: { lane: 'default', weight: '0', weighted: 'true', min_priority: 'none' }, value: 1 }),
+      expect.objectContaining({
+        labels: { lane: 'default', weight: '0', weighted: 'true', min_priority: 'none' },
+        value: 1,
+      }),
     ]);
     expect(samplesOf(m, `${P}lane_isolation`, { isolation: 'single_lane' })[0]?.value).toBe(1);
     expect(samplesOf(m, `${P}governor_tick_seconds`, { quantile: '0.99' })[0]!.value).toBeGreaterThan(0);
@@ -115,21 +120,30 @@ describe('Prometheus metrics of a runtime', () => {
 
   it('counts rejections by reason and cancellations by resource and kind, and logs each decision', async () => {
     // A long task of analysts takes the only worker: with no queue, the next request is refused (queue).
-    const long = runtime.search({ index: 'alpha', body: { burnCpuMs: 20_000, checkpointEveryMs: 5 }, user: 'analyst_ann' });
+    const long = runtime.search({
+      index: 'alpha',
+      body: { burnCpuMs: 20_000, checkpointEveryMs: 5 },
+      user: 'analyst_ann',
+    });
     const settled = long.then(
       () => 'completed',
       (error: { code?: string }) => error.code,
     );
     await until(() => runtime.nodeStats().running === 1);
-    await expect(runtime.search({ index: 'alpha', body: { echo: 1 }, user: 'dash_ops' })).rejects.toMatchObject({
+    await expect(
+      runtime.search({ index: 'alpha', body: { echo: 1 }, user: 'dash_ops' }),
+    ).rejects.toMatchObject({
       code: 'QS_REJECTED',
     });
     // It uses the whole (one-core) node: above analysts' high CPU limit, the governor cancels it.
     expect(await settled).toBe('QS_CANCELLED');
     const m = await scrape();
-    expect(samplesOf(m, `${P}sandbox_rejections_total`, { sandbox_id: 'dashboards', reason: 'queue' })[0]?.value).toBe(1);
+    expect(
+      samplesOf(m, `${P}sandbox_rejections_total`, { sandbox_id: 'dashboards', reason: 'queue' })[0]?.value,
+    ).toBe(1);
     const cancelled = (kind: string) =>
-      samplesOf(m, `${P}sandbox_cancellations_total`, { sandbox_id: 'analysts', resource: 'cpu', kind })[0]?.value;
+      samplesOf(m, `${P}sandbox_cancellations_total`, { sandbox_id: 'analysts', resource: 'cpu', kind })[0]
+        ?.value;
     expect(cancelled('soft')).toBe(1);
     expect(cancelled('hard')).toBe(0);
     expect(samplesOf(m, `${P}governor_soft_cancellations_total`)[0]?.value).toBe(1);
@@ -148,7 +162,9 @@ describe('Prometheus metrics of a runtime', () => {
       highLimit: 0.6,
     });
     expect(cancellation!['usage'] as number).toBeGreaterThan(0.6);
-    const changes = lines.filter((l) => l['msg'] === 'sandbox state changed' && l['sandboxId'] === 'analysts');
+    const changes = lines.filter(
+      (l) => l['msg'] === 'sandbox state changed' && l['sandboxId'] === 'analysts',
+    );
     expect(changes[0]).toMatchObject({ from: 'ok', resource: 'cpu', lowLimit: 0.3, highLimit: 0.6 });
     expect(['rejecting', 'cancelling']).toContain(changes[0]!['to']);
     expect(changes.map((c) => c['to'])).toContain('cancelling');
@@ -169,7 +185,9 @@ describe('Prometheus metrics of a runtime', () => {
     await vi.waitFor(
       async () => {
         const m = await scrape();
-        expect(samplesOf(m, `${P}sandbox_usage_ratio`, { sandbox_id: batch.id, sandbox_name: 'batch-jobs' })).toHaveLength(2);
+        expect(
+          samplesOf(m, `${P}sandbox_usage_ratio`, { sandbox_id: batch.id, sandbox_name: 'batch-jobs' }),
+        ).toHaveLength(2);
         expect(samplesOf(m, `${P}task_queue_wait_seconds_count`, { sandbox_id: batch.id })).toHaveLength(1);
       },
       { timeout: 10_000, interval: 50 },
@@ -189,7 +207,12 @@ describe('Prometheus metrics of a runtime', () => {
 describe('Prometheus metrics of the lanes', () => {
   it('has one series per lane with its weight, band, workers and replacements', async () => {
     const feed = new RuntimeFeed();
-    const runtime = await createRuntime({ engine: echoEngine, sandboxes: bundledSandboxes, threads: 1, spareWorkers: 1 });
+    const runtime = await createRuntime({
+      engine: echoEngine,
+      sandboxes: bundledSandboxes,
+      threads: 1,
+      spareWorkers: 1,
+    });
     const app = buildHttpServer(runtime, { feed: feed.attach(runtime) });
     try {
       await runtime.search({ index: 'alpha', body: { echo: 1 }, user: 'dash_ops' });
@@ -216,7 +239,9 @@ describe('Prometheus metrics of the lanes', () => {
 describe('the Grafana dashboard in docs/', () => {
   it('queries only metrics that the node and the coordinator expose', async () => {
     const { readFileSync } = await import('node:fs');
-    const { CoordinatorMetrics, CoordinatorFeed } = await import('../../src/observability/coordinator-metrics.js');
+    const { CoordinatorMetrics, CoordinatorFeed } = await import(
+      '../../src/observability/coordinator-metrics.js'
+    );
     const { RuntimeMetrics } = await import('../../src/observability/runtime-metrics.js');
     const names = new Set<string>();
     const registries = [
@@ -226,10 +251,14 @@ describe('the Grafana dashboard in docs/', () => {
     for (const registry of registries) {
       for (const metric of registry.getMetricsAsArray()) {
         names.add(metric.name);
-        if (String(metric.type) === 'histogram') for (const s of ['_bucket', '_sum', '_count']) names.add(metric.name + s);
+        if (String(metric.type) === 'histogram')
+          for (const s of ['_bucket', '_sum', '_count']) names.add(metric.name + s);
       }
     }
-    const dashboard = readFileSync(fileURLToPath(new URL('../../docs/grafana-dashboard.json', import.meta.url)), 'utf8');
+    const dashboard = readFileSync(
+      fileURLToPath(new URL('../../docs/grafana-dashboard.json', import.meta.url)),
+      'utf8',
+    );
     const used = [...new Set(dashboard.match(/query_sandbox_[a-z_]+/g))];
     expect(used.length).toBeGreaterThan(15);
     expect(used.filter((name) => !names.has(name))).toEqual([]);

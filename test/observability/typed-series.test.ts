@@ -15,7 +15,9 @@ describe('TypedHistogram and TypedCounter', () => {
     c.child({ sandbox_id: 'a' }).inc(-1);
     const m = parsePrometheusText(await registry.metrics());
     expect(m.get('x_seconds')?.type).toBe('histogram');
-    expect(samplesOf(m, 'x_seconds_bucket', { sandbox_id: 'a' }).map((s) => [s.labels['le'], s.value])).toEqual([
+    expect(
+      samplesOf(m, 'x_seconds_bucket', { sandbox_id: 'a' }).map((s) => [s.labels['le'], s.value]),
+    ).toEqual([
       ['0.1', 2],
       ['1', 4],
       ['10', 4],

@@ -80,9 +80,10 @@ describe('the cancellation contract, one engine style at a time', () => {
   /** Runs one task of `style` as `user`; returns its error and the governor-decision-to-end time. */
   async function cancelOne(style: string, user = 'burn_1') {
     await admitted('burners');
-    const outcome = await runtime
-      .search({ index: 'work', body: { style, maxMs: 8000 }, user })
-      .then((value) => ({ value, error: undefined }), (error: unknown) => ({ value: undefined, error }));
+    const outcome = await runtime.search({ index: 'work', body: { style, maxMs: 8000 }, user }).then(
+      (value) => ({ value, error: undefined }),
+      (error: unknown) => ({ value: undefined, error }),
+    );
     const [taskId, end] = [...ended.entries()].at(-1)!;
     const picks = cancelling.get(taskId) ?? [];
     return { ...outcome, end: end.event, picks, decisionToEndMs: end.atMs - (picks[0]?.atMs ?? Number.NaN) };
@@ -93,7 +94,9 @@ describe('the cancellation contract, one engine style at a time', () => {
       const { error, end, picks, decisionToEndMs } = await cancelOne(style);
       expect(error).toBeInstanceOf(CancelledError);
       expect((error as CancelledError).hard).toBe(false);
-      expect(picks.map((p) => [p.event.hard, p.event.reason, p.event.graceMs])).toEqual([[false, 'cpu', 5000]]);
+      expect(picks.map((p) => [p.event.hard, p.event.reason, p.event.graceMs])).toEqual([
+        [false, 'cpu', 5000],
+      ]);
       expect(end).toMatchObject({
         outcome: 'cancelled',
         ran: true,
@@ -112,9 +115,10 @@ describe('the cancellation contract, one engine style at a time', () => {
     for (const user of ['legacy_1', 'legacychild_1']) {
       await admitted('legacy');
       const { value, error, picks, end } = await (async () => {
-        const r = await runtime
-          .search({ index: 'work', body: { style: 'ignores', maxMs: 1200 }, user })
-          .then((value) => ({ value, error: undefined }), (error: unknown) => ({ value: undefined, error }));
+        const r = await runtime.search({ index: 'work', body: { style: 'ignores', maxMs: 1200 }, user }).then(
+          (value) => ({ value, error: undefined }),
+          (error: unknown) => ({ value: undefined, error }),
+        );
         const [taskId, e] = [...ended.entries()].at(-1)!;
         return { ...r, picks: cancelling.get(taskId) ?? [], end: e.event };
       })();
@@ -122,7 +126,8 @@ describe('the cancellation contract, one engine style at a time', () => {
       expect(value).toMatchObject({ finished: true });
       // On an idle machine the task passes the high limit and gets its soft cancellation, with no end
       // to its grace; a host busy with other work can keep it under the limit: then no pick at all.
-      if (picks.length === 0) console.log(`cancellation-contract: ${user}'s task stayed under its limit (busy host)`);
+      if (picks.length === 0)
+        console.log(`cancellation-contract: ${user}'s task stayed under its limit (busy host)`);
       expect(picks.map((p) => [p.event.hard, p.event.graceMs])).toEqual(
         picks.length === 0 ? [] : [[false, Number.POSITIVE_INFINITY]],
       );

@@ -54,7 +54,9 @@ describe.runIf(process.platform === 'linux')('LanePool', () => {
       expect(countNice(13) - before).toBe(3);
       expect(pool.threads).toBe(4);
       expect(pool.slots.slotCount).toBe(4);
-      expect(pool.laneStats().map((l) => [l.name, l.weighted, l.nice, l.liveWorkers, l.loadingWorkers])).toEqual([
+      expect(
+        pool.laneStats().map((l) => [l.name, l.weighted, l.nice, l.liveWorkers, l.loadingWorkers]),
+      ).toEqual([
         ['fast', true, 0, 1, 0],
         ['slow', true, 13, 3, 0],
       ]);
@@ -168,7 +170,9 @@ describe.runIf(process.platform === 'linux')('runtime lanes that cannot be weigh
       expect(n.lanes[1]).toMatchObject({ name: 'background', weight: 'idle', weighted: false });
       expect(n.lanes[1]!.weightReason).toContain('chrt (util-linux) is not installed');
       await expect(runtime.search({ index: 'alpha', body: { echo: 1 } })).resolves.toMatchObject({ echo: 1 });
-      await expect(runtime.search({ index: 'alpha', body: { echo: 2 }, user: 'dash_1' })).resolves.toMatchObject({ echo: 2 });
+      await expect(
+        runtime.search({ index: 'alpha', body: { echo: 2 }, user: 'dash_1' }),
+      ).resolves.toMatchObject({ echo: 2 });
     } finally {
       await runtime.close();
     }

@@ -39,7 +39,10 @@ describe('cancellationGraceMs', () => {
       plain: 1000,
     });
     const withoutRoot = parseSandboxDefinitions({ sandboxes: [{ name: 'plain', priority: 3 }] });
-    expect(Object.fromEntries(effectiveCancellationGrace(withoutRoot, 200))).toEqual({ _root: 200, plain: 200 });
+    expect(Object.fromEntries(effectiveCancellationGrace(withoutRoot, 200))).toEqual({
+      _root: 200,
+      plain: 200,
+    });
   });
 
   it('refuses anything but an integer of ms in 0..3600000 or "never", naming the field and value', () => {
@@ -56,7 +59,9 @@ describe('cancellationGraceMs', () => {
   it('takes "never" in any case, as the modes are taken, and stores it as "never"', () => {
     for (const word of ['Never', 'NEVER', 'never']) {
       const [, sandbox] = parseSandboxDefinitions({
-        sandboxes: [{ name: 'a', priority: 1, cancellationGraceMs: word, mode: word === 'never' ? 'soft' : 'Soft' }],
+        sandboxes: [
+          { name: 'a', priority: 1, cancellationGraceMs: word, mode: word === 'never' ? 'soft' : 'Soft' },
+        ],
       });
       expect(sandbox?.cancellationGraceMs).toBe('never');
       expect(sandbox?.mode).toBe('soft');

@@ -82,12 +82,21 @@ describeEtcd('EtcdSandboxStore: one sandbox set for every node', () => {
     );
     const acknowledged = outcomes.filter((o) => o.status === 'fulfilled');
     const refused = outcomes.filter((o) => o.status === 'rejected');
-    process.stdout.write(`concurrent creates: ${acknowledged.length} acknowledged, ${refused.length} refused (limit 10)\n`);
+    process.stdout.write(
+      `concurrent creates: ${acknowledged.length} acknowledged, ${refused.length} refused (limit 10)\n`,
+    );
     expect(acknowledged).toHaveLength(10);
     for (const r of refused) expect((r as PromiseRejectedResult).reason).toBeInstanceOf(SandboxLimitError);
     // Every node converges on the same 10 (plus the root), in the same order.
-    await expect.poll(() => three.map((n) => n.registry.list().length), { timeout: 5000 }).toEqual([11, 11, 11]);
-    const ids = three.map((n) => n.registry.list().map((s) => s.id).join(','));
+    await expect
+      .poll(() => three.map((n) => n.registry.list().length), { timeout: 5000 })
+      .toEqual([11, 11, 11]);
+    const ids = three.map((n) =>
+      n.registry
+        .list()
+        .map((s) => s.id)
+        .join(','),
+    );
     expect(new Set(ids).size).toBe(1);
     expect(three.map((n) => n.registry.version)).toEqual([11, 11, 11]);
   });
@@ -95,7 +104,9 @@ describeEtcd('EtcdSandboxStore: one sandbox set for every node', () => {
   it('applies a change made on one node on every other node within a second (p50, p99 over 100 changes)', async () => {
     const [a, b, c] = await openNodes(3, 100);
     const sandbox = await a!.registry.create({ name: 'moving', priority: 5 });
-    await expect.poll(() => [b!.registry.get(sandbox.id)?.priority, c!.registry.get(sandbox.id)?.priority]).toEqual([5, 5]);
+    await expect
+      .poll(() => [b!.registry.get(sandbox.id)?.priority, c!.registry.get(sandbox.id)?.priority])
+      .toEqual([5, 5]);
     const lags: number[] = [];
     for (let i = 0; i < 100; i++) {
       const priority = 100 + i;
@@ -118,7 +129,9 @@ describeEtcd('EtcdSandboxStore: one sandbox set for every node', () => {
     lags.sort((x, y) => x - y);
     const p50 = lags[49]!;
     const p99 = lags[98]!;
-    process.stdout.write(`propagation to every node over 100 changes: p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${lags[99]!.toFixed(1)} ms\n`);
+    process.stdout.write(
+      `propagation to every node over 100 changes: p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${lags[99]!.toFixed(1)} ms\n`,
+    );
     expect(p99).toBeLessThan(1000);
   });
 
@@ -131,7 +144,9 @@ describeEtcd('EtcdSandboxStore: one sandbox set for every node', () => {
       const refused = await a!.registry.create({ name: 'during', priority: 2 }).catch((e: unknown) => e);
       expect(refused).toBeInstanceOf(ClusterStateUnavailableError);
       expect(isQuerySandboxError(refused) && refused.code).toBe('QS_CLUSTER_STATE_UNAVAILABLE');
-      expect((refused as Error).message).toMatch(/cannot change the sandboxes: the cluster state store \(etcd at .*\) is unavailable/);
+      expect((refused as Error).message).toMatch(
+        /cannot change the sandboxes: the cluster state store \(etcd at .*\) is unavailable/,
+      );
       expect(a!.connection.available).toBe(false);
       expect(a!.connection.stats()).toMatchObject({ available: false, outages: 1 });
       // The last set seen still classifies.
@@ -142,6 +157,8 @@ describeEtcd('EtcdSandboxStore: one sandbox set for every node', () => {
     }
     await expect.poll(() => a!.connection.available, { timeout: 10_000 }).toBe(true);
     await a!.registry.create({ name: 'after', priority: 3 });
-    await expect.poll(() => b!.registry.list().map((s) => s.name), { timeout: 10_000 }).toEqual(['_root', 'before', 'after']);
+    await expect
+      .poll(() => b!.registry.list().map((s) => s.name), { timeout: 10_000 })
+      .toEqual(['_root', 'before', 'after']);
   });
 });

@@ -7,7 +7,11 @@ import { FileSandboxStore } from '../../src/sandbox/file-sandbox-store.js';
 import { toSandboxDocument } from '../../src/sandbox/sandbox-document.js';
 import { parseSandboxDefinitions } from '../../src/sandbox/sandbox-file.js';
 import { SandboxRegistry } from '../../src/sandbox/sandbox-registry.js';
-import { effectiveSearchSettings, parseSearchSettings, resolveSetting } from '../../src/sandbox/search-settings.js';
+import {
+  effectiveSearchSettings,
+  parseSearchSettings,
+  resolveSetting,
+} from '../../src/sandbox/search-settings.js';
 
 function invalid(fn: () => unknown): InvalidSandboxError {
   try {
@@ -23,7 +27,12 @@ describe('search_settings', () => {
   it('parses time values as written, counts and the override flag', () => {
     expect(
       parseSearchSettings(
-        { timeout: '500ms', cancel_after_time_interval: '2m', max_concurrent_shard_requests: 3, override_request_values: true },
+        {
+          timeout: '500ms',
+          cancel_after_time_interval: '2m',
+          max_concurrent_shard_requests: 3,
+          override_request_values: true,
+        },
         'search_settings',
       ),
     ).toEqual({
@@ -38,17 +47,40 @@ describe('search_settings', () => {
 
   it('refuses bad values naming the field and the value', () => {
     const cases: Array<[unknown, string]> = [
-      [{ timeout: '30' }, 'sandboxes[0].search_settings.timeout must be a time value with a unit (nanos, micros, ms, s, m, h, d), or -1 to disable (unit is missing or unrecognized); received "30"'],
-      [{ timeout: '1.5s' }, 'sandboxes[0].search_settings.timeout must be a whole number of its unit (fractional time values are not supported); received "1.5s"'],
-      [{ timeout: '0s' }, 'sandboxes[0].search_settings.timeout must be a positive time value, or "-1" for none; received "0s"'],
-      [{ cancel_after_time_interval: true }, 'sandboxes[0].search_settings.cancel_after_time_interval must be a time value such as "500ms" or "30s", or "-1" for none; received true'],
-      [{ max_concurrent_shard_requests: 0 }, 'sandboxes[0].search_settings.max_concurrent_shard_requests must be an integer in 1..65536; received 0'],
-      [{ override_request_values: 'yes' }, 'sandboxes[0].search_settings.override_request_values must be true or false; received "yes"'],
-      [{ batched_reduce_size: 5 }, 'sandboxes[0].search_settings.batched_reduce_size is not a search setting (expected one of timeout, cancel_after_time_interval, max_concurrent_shard_requests, override_request_values); received 5'],
+      [
+        { timeout: '30' },
+        'sandboxes[0].search_settings.timeout must be a time value with a unit (nanos, micros, ms, s, m, h, d), or -1 to disable (unit is missing or unrecognized); received "30"',
+      ],
+      [
+        { timeout: '1.5s' },
+        'sandboxes[0].search_settings.timeout must be a whole number of its unit (fractional time values are not supported); received "1.5s"',
+      ],
+      [
+        { timeout: '0s' },
+        'sandboxes[0].search_settings.timeout must be a positive time value, or "-1" for none; received "0s"',
+      ],
+      [
+        { cancel_after_time_interval: true },
+        'sandboxes[0].search_settings.cancel_after_time_interval must be a time value such as "500ms" or "30s", or "-1" for none; received true',
+      ],
+      [
+        { max_concurrent_shard_requests: 0 },
+        'sandboxes[0].search_settings.max_concurrent_shard_requests must be an integer in 1..65536; received 0',
+      ],
+      [
+        { override_request_values: 'yes' },
+        'sandboxes[0].search_settings.override_request_values must be true or false; received "yes"',
+      ],
+      [
+        { batched_reduce_size: 5 },
+        'sandboxes[0].search_settings.batched_reduce_size is not a search setting (expected one of timeout, cancel_after_time_interval, max_concurrent_shard_requests, override_request_values); received 5',
+      ],
       [[], 'sandboxes[0].search_settings must be an object; received []'],
     ];
     for (const [settings, message] of cases) {
-      const e = invalid(() => parseSandboxDefinitions({ sandboxes: [{ name: 'a', priority: 1, search_settings: settings }] }));
+      const e = invalid(() =>
+        parseSandboxDefinitions({ sandboxes: [{ name: 'a', priority: 1, search_settings: settings }] }),
+      );
       expect(e.message).toBe(message);
     }
   });
@@ -58,8 +90,18 @@ describe('search_settings', () => {
       sandboxes: [
         { _id: '_root', priority: 0, search_settings: { max_concurrent_shard_requests: 8 } },
         { name: 'org', priority: 1, search_settings: { timeout: '1s', override_request_values: true } },
-        { name: 'team', parent_id: 'org', priority: 1, search_settings: { cancel_after_time_interval: '30s' } },
-        { name: 'free', parent_id: 'org', priority: 2, search_settings: { timeout: '-1', override_request_values: false } },
+        {
+          name: 'team',
+          parent_id: 'org',
+          priority: 1,
+          search_settings: { cancel_after_time_interval: '30s' },
+        },
+        {
+          name: 'free',
+          parent_id: 'org',
+          priority: 2,
+          search_settings: { timeout: '-1', override_request_values: false },
+        },
       ],
     });
     const effective = effectiveSearchSettings(tree);
@@ -89,8 +131,14 @@ describe('search_settings', () => {
 describe('concurrency caps in a definition', () => {
   it('refuses a cap out of range, one above its capped ancestor, and a per-user cap above the sandbox cap', () => {
     const cases: Array<[unknown[], string]> = [
-      [[{ name: 'a', priority: 1, max_concurrent_tasks: 0 }], 'sandboxes[0].max_concurrent_tasks must be an integer in 1..100000 (tasks running at once); received 0'],
-      [[{ name: 'a', priority: 1, max_concurrent_tasks_per_user: 1.5 }], 'sandboxes[0].max_concurrent_tasks_per_user must be an integer in 1..100000 (tasks running at once); received 1.5'],
+      [
+        [{ name: 'a', priority: 1, max_concurrent_tasks: 0 }],
+        'sandboxes[0].max_concurrent_tasks must be an integer in 1..100000 (tasks running at once); received 0',
+      ],
+      [
+        [{ name: 'a', priority: 1, max_concurrent_tasks_per_user: 1.5 }],
+        'sandboxes[0].max_concurrent_tasks_per_user must be an integer in 1..100000 (tasks running at once); received 1.5',
+      ],
       [
         [
           { name: 'a', priority: 1, max_concurrent_tasks: 4 },
@@ -99,7 +147,10 @@ describe('concurrency caps in a definition', () => {
         ],
         'sandboxes[2].max_concurrent_tasks must not exceed the max_concurrent_tasks of parent sandbox "a" (4); received 5',
       ],
-      [[{ name: 'a', priority: 1, max_concurrent_tasks: 2, max_concurrent_tasks_per_user: 3 }], "sandboxes[0].max_concurrent_tasks_per_user must not exceed the sandbox's max_concurrent_tasks (2); received 3"],
+      [
+        [{ name: 'a', priority: 1, max_concurrent_tasks: 2, max_concurrent_tasks_per_user: 3 }],
+        "sandboxes[0].max_concurrent_tasks_per_user must not exceed the sandbox's max_concurrent_tasks (2); received 3",
+      ],
     ];
     for (const [sandboxes, message] of cases) {
       expect(invalid(() => parseSandboxDefinitions({ sandboxes })).message).toBe(message);
@@ -115,7 +166,13 @@ describe('the new fields round-trip through documents, the registry and a file s
     const [root, a, b] = parseSandboxDefinitions({
       sandboxes: [
         { _id: '_root', priority: 0, search_settings: { timeout: '10s' } },
-        { name: 'a', priority: 1, search_settings: { timeout: '500ms', override_request_values: true }, max_concurrent_tasks: 3, max_concurrent_tasks_per_user: 2 },
+        {
+          name: 'a',
+          priority: 1,
+          search_settings: { timeout: '500ms', override_request_values: true },
+          max_concurrent_tasks: 3,
+          max_concurrent_tasks_per_user: 2,
+        },
         { name: 'b', priority: 2 },
       ],
     });
@@ -128,7 +185,9 @@ describe('the new fields round-trip through documents, the registry and a file s
     const plain = toSandboxDocument(b!);
     expect(plain).not.toHaveProperty('search_settings');
     expect(plain).not.toHaveProperty('max_concurrent_tasks');
-    const again = parseSandboxDefinitions({ sandboxes: [toSandboxDocument(root!), toSandboxDocument(a!), plain] });
+    const again = parseSandboxDefinitions({
+      sandboxes: [toSandboxDocument(root!), toSandboxDocument(a!), plain],
+    });
     expect(again.map(toSandboxDocument)).toEqual([root, a, b].map((s) => toSandboxDocument(s!)));
   });
 
@@ -141,7 +200,9 @@ describe('the new fields round-trip through documents, the registry and a file s
       search_settings: { timeout: '1s', cancel_after_time_interval: '5s' },
       max_concurrent_tasks: 4,
     });
-    await registry.update(created.id, { search_settings: { timeout: null, max_concurrent_shard_requests: 2 } });
+    await registry.update(created.id, {
+      search_settings: { timeout: null, max_concurrent_shard_requests: 2 },
+    });
     expect(registry.get(created.id)!.searchSettings).toEqual({
       cancelAfterTimeInterval: { text: '5s', ms: 5000 },
       maxConcurrentShardRequests: 2,

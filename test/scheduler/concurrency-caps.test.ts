@@ -7,7 +7,13 @@ import { TaskScheduler } from '../../src/scheduler/task-scheduler.js';
 const tree = parseSandboxDefinitions({
   sandboxes: [
     { name: 'org', priority: 1, max_concurrent_tasks: 3 },
-    { name: 'team', parent_id: 'org', priority: 1, max_concurrent_tasks: 2, max_concurrent_tasks_per_user: 1 },
+    {
+      name: 'team',
+      parent_id: 'org',
+      priority: 1,
+      max_concurrent_tasks: 2,
+      max_concurrent_tasks_per_user: 1,
+    },
     { name: 'other', parent_id: 'org', priority: 2 },
     { name: 'free', priority: 2 },
   ],

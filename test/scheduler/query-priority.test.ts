@@ -12,7 +12,14 @@ const NOW = Date.UTC(2026, 10, 29, 12, 0, 0);
 const HOUR = 3_600_000;
 
 function attrs(over: Partial<PriorityAttributes> = {}): PriorityAttributes {
-  return { text: '{"query":{"match_all":{}}}', timeRange: undefined, user: 'alice', indices: ['spam-1'], sandboxId: 'analysts', ...over };
+  return {
+    text: '{"query":{"match_all":{}}}',
+    timeRange: undefined,
+    user: 'alice',
+    indices: ['spam-1'],
+    sandboxId: 'analysts',
+    ...over,
+  };
 }
 
 describe('parseQueryPriority', () => {
@@ -48,39 +55,138 @@ describe('parseQueryPriority', () => {
   const bad: Array<[string, unknown, string]> = [
     ['not an object', [1], 'query_priority must be a JSON object; received [1]'],
     ['unknown key', { enable: true }, 'query_priority.enable is not a known field'],
-    ['enabled not boolean', { enabled: 'yes' }, 'query_priority.enabled must be true or false; received "yes"'],
-    ['default not integer', { default_priority: 1.5 }, 'query_priority.default_priority must be an integer; received 1.5'],
-    ['aging negative', { aging_ms_per_priority: -1 }, 'query_priority.aging_ms_per_priority must be a number in 0..86400000'],
-    ['bound zero', { max_queued_per_sandbox: 0 }, 'query_priority.max_queued_per_sandbox must be an integer >= 1; received 0'],
-    ['sandbox bound', { sandbox_queue_limits: { a: 'x' } }, 'query_priority.sandbox_queue_limits.a must be an integer >= 1; received "x"'],
+    [
+      'enabled not boolean',
+      { enabled: 'yes' },
+      'query_priority.enabled must be true or false; received "yes"',
+    ],
+    [
+      'default not integer',
+      { default_priority: 1.5 },
+      'query_priority.default_priority must be an integer; received 1.5',
+    ],
+    [
+      'aging negative',
+      { aging_ms_per_priority: -1 },
+      'query_priority.aging_ms_per_priority must be a number in 0..86400000',
+    ],
+    [
+      'bound zero',
+      { max_queued_per_sandbox: 0 },
+      'query_priority.max_queued_per_sandbox must be an integer >= 1; received 0',
+    ],
+    [
+      'sandbox bound',
+      { sandbox_queue_limits: { a: 'x' } },
+      'query_priority.sandbox_queue_limits.a must be an integer >= 1; received "x"',
+    ],
     ['priorities not array', { priorities: {} }, 'query_priority.priorities must be an array; received {}'],
-    ['priority missing', { priorities: [{}] }, 'query_priority.priorities[0].priority must be an integer; received undefined'],
-    ['duplicate priority', { priorities: [{ priority: 1 }, { priority: 1 }] }, 'query_priority.priorities[1].priority must differ'],
-    ['reserved 1.5', { priorities: [{ priority: 1, reserved_workers: 1.5 }] }, 'query_priority.priorities[0].reserved_workers must be a worker count'],
-    ['reserved 0', { priorities: [{ priority: 1, reserved_workers: 0 }] }, 'reserved_workers must be a worker count'],
-    ['empty attribute', { priorities: [{ priority: 1, query_attributes: [{}] }] }, 'query_priority.priorities[0].query_attributes[0] must set at least one of'],
-    ['unknown attribute key', { priorities: [{ priority: 1, query_attributes: [{ regexp: 'a' }] }] }, 'query_attributes[0].regexp is not a known field'],
-    ['backreference', { priorities: [{ priority: 1, query_attributes: [{ regex: '(a)\\1' }] }] }, 'query_attributes[0].regex must be an RE2 regular expression'],
-    ['lookahead', { priorities: [{ priority: 1, query_attributes: [{ regex: 'a(?=b)' }] }] }, 'must be an RE2 regular expression'],
-    ['regex too long', { priorities: [{ priority: 1, query_attributes: [{ regex: 'a'.repeat(1001) }] }] }, 'at most 1000 characters'],
-    ['bad duration', { priorities: [{ priority: 1, query_attributes: [{ time_window: { start: '2 hours' } }] }] }, 'time_window.start must be a duration'],
-    ['end before start', { priorities: [{ priority: 1, query_attributes: [{ time_window: { start: '1h', end: '2h' } }] }] }, 'time_window.end must not be further back than start'],
-    ['empty window', { priorities: [{ priority: 1, query_attributes: [{ time_window: {} }] }] }, 'time_window must set start, end or both'],
-    ['user pattern type', { priorities: [{ priority: 1, query_attributes: [{ user: 5 }] }] }, 'query_attributes[0].user must be a wildcard pattern'],
-    ['too many rules', { priorities: Array.from({ length: 65 }, (_, i) => ({ priority: i })) }, 'must have at most 64 entries'],
+    [
+      'priority missing',
+      { priorities: [{}] },
+      'query_priority.priorities[0].priority must be an integer; received undefined',
+    ],
+    [
+      'duplicate priority',
+      { priorities: [{ priority: 1 }, { priority: 1 }] },
+      'query_priority.priorities[1].priority must differ',
+    ],
+    [
+      'reserved 1.5',
+      { priorities: [{ priority: 1, reserved_workers: 1.5 }] },
+      'query_priority.priorities[0].reserved_workers must be a worker count',
+    ],
+    [
+      'reserved 0',
+      { priorities: [{ priority: 1, reserved_workers: 0 }] },
+      'reserved_workers must be a worker count',
+    ],
+    [
+      'empty attribute',
+      { priorities: [{ priority: 1, query_attributes: [{}] }] },
+      'query_priority.priorities[0].query_attributes[0] must set at least one of',
+    ],
+    [
+      'unknown attribute key',
+      { priorities: [{ priority: 1, query_attributes: [{ regexp: 'a' }] }] },
+      'query_attributes[0].regexp is not a known field',
+    ],
+    [
+      'backreference',
+      { priorities: [{ priority: 1, query_attributes: [{ regex: '(a)\\1' }] }] },
+      'query_attributes[0].regex must be an RE2 regular expression',
+    ],
+    [
+      'lookahead',
+      { priorities: [{ priority: 1, query_attributes: [{ regex: 'a(?=b)' }] }] },
+      'must be an RE2 regular expression',
+    ],
+    [
+      'regex too long',
+      { priorities: [{ priority: 1, query_attributes: [{ regex: 'a'.repeat(1001) }] }] },
+      'at most 1000 characters',
+    ],
+    [
+      'bad duration',
+      { priorities: [{ priority: 1, query_attributes: [{ time_window: { start: '2 hours' } }] }] },
+      'time_window.start must be a duration',
+    ],
+    [
+      'end before start',
+      { priorities: [{ priority: 1, query_attributes: [{ time_window: { start: '1h', end: '2h' } }] }] },
+      'time_window.end must not be further back than start',
+    ],
+    [
+      'empty window',
+      { priorities: [{ priority: 1, query_attributes: [{ time_window: {} }] }] },
+      'time_window must set start, end or both',
+    ],
+    [
+      'user pattern type',
+      { priorities: [{ priority: 1, query_attributes: [{ user: 5 }] }] },
+      'query_attributes[0].user must be a wildcard pattern',
+    ],
+    [
+      'too many rules',
+      { priorities: Array.from({ length: 65 }, (_, i) => ({ priority: i })) },
+      'must have at most 64 entries',
+    ],
     [
       'more than 32 regexes',
-      { priorities: Array.from({ length: 3 }, (_, i) => ({ priority: i, query_attributes: Array.from({ length: 11 }, () => ({ regex: 'a' })) })) },
+      {
+        priorities: Array.from({ length: 3 }, (_, i) => ({
+          priority: i,
+          query_attributes: Array.from({ length: 11 }, () => ({ regex: 'a' })),
+        })),
+      },
       'query_priority.priorities[2].query_attributes[10].regex is one regex too many: at most 32',
     ],
     ['priorities null', { priorities: null }, 'query_priority.priorities must be an array; received null'],
-    ['attributes null', { priorities: [{ priority: 1, query_attributes: null }] }, 'query_attributes must be an array; received null'],
-    ['aging too large', { aging_ms_per_priority: 1e308 }, 'aging_ms_per_priority must be a number in 0..86400000'],
-    ['sandbox limits null', { sandbox_queue_limits: null }, 'query_priority.sandbox_queue_limits must be an object'],
-    ['long sandbox id key', { sandbox_queue_limits: { ['x'.repeat(200)]: 1 } }, 'must have sandbox ids of 1 to 128 characters as keys'],
+    [
+      'attributes null',
+      { priorities: [{ priority: 1, query_attributes: null }] },
+      'query_attributes must be an array; received null',
+    ],
+    [
+      'aging too large',
+      { aging_ms_per_priority: 1e308 },
+      'aging_ms_per_priority must be a number in 0..86400000',
+    ],
+    [
+      'sandbox limits null',
+      { sandbox_queue_limits: null },
+      'query_priority.sandbox_queue_limits must be an object',
+    ],
+    [
+      'long sandbox id key',
+      { sandbox_queue_limits: { ['x'.repeat(200)]: 1 } },
+      'must have sandbox ids of 1 to 128 characters as keys',
+    ],
   ];
   it('shows a long unknown key shortened, not whole', () => {
-    expect(() => parseQueryPriority({ ['k'.repeat(100_000)]: 1 })).toThrow(/^query_priority\.k{61}\.\.\. is not a known field/);
+    expect(() => parseQueryPriority({ ['k'.repeat(100_000)]: 1 })).toThrow(
+      /^query_priority\.k{61}\.\.\. is not a known field/,
+    );
   });
 
   it.each(bad)('refuses %s', (_name, doc, message) => {
@@ -113,20 +219,37 @@ describe('priorityOf', () => {
         { priority: 50, query_attributes: [{ regex: 'match' }] },
       ],
     });
-    expect(priorityOf(lowFirst, attrs({ text: '{"match":{"fuzziness":2}}' }), 0, false, NOW)).toEqual({ priority: 1, rule: 0 });
-    expect(priorityOf(lowFirst, attrs({ text: '{"match":"x"}' }), 0, false, NOW)).toEqual({ priority: 50, rule: 1 });
+    expect(priorityOf(lowFirst, attrs({ text: '{"match":{"fuzziness":2}}' }), 0, false, NOW)).toEqual({
+      priority: 1,
+      rule: 0,
+    });
+    expect(priorityOf(lowFirst, attrs({ text: '{"match":"x"}' }), 0, false, NOW)).toEqual({
+      priority: 50,
+      rule: 1,
+    });
   });
 
   it('gives the first matching entry, in list order', () => {
     // Matches both the first and the fourth entry: the first wins.
-    expect(priorityOf(config, attrs({ text: 'a special query' }), 0, false, NOW)).toEqual({ priority: 30, rule: 0 });
+    expect(priorityOf(config, attrs({ text: 'a special query' }), 0, false, NOW)).toEqual({
+      priority: 30,
+      rule: 0,
+    });
     expect(priorityOf(config, attrs({ user: 'dash_bob' }), 0, false, NOW)).toEqual({ priority: 30, rule: 0 });
     expect(priorityOf(config, attrs(), 0, false, NOW)).toEqual({ priority: 5, rule: 3 });
   });
 
   it('needs every field of one attribute to match', () => {
     // user matches, but one index does not.
-    expect(priorityOf(config, attrs({ user: 'dash_bob', indices: ['spam-1', 'ham-1'], sandboxId: 'x' }), 7, false, NOW).priority).toBe(7);
+    expect(
+      priorityOf(
+        config,
+        attrs({ user: 'dash_bob', indices: ['spam-1', 'ham-1'], sandboxId: 'x' }),
+        7,
+        false,
+        NOW,
+      ).priority,
+    ).toBe(7);
     // The regex matches but the query reads all time: the 2h window does not hold.
     expect(priorityOf(config, attrs({ text: 'match', sandboxId: 'x' }), 7, false, NOW).priority).toBe(7);
   });
@@ -144,7 +267,8 @@ describe('priorityOf', () => {
 
   it('time window edges are inclusive', () => {
     const at = (fromMs: number, toMs: number) =>
-      priorityOf(config, attrs({ text: 'match', sandboxId: 'x', timeRange: { fromMs, toMs } }), 0, false, NOW).priority;
+      priorityOf(config, attrs({ text: 'match', sandboxId: 'x', timeRange: { fromMs, toMs } }), 0, false, NOW)
+        .priority;
     expect(at(NOW - 2 * HOUR, NOW)).toBe(20); // exactly the window
     expect(at(NOW - 2 * HOUR - 1, NOW)).toBe(10); // 1 ms too far back: falls to the 24h entry
     expect(at(NOW - HOUR, NOW + 1)).toBe(10); // 1 ms past end 0h: only the 24h entry (no end) holds
@@ -184,12 +308,17 @@ describe('the shipped example', () => {
   it('config/query-priority.example.json is valid and fits a pool of 2 workers', async () => {
     const { readFileSync } = await import('node:fs');
     const { checkReservations } = await import('../../src/scheduler/worker-reservations.js');
-    const doc = JSON.parse(readFileSync(new URL('../../config/query-priority.example.json', import.meta.url), 'utf8'));
+    const doc = JSON.parse(
+      readFileSync(new URL('../../config/query-priority.example.json', import.meta.url), 'utf8'),
+    );
     const config = parseQueryPriority(doc);
     expect(() => checkReservations(config, 2)).not.toThrow();
     // A fuzzy dashboard query matches the first entry (fuzziness) before the dashboards' entry.
     const fuzzy = '{"query":{"match":{"body":{"query":"x","fuzziness":2}}}}';
     expect(priorityOf(config, attrs({ text: fuzzy, user: 'dash_a' }), 20, false, NOW).priority).toBe(0);
-    expect(priorityOf(config, attrs({ text: '{"query":{"match":{"body":"x"}}}', user: 'dash_a' }), 20, false, NOW).priority).toBe(30);
+    expect(
+      priorityOf(config, attrs({ text: '{"query":{"match":{"body":"x"}}}', user: 'dash_a' }), 20, false, NOW)
+        .priority,
+    ).toBe(30);
   });
 });

@@ -54,7 +54,16 @@ describe('TaskScheduler under overload: priority survives aging', () => {
     expect(high.length).toBe(75);
     expect(taken.filter((t) => t.startsWith('low')).length).toBe(25);
     // Overtake first (the share starts open), then 3 by priority, and so on.
-    expect(taken.slice(0, 8)).toEqual(['low-0', 'high-0', 'high-1', 'high-2', 'low-1', 'high-3', 'high-4', 'high-5']);
+    expect(taken.slice(0, 8)).toEqual([
+      'low-0',
+      'high-0',
+      'high-1',
+      'high-2',
+      'low-1',
+      'high-3',
+      'high-4',
+      'high-5',
+    ]);
     // The low tasks still go oldest first.
     expect(taken.filter((t) => t.startsWith('low')).slice(0, 3)).toEqual(['low-0', 'low-1', 'low-2']);
   });
@@ -92,7 +101,9 @@ describe('TaskScheduler: queue-wait bound', () => {
     expect(s.nextExpiryMs()).toBe(400);
     expect(s.expire(399)).toEqual([]);
     const first = s.expire(400);
-    expect(first.map((e) => [e.item, e.reason, e.waitedMs, e.boundMs])).toEqual([['b', 'queue_wait', 300, 300]]);
+    expect(first.map((e) => [e.item, e.reason, e.waitedMs, e.boundMs])).toEqual([
+      ['b', 'queue_wait', 300, 300],
+    ]);
     expect(s.nextExpiryMs()).toBe(1000);
     expect(s.expire(5000).map((e) => e.item)).toEqual(['a']);
     expect(s.nextExpiryMs()).toBeUndefined();

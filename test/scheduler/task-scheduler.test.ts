@@ -5,7 +5,11 @@ import { type Dispatch, TaskScheduler } from '../../src/scheduler/task-scheduler
 import { checkReservations, planReservations } from '../../src/scheduler/worker-reservations.js';
 import { resolveLanes } from '../../src/scheduler/lanes.js';
 
-function scheduler(capacity: number, doc: unknown = {}, over: { maxQueuedTasks?: number; aging?: number; fifo?: boolean } = {}) {
+function scheduler(
+  capacity: number,
+  doc: unknown = {},
+  over: { maxQueuedTasks?: number; aging?: number; fifo?: boolean } = {},
+) {
   return new TaskScheduler<string>({
     capacity,
     maxQueuedTasks: over.maxQueuedTasks ?? 1000,
@@ -29,7 +33,12 @@ describe('worker reservations', () => {
 
   it('splits the pool: a count, a fraction rounded up, the general lane first', () => {
     const plan = planReservations(
-      config({ priorities: [{ priority: 5, reserved_workers: 0.25 }, { priority: 10, reserved_workers: 2 }] }),
+      config({
+        priorities: [
+          { priority: 5, reserved_workers: 0.25 },
+          { priority: 10, reserved_workers: 2 },
+        ],
+      }),
       10,
     );
     expect(plan.groups).toEqual([
@@ -41,12 +50,19 @@ describe('worker reservations', () => {
   });
 
   it('refuses reservations that add up to the whole pool at configuration time', () => {
-    const c = config({ priorities: [{ priority: 5, reserved_workers: 0.5 }, { priority: 10, reserved_workers: 1 }] });
+    const c = config({
+      priorities: [
+        { priority: 5, reserved_workers: 0.5 },
+        { priority: 10, reserved_workers: 1 },
+      ],
+    });
     expect(() => checkReservations(c, 2)).toThrow(InvalidArgumentError);
     expect(() => checkReservations(c, 2)).toThrow(
       "query_priority.priorities must leave at least one of the pool's 2 workers unreserved; the reservations take 2 (1 for priority 5, 1 for priority 10)",
     );
-    expect(() => checkReservations(c, 3)).toThrow('the reservations take 3 (2 for priority 5, 1 for priority 10)');
+    expect(() => checkReservations(c, 3)).toThrow(
+      'the reservations take 3 (2 for priority 5, 1 for priority 10)',
+    );
     expect(() => checkReservations(c, 4)).not.toThrow();
   });
 
@@ -337,7 +353,9 @@ describe('TaskScheduler lanes', () => {
     // Full (3 waiting over both lanes): a foreground task evicts the newest background one.
     const offered = s.offer('fg-d', 'dashboards', 20, 4);
     expect(offered.accepted).toBe(true);
-    expect(offered.accepted && offered.evicted.map((e) => [e.item, e.reason])).toEqual([['bg-c', 'queue_full']]);
+    expect(offered.accepted && offered.evicted.map((e) => [e.item, e.reason])).toEqual([
+      ['bg-c', 'queue_full'],
+    ]);
     // A background task finds nothing lower to evict: refused.
     const refused = s.offer('bg-e', 'analysts', 5, 5);
     expect(refused.accepted).toBe(false);
@@ -346,7 +364,12 @@ describe('TaskScheduler lanes', () => {
   });
 
   it('keeps a reservation in the lane of its priority', () => {
-    const s = laned({ priorities: [{ priority: 30, reserved_workers: 1 }, { priority: 8, reserved_workers: 1 }] });
+    const s = laned({
+      priorities: [
+        { priority: 30, reserved_workers: 1 },
+        { priority: 8, reserved_workers: 1 },
+      ],
+    });
     expect(s.stats().lanes.map((l) => l.reservations)).toEqual([
       [
         { minPriority: null, workers: 1, busy: 0 },
@@ -370,15 +393,57 @@ describe('TaskScheduler lanes', () => {
     expect(() => checkReservations(c, lanes)).toThrow(
       "query_priority.priorities must leave at least one of lane [foreground]'s 2 workers unreserved; the reservations take 2 (2 for priority 20)",
     );
-    expect(() => checkReservations(parseQueryPriority({ priorities: [{ priority: 5, reserved_workers: 1 }] }), lanes)).not.toThrow();
+    expect(() =>
+      checkReservations(parseQueryPriority({ priorities: [{ priority: 5, reserved_workers: 1 }] }), lanes),
+    ).not.toThrow();
   });
 
   it('drains every lane at shutdown', () => {
     const s = laned({}, { workers: 1 });
-    for (const [item, p] of [['a', 20], ['b', 20], ['c', 5], ['d', 5]] as const) s.offer(item, 'x', p, 0);
+    for (const [item, p] of [
+      ['a', 20],
+      ['b', 20],
+      ['c', 5],
+      ['d', 5],
+    ] as const)
+      s.offer(item, 'x', p, 0);
     takeAll(s);
     expect(s.drain().sort()).toEqual(['b', 'd']);
     expect(s.length).toBe(0);
     expect(s.queuedBySandbox().size).toBe(0);
+  });
+});
+
+describe('laneFull', () => {
+  const accepted = (r: ReturnType<TaskScheduler<string>['offer']>) => {
+    if (!r.accepted) throw new Error(r.message);
+    return r;
+  };
+
+  it('says a task was queued while every worker of its lane was busy, and not while one was free', () => {
+    const s = scheduler(2);
+    expect(accepted(s.offer('a', 'root', 10, 0)).laneFull).toBe(false);
+    takeAll(s);
+    expect(accepted(s.offer('b', 'root', 10, 0)).laneFull).toBe(false);
+    const [b] = takeAll(s);
+    expect(accepted(s.offer('c', 'root', 10, 0)).laneFull).toBe(true);
+    s.release(b!);
+    expect(accepted(s.offer('d', 'root', 10, 0)).laneFull).toBe(false);
+  });
+
+  it('counts the live workers it was told of: with none loaded, the lane is full', () => {
+    const s = scheduler(2);
+    s.setLiveWorkers(0, 0);
+    expect(accepted(s.offer('a', 'root', 10, 0)).laneFull).toBe(true);
+    s.setLiveWorkers(0, 1);
+    expect(accepted(s.offer('b', 'root', 10, 0)).laneFull).toBe(false);
+  });
+
+  it('is false for a free reserved worker, which lending may give the task', () => {
+    const s = scheduler(2, { ...RESERVE_ONE_FOR_10, lending: true });
+    accepted(s.offer('a', 'root', 1, 0));
+    expect(takeAll(s)).toHaveLength(1);
+    // The general worker is busy; the reserved one is free: lending may hand it this task.
+    expect(accepted(s.offer('b', 'root', 1, 0)).laneFull).toBe(false);
   });
 });

@@ -107,14 +107,84 @@ const SEARCH: BadInput[] = [
     field,
     received,
   })),
-  { route: 'search', name: 'from + size over the window', method: 'POST', url: '/_search', body: { from: 9995, size: 10 }, status: 400, field: 'from + size', received: '10005' },
-  { route: 'search', name: 'a body that is not JSON', method: 'POST', url: '/_search', body: '{"query": {', status: 400, field: 'request body is not valid JSON', received: 'JSON' },
-  { route: 'search', name: 'an unknown URL parameter', method: 'GET', url: '/_search?frobnicate=3', status: 400, field: 'url parameter [frobnicate]', received: '"3"' },
-  { route: 'search', name: 'a URL size that is not a number', method: 'GET', url: '/_search?size=three', status: 400, field: 'size', received: 'three' },
-  { route: 'search', name: 'an unknown index', method: 'POST', url: '/nope-1/_search', body: {}, status: 404, field: 'index', received: 'nope-1' },
-  { route: 'search', name: 'a bad percent-encoding', method: 'POST', url: '/spam%ZZ/_search', body: {}, status: 400, field: 'url', received: 'spam%ZZ' },
-  { route: 'search', name: 'an index list too long', method: 'POST', url: `/${Array.from({ length: 1200 }, (_, i) => `i${i}`).join(',')}/_search`, body: {}, status: 400, field: 'url', received: 'i0,i1,i2' },
-  { route: 'search', name: 'an exclusion only', method: 'POST', url: '/-spam-1/_search', body: {}, status: 404, field: 'index', received: '-spam-1' },
+  {
+    route: 'search',
+    name: 'from + size over the window',
+    method: 'POST',
+    url: '/_search',
+    body: { from: 9995, size: 10 },
+    status: 400,
+    field: 'from + size',
+    received: '10005',
+  },
+  {
+    route: 'search',
+    name: 'a body that is not JSON',
+    method: 'POST',
+    url: '/_search',
+    body: '{"query": {',
+    status: 400,
+    field: 'request body is not valid JSON',
+    received: 'JSON',
+  },
+  {
+    route: 'search',
+    name: 'an unknown URL parameter',
+    method: 'GET',
+    url: '/_search?frobnicate=3',
+    status: 400,
+    field: 'url parameter [frobnicate]',
+    received: '"3"',
+  },
+  {
+    route: 'search',
+    name: 'a URL size that is not a number',
+    method: 'GET',
+    url: '/_search?size=three',
+    status: 400,
+    field: 'size',
+    received: 'three',
+  },
+  {
+    route: 'search',
+    name: 'an unknown index',
+    method: 'POST',
+    url: '/nope-1/_search',
+    body: {},
+    status: 404,
+    field: 'index',
+    received: 'nope-1',
+  },
+  {
+    route: 'search',
+    name: 'a bad percent-encoding',
+    method: 'POST',
+    url: '/spam%ZZ/_search',
+    body: {},
+    status: 400,
+    field: 'url',
+    received: 'spam%ZZ',
+  },
+  {
+    route: 'search',
+    name: 'an index list too long',
+    method: 'POST',
+    url: `/${Array.from({ length: 1200 }, (_, i) => `i${i}`).join(',')}/_search`,
+    body: {},
+    status: 400,
+    field: 'url',
+    received: 'i0,i1,i2',
+  },
+  {
+    route: 'search',
+    name: 'an exclusion only',
+    method: 'POST',
+    url: '/-spam-1/_search',
+    body: {},
+    status: 404,
+    field: 'index',
+    received: '-spam-1',
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------
@@ -131,16 +201,40 @@ const SANDBOX: BadInput[] = [
       [sandboxBody({ name: 7 }), 'name', '7'],
       [sandboxBody({ _id: 'mine' }), '_id', '"mine"'],
       [sandboxBody({ mode: 'strict' }), 'mode', '"strict"'],
-      [sandboxBody({ resourceConsumptionLimits: { cpu: { high: 1.5 } } }), 'resourceConsumptionLimits.cpu.high', '1.5'],
-      [sandboxBody({ resourceConsumptionLimits: { cpu: { low: 0.9, high: 0.5 } } }), 'resourceConsumptionLimits.cpu', '0.9'],
+      [
+        sandboxBody({ resourceConsumptionLimits: { cpu: { high: 1.5 } } }),
+        'resourceConsumptionLimits.cpu.high',
+        '1.5',
+      ],
+      [
+        sandboxBody({ resourceConsumptionLimits: { cpu: { low: 0.9, high: 0.5 } } }),
+        'resourceConsumptionLimits.cpu',
+        '0.9',
+      ],
       [sandboxBody({ resourceConsumptionLimits: { cpuUsageLimit: '150' } }), 'cpuUsageLimit', '"150"'],
       [sandboxBody({ resourceConsumptionLimits: { disk: { high: 0.5 } } }), 'disk', 'disk'],
       [sandboxBody({ resourceConsumptionLimits: 'lots' }), 'resourceConsumptionLimits', '"lots"'],
       [sandboxBody({ selectionAttributes: 'dash_*' }), 'selectionAttributes', '"dash_*"'],
-      [sandboxBody({ selectionAttributes: [{ name: 'hostPattern', value: 'h*' }] }), 'selectionAttributes[0].name', '"hostPattern"'],
-      [sandboxBody({ selectionAttributes: [{ name: 'userPattern', value: '' }] }), 'selectionAttributes[0].value', '""'],
-      [sandboxBody({ selectionAttributes: [{ name: 'userPattern', value: 'u'.repeat(101) }] }), 'selectionAttributes[0].value', 'uuuuuuuu'],
-      [sandboxBody({ selectionAttributes: [{ name: 'userPattern' }] }), 'selectionAttributes[0].value', 'undefined'],
+      [
+        sandboxBody({ selectionAttributes: [{ name: 'hostPattern', value: 'h*' }] }),
+        'selectionAttributes[0].name',
+        '"hostPattern"',
+      ],
+      [
+        sandboxBody({ selectionAttributes: [{ name: 'userPattern', value: '' }] }),
+        'selectionAttributes[0].value',
+        '""',
+      ],
+      [
+        sandboxBody({ selectionAttributes: [{ name: 'userPattern', value: 'u'.repeat(101) }] }),
+        'selectionAttributes[0].value',
+        'uuuuuuuu',
+      ],
+      [
+        sandboxBody({ selectionAttributes: [{ name: 'userPattern' }] }),
+        'selectionAttributes[0].value',
+        'undefined',
+      ],
       [sandboxBody({ tags: 'x' }), 'tags', '"x"'],
       [sandboxBody({ tags: [1] }), 'tags[0]', 'received 1'],
       [sandboxBody({ parent_id: 'ghost' }), 'parent_id', '"ghost"'],
@@ -158,37 +252,194 @@ const SANDBOX: BadInput[] = [
     field,
     received,
   })),
-  { route: 'sandbox', name: 'an update of a missing sandbox', method: 'PUT', url: '/_sandbox/ghost', body: { priority: 1 }, status: 404, field: '_id', received: 'ghost' },
-  { route: 'sandbox', name: 'an update with a bad priority', method: 'PUT', url: '/_sandbox/dashboards', body: { priority: 'top' }, status: 400, field: 'priority', received: '"top"' },
-  { route: 'sandbox', name: 'an update naming the server-set version', method: 'PUT', url: '/_sandbox/dashboards', body: { version: 9 }, status: 400, field: 'version', received: '9' },
-  { route: 'sandbox', name: 'a delete of the root', method: 'DELETE', url: '/_sandbox/_root', status: 400, field: '_id', received: '"_root"' },
-  { route: 'sandbox', name: 'a delete of a missing sandbox', method: 'DELETE', url: '/_sandbox/ghost', status: 404, field: '_id', received: 'ghost' },
-  { route: 'sandbox', name: 'a GET of a missing sandbox', method: 'GET', url: '/_sandbox/ghost', status: 404, field: '_id', received: 'ghost' },
-  { route: 'sandbox', name: 'stats with breach=maybe', method: 'GET', url: '/_sandbox/_stats?breach=maybe', status: 400, field: 'breach', received: '"maybe"' },
-  { route: 'sandbox', name: 'stats with size=0', method: 'GET', url: '/_sandbox/_stats?size=0', status: 400, field: 'size', received: '"0"' },
-  { route: 'sandbox', name: 'stats with from=-1', method: 'GET', url: '/_sandbox/_stats?from=-1', status: 400, field: 'from', received: '"-1"' },
-  { route: 'sandbox', name: 'stats with size=1e3', method: 'GET', url: '/_sandbox/_stats?size=1e3', status: 400, field: 'size', received: '"1e3"' },
-  { route: 'sandbox', name: 'stats with an unknown parameter', method: 'GET', url: '/_sandbox/_stats?sort=cpu', status: 400, field: 'url parameter [sort]', received: '"cpu"' },
+  {
+    route: 'sandbox',
+    name: 'an update of a missing sandbox',
+    method: 'PUT',
+    url: '/_sandbox/ghost',
+    body: { priority: 1 },
+    status: 404,
+    field: '_id',
+    received: 'ghost',
+  },
+  {
+    route: 'sandbox',
+    name: 'an update with a bad priority',
+    method: 'PUT',
+    url: '/_sandbox/dashboards',
+    body: { priority: 'top' },
+    status: 400,
+    field: 'priority',
+    received: '"top"',
+  },
+  {
+    route: 'sandbox',
+    name: 'an update naming the server-set version',
+    method: 'PUT',
+    url: '/_sandbox/dashboards',
+    body: { version: 9 },
+    status: 400,
+    field: 'version',
+    received: '9',
+  },
+  {
+    route: 'sandbox',
+    name: 'a delete of the root',
+    method: 'DELETE',
+    url: '/_sandbox/_root',
+    status: 400,
+    field: '_id',
+    received: '"_root"',
+  },
+  {
+    route: 'sandbox',
+    name: 'a delete of a missing sandbox',
+    method: 'DELETE',
+    url: '/_sandbox/ghost',
+    status: 404,
+    field: '_id',
+    received: 'ghost',
+  },
+  {
+    route: 'sandbox',
+    name: 'a GET of a missing sandbox',
+    method: 'GET',
+    url: '/_sandbox/ghost',
+    status: 404,
+    field: '_id',
+    received: 'ghost',
+  },
+  {
+    route: 'sandbox',
+    name: 'stats with breach=maybe',
+    method: 'GET',
+    url: '/_sandbox/_stats?breach=maybe',
+    status: 400,
+    field: 'breach',
+    received: '"maybe"',
+  },
+  {
+    route: 'sandbox',
+    name: 'stats with size=0',
+    method: 'GET',
+    url: '/_sandbox/_stats?size=0',
+    status: 400,
+    field: 'size',
+    received: '"0"',
+  },
+  {
+    route: 'sandbox',
+    name: 'stats with from=-1',
+    method: 'GET',
+    url: '/_sandbox/_stats?from=-1',
+    status: 400,
+    field: 'from',
+    received: '"-1"',
+  },
+  {
+    route: 'sandbox',
+    name: 'stats with size=1e3',
+    method: 'GET',
+    url: '/_sandbox/_stats?size=1e3',
+    status: 400,
+    field: 'size',
+    received: '"1e3"',
+  },
+  {
+    route: 'sandbox',
+    name: 'stats with an unknown parameter',
+    method: 'GET',
+    url: '/_sandbox/_stats?sort=cpu',
+    status: 400,
+    field: 'url parameter [sort]',
+    received: '"cpu"',
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------
 // explicit sandbox choice and other headers
-const search = (headers: Record<string, string | readonly string[]>, url = '/_all/_search'): Pick<BadInput, 'method' | 'url' | 'body' | 'headers'> => ({
+const search = (
+  headers: Record<string, string | readonly string[]>,
+  url = '/_all/_search',
+): Pick<BadInput, 'method' | 'url' | 'body' | 'headers'> => ({
   method: 'POST',
   url,
   body: { query: { prefix: { body: 'a' } }, size: 100 },
   headers,
 });
 const HEADERS: BadInput[] = [
-  { route: 'headers', name: 'x-sandbox-id _root for an analyst (the repro)', ...search({ 'x-user': 'analyst_eve', 'x-sandbox-id': '_root' }), status: 403, field: 'sandbox "_root"', received: 'sandbox "analysts"' },
-  { route: 'headers', name: 'x-sandbox-id of a sandbox without attributes', ...search({ 'x-user': 'alice', 'x-sandbox-id': GROUPING }), status: 403, field: `sandbox "${GROUPING}"`, received: 'names no selection attributes' },
-  { route: 'headers', name: 'x-sandbox-id of a sandbox without attributes, for an analyst', ...search({ 'x-user': 'analyst_eve', 'x-sandbox-id': GROUPING }), status: 403, field: `sandbox "${GROUPING}"`, received: 'sandbox "analysts"' },
-  { route: 'headers', name: 'x-sandbox-id of another user group', ...search({ 'x-user': 'analyst_eve', 'x-sandbox-id': 'dashboards' }), status: 403, field: 'userPattern ["dash_*"]', received: 'user "analyst_eve"' },
-  { route: 'headers', name: 'x-sandbox-id without a user', ...search({ 'x-sandbox-id': 'dashboards' }), status: 403, field: 'userPattern ["dash_*"]', received: 'the request has no user' },
-  { route: 'headers', name: 'x-sandbox-id sent twice', ...search({ 'x-user': 'dash_ops', 'x-sandbox-id': ['dashboards', 'ghost'] }), status: 400, field: 'header [x-sandbox-id]', received: '["dashboards","ghost"]' },
-  { route: 'headers', name: 'workloadGroupId sent twice', ...search({ 'x-user': 'dash_ops', workloadGroupId: ['dashboards', 'dashboards'] }), status: 400, field: 'header [workloadgroupid]', received: '["dashboards","dashboards"]' },
-  { route: 'headers', name: 'x-sandbox-id of a missing sandbox', ...search({ 'x-user': 'dash_ops', 'x-sandbox-id': 'ghost' }), status: 403, field: 'sandbox "ghost"', received: 'does not exist' },
-  { route: 'headers', name: 'x-sandbox-id empty', ...search({ 'x-user': 'dash_ops', 'x-sandbox-id': '' }), status: 403, field: 'sandbox ""', received: 'does not exist' },
+  {
+    route: 'headers',
+    name: 'x-sandbox-id _root for an analyst (the repro)',
+    ...search({ 'x-user': 'analyst_eve', 'x-sandbox-id': '_root' }),
+    status: 403,
+    field: 'sandbox "_root"',
+    received: 'sandbox "analysts"',
+  },
+  {
+    route: 'headers',
+    name: 'x-sandbox-id of a sandbox without attributes',
+    ...search({ 'x-user': 'alice', 'x-sandbox-id': GROUPING }),
+    status: 403,
+    field: `sandbox "${GROUPING}"`,
+    received: 'names no selection attributes',
+  },
+  {
+    route: 'headers',
+    name: 'x-sandbox-id of a sandbox without attributes, for an analyst',
+    ...search({ 'x-user': 'analyst_eve', 'x-sandbox-id': GROUPING }),
+    status: 403,
+    field: `sandbox "${GROUPING}"`,
+    received: 'sandbox "analysts"',
+  },
+  {
+    route: 'headers',
+    name: 'x-sandbox-id of another user group',
+    ...search({ 'x-user': 'analyst_eve', 'x-sandbox-id': 'dashboards' }),
+    status: 403,
+    field: 'userPattern ["dash_*"]',
+    received: 'user "analyst_eve"',
+  },
+  {
+    route: 'headers',
+    name: 'x-sandbox-id without a user',
+    ...search({ 'x-sandbox-id': 'dashboards' }),
+    status: 403,
+    field: 'userPattern ["dash_*"]',
+    received: 'the request has no user',
+  },
+  {
+    route: 'headers',
+    name: 'x-sandbox-id sent twice',
+    ...search({ 'x-user': 'dash_ops', 'x-sandbox-id': ['dashboards', 'ghost'] }),
+    status: 400,
+    field: 'header [x-sandbox-id]',
+    received: '["dashboards","ghost"]',
+  },
+  {
+    route: 'headers',
+    name: 'workloadGroupId sent twice',
+    ...search({ 'x-user': 'dash_ops', workloadGroupId: ['dashboards', 'dashboards'] }),
+    status: 400,
+    field: 'header [workloadgroupid]',
+    received: '["dashboards","dashboards"]',
+  },
+  {
+    route: 'headers',
+    name: 'x-sandbox-id of a missing sandbox',
+    ...search({ 'x-user': 'dash_ops', 'x-sandbox-id': 'ghost' }),
+    status: 403,
+    field: 'sandbox "ghost"',
+    received: 'does not exist',
+  },
+  {
+    route: 'headers',
+    name: 'x-sandbox-id empty',
+    ...search({ 'x-user': 'dash_ops', 'x-sandbox-id': '' }),
+    status: 403,
+    field: 'sandbox ""',
+    received: 'does not exist',
+  },
   // Not entity tags: 400. Tags that can never match (weak ones, ones that are not versions): 409.
   ...(
     [
@@ -202,19 +453,39 @@ const HEADERS: BadInput[] = [
       [',', 400],
       ['**', 400],
     ] as const
-  ).map(([ifMatch, status]): BadInput => ({
+  ).map(
+    ([ifMatch, status]): BadInput => ({
+      route: 'headers',
+      name: `If-Match ${ifMatch}`,
+      method: 'PUT',
+      url: '/_sandbox/dashboards',
+      body: { priority: 21 },
+      headers: { 'if-match': ifMatch },
+      status,
+      field: 'If-Match',
+      received: JSON.stringify(ifMatch),
+    }),
+  ),
+  {
     route: 'headers',
-    name: `If-Match ${ifMatch}`,
-    method: 'PUT',
+    name: 'If-Match on a delete, weak',
+    method: 'DELETE',
     url: '/_sandbox/dashboards',
-    body: { priority: 21 },
-    headers: { 'if-match': ifMatch },
-    status,
+    headers: { 'if-match': 'W/"1"' },
+    status: 409,
     field: 'If-Match',
-    received: JSON.stringify(ifMatch),
-  })),
-  { route: 'headers', name: 'If-Match on a delete, weak', method: 'DELETE', url: '/_sandbox/dashboards', headers: { 'if-match': 'W/"1"' }, status: 409, field: 'If-Match', received: '"W/\\"1\\""' },
-  { route: 'headers', name: 'If-Match on a delete, unquoted', method: 'DELETE', url: '/_sandbox/dashboards', headers: { 'if-match': '1' }, status: 400, field: 'If-Match', received: '"1"' },
+    received: '"W/\\"1\\""',
+  },
+  {
+    route: 'headers',
+    name: 'If-Match on a delete, unquoted',
+    method: 'DELETE',
+    url: '/_sandbox/dashboards',
+    headers: { 'if-match': '1' },
+    status: 400,
+    field: 'If-Match',
+    received: '"1"',
+  },
 ];
 // ---------------------------------------------------------------------------------------------------
 // query priority
@@ -229,8 +500,16 @@ const QUERY_PRIORITY: BadInput[] = (
     [{ priorities: 'x' }, 'priorities', '"x"'],
     [{ priorities: [{ priority: 'hi' }] }, 'priorities[0].priority', '"hi"'],
     [{ priorities: [{ priority: 1, query_attributes: {} }] }, 'priorities[0].query_attributes', '{}'],
-    [{ priorities: [{ priority: 1, query_attributes: [{ regex: '(' }] }] }, 'priorities[0].query_attributes[0].regex', '"("'],
-    [{ priorities: [{ priority: 1, query_attributes: [{ time_window: { start: 'soon' } }] }] }, 'time_window.start', '"soon"'],
+    [
+      { priorities: [{ priority: 1, query_attributes: [{ regex: '(' }] }] },
+      'priorities[0].query_attributes[0].regex',
+      '"("',
+    ],
+    [
+      { priorities: [{ priority: 1, query_attributes: [{ time_window: { start: 'soon' } }] }] },
+      'time_window.start',
+      '"soon"',
+    ],
     [{ priorities: [{ priority: 1, query_attributes: [{ time_window: {} }] }] }, 'time_window', '{}'],
     [{ priorities: [{ priority: 1, reserved_workers: 5 }] }, 'priorities', 'reserved'],
     [{ priorities: [{ priority: 1, query_attributes: [{ colour: 'red' }] }] }, 'colour', '"red"'],
@@ -266,23 +545,29 @@ const INDEX: BadInput[] = [
       ['a%2Fb', 'must not contain the following characters'],
       ['x'.repeat(256), 'too long'],
     ] as const
-  ).map(([name, rule]): BadInput => ({
-    route: 'index',
-    name: `PUT an index named ${name.slice(0, 20)}`,
-    method: 'PUT',
-    url: `/${name}`,
-    body: {},
-    status: 400,
-    field: 'index',
-    received: rule,
-  })),
+  ).map(
+    ([name, rule]): BadInput => ({
+      route: 'index',
+      name: `PUT an index named ${name.slice(0, 20)}`,
+      method: 'PUT',
+      url: `/${name}`,
+      body: {},
+      status: 400,
+      field: 'index',
+      received: rule,
+    }),
+  ),
   ...(
     [
       [{ settings: { number_of_shards: 0 } }, 'settings.index.number_of_shards', '0'],
       [{ settings: { number_of_shards: 'two' } }, 'settings.index.number_of_shards', '"two"'],
       [{ settings: { number_of_shards: 2000 } }, 'settings.index.number_of_shards', '2000'],
       [{ settings: { number_of_replicas: -1 } }, 'settings.index.number_of_replicas', '-1'],
-      [{ settings: { index: { number_of_shards: 3, number_of_routing_shards: 10 } } }, 'number_of_routing_shards', '10'],
+      [
+        { settings: { index: { number_of_shards: 3, number_of_routing_shards: 10 } } },
+        'number_of_routing_shards',
+        '10',
+      ],
       [{ settings: { 'bulk_routing.mode': 'fast' } }, 'settings.index.bulk_routing.mode', '"fast"'],
       [{ settings: { bulk_routing: { enabled: 'yes' } } }, 'settings.index.bulk_routing.enabled', '"yes"'],
       [{ settings: { refresh_interval: '5' } }, 'settings.index.refresh_interval', '"5"'],
@@ -293,28 +578,133 @@ const INDEX: BadInput[] = [
       [{ mappings: 'x' }, 'mappings', '"x"'],
       ['{"settings":{"number_of_shards":1e400}}', 'settings.number_of_shards', '1e400'],
     ] as const
-  ).map(([body, field, received], i): BadInput => ({
+  ).map(
+    ([body, field, received], i): BadInput => ({
+      route: 'index',
+      name: `PUT /v${i} ${JSON.stringify(body)}`.slice(0, 90),
+      method: 'PUT',
+      url: `/v${i}`,
+      body,
+      status: 400,
+      field,
+      received,
+    }),
+  ),
+  {
     route: 'index',
-    name: `PUT /v${i} ${JSON.stringify(body)}`.slice(0, 90),
+    name: 'PUT a corpus index name',
     method: 'PUT',
-    url: `/v${i}`,
-    body,
+    url: '/spam-1',
+    body: {},
     status: 400,
-    field,
-    received,
-  })),
-  { route: 'index', name: 'PUT a corpus index name', method: 'PUT', url: '/spam-1', body: {}, status: 400, field: 'index', received: 'spam-1' },
-  { route: 'index', name: 'PUT an index that exists', method: 'PUT', url: '/logs', body: {}, status: 400, field: 'index', received: 'logs' },
-  { route: 'index', name: 'DELETE a missing index', method: 'DELETE', url: '/nope', status: 404, field: 'index', received: 'nope' },
-  { route: 'index', name: 'DELETE with a wildcard', method: 'DELETE', url: '/lo*', status: 400, field: 'index', received: '"lo*"' },
-  { route: 'index', name: 'DELETE a corpus index', method: 'DELETE', url: '/spam-1', status: 403, field: 'index', received: 'spam-1' },
-  { route: 'index', name: 'DELETE _all', method: 'DELETE', url: '/_all', status: 400, field: 'index', received: '_all' },
-  { route: 'index', name: 'PUT a static setting on an open index', method: 'PUT', url: '/logs/_settings', body: { index: { number_of_shards: 4 } }, status: 400, field: 'number_of_shards', received: '4' },
-  { route: 'index', name: 'PUT settings of a corpus index', method: 'PUT', url: '/spam-2/_settings', body: { refresh_interval: '1s' }, status: 403, field: 'index', received: 'spam-2' },
-  { route: 'index', name: 'PUT settings that are not an object', method: 'PUT', url: '/logs/_settings', body: [1], status: 400, field: 'body', received: '[1]' },
-  { route: 'index', name: 'PUT an unknown setting', method: 'PUT', url: '/logs/_settings', body: { index: { frob: 1 } }, status: 400, field: 'index.frob', received: 'frob' },
-  { route: 'index', name: 'PUT a bad refresh interval', method: 'PUT', url: '/logs/_settings', body: { index: { refresh_interval: 'often' } }, status: 400, field: 'refresh_interval', received: '"often"' },
-  { route: 'index', name: 'GET settings of a missing index', method: 'GET', url: '/nope/_settings', status: 404, field: 'index', received: 'nope' },
+    field: 'index',
+    received: 'spam-1',
+  },
+  {
+    route: 'index',
+    name: 'PUT an index that exists',
+    method: 'PUT',
+    url: '/logs',
+    body: {},
+    status: 400,
+    field: 'index',
+    received: 'logs',
+  },
+  {
+    route: 'index',
+    name: 'DELETE a missing index',
+    method: 'DELETE',
+    url: '/nope',
+    status: 404,
+    field: 'index',
+    received: 'nope',
+  },
+  {
+    route: 'index',
+    name: 'DELETE with a wildcard',
+    method: 'DELETE',
+    url: '/lo*',
+    status: 400,
+    field: 'index',
+    received: '"lo*"',
+  },
+  {
+    route: 'index',
+    name: 'DELETE a corpus index',
+    method: 'DELETE',
+    url: '/spam-1',
+    status: 403,
+    field: 'index',
+    received: 'spam-1',
+  },
+  {
+    route: 'index',
+    name: 'DELETE _all',
+    method: 'DELETE',
+    url: '/_all',
+    status: 400,
+    field: 'index',
+    received: '_all',
+  },
+  {
+    route: 'index',
+    name: 'PUT a static setting on an open index',
+    method: 'PUT',
+    url: '/logs/_settings',
+    body: { index: { number_of_shards: 4 } },
+    status: 400,
+    field: 'number_of_shards',
+    received: '4',
+  },
+  {
+    route: 'index',
+    name: 'PUT settings of a corpus index',
+    method: 'PUT',
+    url: '/spam-2/_settings',
+    body: { refresh_interval: '1s' },
+    status: 403,
+    field: 'index',
+    received: 'spam-2',
+  },
+  {
+    route: 'index',
+    name: 'PUT settings that are not an object',
+    method: 'PUT',
+    url: '/logs/_settings',
+    body: [1],
+    status: 400,
+    field: 'body',
+    received: '[1]',
+  },
+  {
+    route: 'index',
+    name: 'PUT an unknown setting',
+    method: 'PUT',
+    url: '/logs/_settings',
+    body: { index: { frob: 1 } },
+    status: 400,
+    field: 'index.frob',
+    received: 'frob',
+  },
+  {
+    route: 'index',
+    name: 'PUT a bad refresh interval',
+    method: 'PUT',
+    url: '/logs/_settings',
+    body: { index: { refresh_interval: 'often' } },
+    status: 400,
+    field: 'refresh_interval',
+    received: '"often"',
+  },
+  {
+    route: 'index',
+    name: 'GET settings of a missing index',
+    method: 'GET',
+    url: '/nope/_settings',
+    status: 404,
+    field: 'index',
+    received: 'nope',
+  },
   ...(
     [
       ['T', 'must be lower cased'],
@@ -326,16 +716,18 @@ const INDEX: BadInput[] = [
       ['a%3Ab', "must not contain ':'"],
       ['-t', "must not start with '-' or '+'"],
     ] as const
-  ).map(([name, rule]): BadInput => ({
-    route: 'index',
-    name: `PUT a template named ${name}`,
-    method: 'PUT',
-    url: `/_index_template/${name}`,
-    body: { index_patterns: ['a*'] },
-    status: 400,
-    field: 'name',
-    received: rule,
-  })),
+  ).map(
+    ([name, rule]): BadInput => ({
+      route: 'index',
+      name: `PUT a template named ${name}`,
+      method: 'PUT',
+      url: `/_index_template/${name}`,
+      body: { index_patterns: ['a*'] },
+      status: 400,
+      field: 'name',
+      received: rule,
+    }),
+  ),
   ...(
     [
       [{ index_patterns: [] }, 'index_patterns', '[]'],
@@ -347,21 +739,65 @@ const INDEX: BadInput[] = [
       [{ index_patterns: ['a*'], colour: 1 }, 'colour', 'colour'],
       [{ index_patterns: ['a*'], template: { settings: { number_of_shards: 0 } } }, 'number_of_shards', '0'],
     ] as const
-  ).map(([body, field, received], i): BadInput => ({
+  ).map(
+    ([body, field, received], i): BadInput => ({
+      route: 'index',
+      name: `PUT /_index_template/t${i} ${JSON.stringify(body)}`.slice(0, 90),
+      method: 'PUT',
+      url: `/_index_template/t${i}`,
+      body,
+      status: 400,
+      field,
+      received,
+    }),
+  ),
+  {
     route: 'index',
-    name: `PUT /_index_template/t${i} ${JSON.stringify(body)}`.slice(0, 90),
+    name: 'PUT a template with create=maybe',
     method: 'PUT',
-    url: `/_index_template/t${i}`,
-    body,
+    url: '/_index_template/tc?create=maybe',
+    body: { index_patterns: ['a*'] },
     status: 400,
-    field,
-    received,
-  })),
-  { route: 'index', name: 'PUT a template with create=maybe', method: 'PUT', url: '/_index_template/tc?create=maybe', body: { index_patterns: ['a*'] }, status: 400, field: 'create', received: '"maybe"' },
-  { route: 'index', name: 'PUT a template that exists with create=true', method: 'PUT', url: '/_index_template/logs-template?create=true', body: { index_patterns: ['logs*'] }, status: 400, field: 'name', received: '"logs-template"' },
-  { route: 'index', name: 'DELETE a missing template', method: 'DELETE', url: '/_index_template/none', status: 404, field: 'index template', received: 'none' },
-  { route: 'index', name: 'GET a missing template', method: 'GET', url: '/_index_template/none', status: 404, field: 'index template', received: 'none' },
-  { route: 'index', name: 'refresh of a missing index', method: 'POST', url: '/nope/_refresh', status: 404, field: 'index', received: 'nope' },
+    field: 'create',
+    received: '"maybe"',
+  },
+  {
+    route: 'index',
+    name: 'PUT a template that exists with create=true',
+    method: 'PUT',
+    url: '/_index_template/logs-template?create=true',
+    body: { index_patterns: ['logs*'] },
+    status: 400,
+    field: 'name',
+    received: '"logs-template"',
+  },
+  {
+    route: 'index',
+    name: 'DELETE a missing template',
+    method: 'DELETE',
+    url: '/_index_template/none',
+    status: 404,
+    field: 'index template',
+    received: 'none',
+  },
+  {
+    route: 'index',
+    name: 'GET a missing template',
+    method: 'GET',
+    url: '/_index_template/none',
+    status: 404,
+    field: 'index template',
+    received: 'none',
+  },
+  {
+    route: 'index',
+    name: 'refresh of a missing index',
+    method: 'POST',
+    url: '/nope/_refresh',
+    status: 404,
+    field: 'index',
+    received: 'nope',
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------
@@ -392,44 +828,197 @@ const BULK: BadInput[] = [
       ['{"update":{"_index":"logs","_id":"1"}}\n{"doc":{},"colour":1}\n', '[colour]', 'colour'],
       ['[1]\n{}\n', 'line [1]', 'START_ARRAY'],
     ] as const
-  ).map(([body, field, received], i): BadInput => ({
+  ).map(
+    ([body, field, received], i): BadInput => ({
+      route: 'bulk',
+      name: `bulk ${i + 1}: ${JSON.stringify(body).slice(0, 70)}`,
+      method: 'POST',
+      url: '/_bulk',
+      body,
+      headers: { 'content-type': 'application/x-ndjson' },
+      status: 400,
+      field,
+      received,
+    }),
+  ),
+  {
     route: 'bulk',
-    name: `bulk ${i + 1}: ${JSON.stringify(body).slice(0, 70)}`,
+    name: 'refresh=maybe',
+    method: 'POST',
+    url: '/_bulk?refresh=maybe',
+    body: ndjson({ index: { _index: 'logs' } }, {}),
+    status: 400,
+    field: 'refresh',
+    received: '"maybe"',
+  },
+  {
+    route: 'bulk',
+    name: 'an unknown URL parameter',
+    method: 'POST',
+    url: '/_bulk?pipeline=p',
+    body: ndjson({ index: { _index: 'logs' } }, {}),
+    status: 400,
+    field: 'url parameter [pipeline]',
+    received: '"p"',
+  },
+  {
+    route: 'bulk',
+    name: 'routing given twice',
+    method: 'POST',
+    url: '/_bulk?routing=a&routing=b',
+    body: ndjson({ index: { _index: 'logs' } }, {}),
+    status: 400,
+    field: 'routing',
+    received: '["a","b"]',
+  },
+  {
+    route: 'bulk',
+    name: 'a body over the size limit',
     method: 'POST',
     url: '/_bulk',
-    body,
-    headers: { 'content-type': 'application/x-ndjson' },
-    status: 400,
-    field,
-    received,
-  })),
-  { route: 'bulk', name: 'refresh=maybe', method: 'POST', url: '/_bulk?refresh=maybe', body: ndjson({ index: { _index: 'logs' } }, {}), status: 400, field: 'refresh', received: '"maybe"' },
-  { route: 'bulk', name: 'an unknown URL parameter', method: 'POST', url: '/_bulk?pipeline=p', body: ndjson({ index: { _index: 'logs' } }, {}), status: 400, field: 'url parameter [pipeline]', received: '"p"' },
-  { route: 'bulk', name: 'routing given twice', method: 'POST', url: '/_bulk?routing=a&routing=b', body: ndjson({ index: { _index: 'logs' } }, {}), status: 400, field: 'routing', received: '["a","b"]' },
-  { route: 'bulk', name: 'a body over the size limit', method: 'POST', url: '/_bulk', body: TOO_LARGE, status: 413, field: 'body is larger than the limit of 65536 bytes for POST /_bulk', received: `received ${Buffer.byteLength(TOO_LARGE)} bytes` },
+    body: TOO_LARGE,
+    status: 413,
+    field: 'body is larger than the limit of 65536 bytes for POST /_bulk',
+    received: `received ${Buffer.byteLength(TOO_LARGE)} bytes`,
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------
 // documents and _cat
 const DOCUMENTS: BadInput[] = [
-  { route: 'document', name: 'GET from a missing index', method: 'GET', url: '/nope/_doc/1', status: 404, field: 'index', received: 'nope' },
-  { route: 'document', name: 'GET with an unknown URL parameter', method: 'GET', url: '/logs/_doc/1?frobnicate=false', status: 400, field: 'url parameter [frobnicate]', received: '"false"' },
-  { route: 'document', name: 'GET with routing given twice', method: 'GET', url: '/logs/_doc/1?routing=a&routing=b', status: 400, field: 'routing', received: '["a","b"]' },
-  { route: 'document', name: 'GET from a corpus index', method: 'GET', url: '/spam-1/_doc/1', status: 404, field: 'index', received: 'spam-1' },
-  { route: 'document', name: 'GET with a wildcard index', method: 'GET', url: '/lo*/_doc/1', status: 404, field: 'index', received: 'lo*' },
-  { route: 'document', name: 'PUT with _id inside the document', method: 'PUT', url: '/logs/_doc/m1', body: { _id: 'other', a: 1 }, status: 400, field: 'field [_id] is a metadata field', received: '"other"' },
-  { route: 'document', name: 'PUT with a timeout past a 64-bit amount', method: 'PUT', url: '/logs/_doc/m2?timeout=99999999999999999999d', body: { a: 1 }, status: 400, field: 'timeout', received: '"99999999999999999999d"' },
+  {
+    route: 'document',
+    name: 'GET from a missing index',
+    method: 'GET',
+    url: '/nope/_doc/1',
+    status: 404,
+    field: 'index',
+    received: 'nope',
+  },
+  {
+    route: 'document',
+    name: 'GET with an unknown URL parameter',
+    method: 'GET',
+    url: '/logs/_doc/1?frobnicate=false',
+    status: 400,
+    field: 'url parameter [frobnicate]',
+    received: '"false"',
+  },
+  {
+    route: 'document',
+    name: 'GET with routing given twice',
+    method: 'GET',
+    url: '/logs/_doc/1?routing=a&routing=b',
+    status: 400,
+    field: 'routing',
+    received: '["a","b"]',
+  },
+  {
+    route: 'document',
+    name: 'GET from a corpus index',
+    method: 'GET',
+    url: '/spam-1/_doc/1',
+    status: 404,
+    field: 'index',
+    received: 'spam-1',
+  },
+  {
+    route: 'document',
+    name: 'GET with a wildcard index',
+    method: 'GET',
+    url: '/lo*/_doc/1',
+    status: 404,
+    field: 'index',
+    received: 'lo*',
+  },
+  {
+    route: 'document',
+    name: 'PUT with _id inside the document',
+    method: 'PUT',
+    url: '/logs/_doc/m1',
+    body: { _id: 'other', a: 1 },
+    status: 400,
+    field: 'field [_id] is a metadata field',
+    received: '"other"',
+  },
+  {
+    route: 'document',
+    name: 'PUT with a timeout past a 64-bit amount',
+    method: 'PUT',
+    url: '/logs/_doc/m2?timeout=99999999999999999999d',
+    body: { a: 1 },
+    status: 400,
+    field: 'timeout',
+    received: '"99999999999999999999d"',
+  },
 ];
 const CAT: BadInput[] = [
-  { route: 'cat', name: 'format=yaml', method: 'GET', url: '/_cat/shards?format=yaml', status: 400, field: 'format', received: '"yaml"' },
-  { route: 'cat', name: 'format=xml for an index', method: 'GET', url: '/_cat/shards/logs?format=xml', status: 400, field: 'format', received: '"xml"' },
-  { route: 'cat', name: 'an unknown parameter', method: 'GET', url: '/_cat/shards?h=index', status: 400, field: 'url parameter [h]', received: '"index"' },
-  { route: 'cat', name: 'a missing index', method: 'GET', url: '/_cat/shards/nope', status: 404, field: 'index', received: 'nope' },
-  { route: 'cat', name: 'format given twice', method: 'GET', url: '/_cat/shards?format=json&format=text', status: 400, field: 'format', received: '["json","text"]' },
+  {
+    route: 'cat',
+    name: 'format=yaml',
+    method: 'GET',
+    url: '/_cat/shards?format=yaml',
+    status: 400,
+    field: 'format',
+    received: '"yaml"',
+  },
+  {
+    route: 'cat',
+    name: 'format=xml for an index',
+    method: 'GET',
+    url: '/_cat/shards/logs?format=xml',
+    status: 400,
+    field: 'format',
+    received: '"xml"',
+  },
+  {
+    route: 'cat',
+    name: 'an unknown parameter',
+    method: 'GET',
+    url: '/_cat/shards?h=index',
+    status: 400,
+    field: 'url parameter [h]',
+    received: '"index"',
+  },
+  {
+    route: 'cat',
+    name: 'a missing index',
+    method: 'GET',
+    url: '/_cat/shards/nope',
+    status: 404,
+    field: 'index',
+    received: 'nope',
+  },
+  {
+    route: 'cat',
+    name: 'format given twice',
+    method: 'GET',
+    url: '/_cat/shards?format=json&format=text',
+    status: 400,
+    field: 'format',
+    received: '["json","text"]',
+  },
 ];
 const OTHER: BadInput[] = [
-  { route: 'other', name: 'pretty on node stats with another parameter', method: 'GET', url: '/_nodes/stats?pretty&level=shards', status: 400, field: 'url parameter [level]', received: '"shards"' },
-  { route: 'other', name: 'an unknown route', method: 'POST', url: '/_frobnicate', body: {}, status: 404, field: 'POST', received: '/_frobnicate' },
+  {
+    route: 'other',
+    name: 'pretty on node stats with another parameter',
+    method: 'GET',
+    url: '/_nodes/stats?pretty&level=shards',
+    status: 400,
+    field: 'url parameter [level]',
+    received: '"shards"',
+  },
+  {
+    route: 'other',
+    name: 'an unknown route',
+    method: 'POST',
+    url: '/_frobnicate',
+    body: {},
+    status: 404,
+    field: 'POST',
+    received: '/_frobnicate',
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------
@@ -456,12 +1045,41 @@ const WRITE_ROUTES: ReadonlyArray<readonly [Method, string, unknown, 'admin' | '
 const AUTH: BadInput[] = WRITE_ROUTES.flatMap(([method, url, body, role]): BadInput[] => {
   const base = { route: 'auth', method, url, ...(body === undefined ? {} : { body }) };
   const cases: BadInput[] = [
-    { ...base, name: `${method} ${url} without a token`, as: 'none', status: 401, field: 'Authorization', received: 'received nothing' },
-    { ...base, name: `${method} ${url} with a wrong token`, as: 'wrong', status: 403, field: 'Authorization', received: 'received a wrong token (28 characters)' },
-    { ...base, name: `${method} ${url} with a malformed header`, as: 'none', headers: { authorization: `Token ${ADMIN}` }, status: 401, field: 'Authorization', received: 'with scheme "Token"' },
+    {
+      ...base,
+      name: `${method} ${url} without a token`,
+      as: 'none',
+      status: 401,
+      field: 'Authorization',
+      received: 'received nothing',
+    },
+    {
+      ...base,
+      name: `${method} ${url} with a wrong token`,
+      as: 'wrong',
+      status: 403,
+      field: 'Authorization',
+      received: 'received a wrong token (28 characters)',
+    },
+    {
+      ...base,
+      name: `${method} ${url} with a malformed header`,
+      as: 'none',
+      headers: { authorization: `Token ${ADMIN}` },
+      status: 401,
+      field: 'Authorization',
+      received: 'with scheme "Token"',
+    },
   ];
   if (role === 'admin') {
-    cases.push({ ...base, name: `${method} ${url} with the writer token`, as: 'writer', status: 403, field: 'Authorization', received: 'received the writer token' });
+    cases.push({
+      ...base,
+      name: `${method} ${url} with the writer token`,
+      as: 'writer',
+      status: 403,
+      field: 'Authorization',
+      received: 'received the writer token',
+    });
   }
   return cases;
 });
@@ -495,21 +1113,37 @@ interface Answer {
 }
 
 /** One request over a fresh connection (node:http, so URLs go out exactly as written). */
-function send(method: Method, url: string, headers: Record<string, string | readonly string[]>, body: string | undefined): Promise<Answer> {
+function send(
+  method: Method,
+  url: string,
+  headers: Record<string, string | readonly string[]>,
+  body: string | undefined,
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const request = http.request(
-      { host: '127.0.0.1', port, method, path: url, headers: { ...headers, connection: 'close' }, agent: false },
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path: url,
+        headers: { ...headers, connection: 'close' },
+        agent: false,
+      },
       (response) => {
         let text = '';
         response.setEncoding('utf8');
         response.on('data', (chunk: string) => {
           text += chunk;
         });
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, text }));
+        response.on('end', () =>
+          resolve({ status: response.statusCode ?? 0, headers: response.headers, text }),
+        );
         response.on('error', reject);
       },
     );
-    request.setTimeout(CASE_TIMEOUT_MS, () => request.destroy(Object.assign(new Error('hang'), { code: 'HANG' })));
+    request.setTimeout(CASE_TIMEOUT_MS, () =>
+      request.destroy(Object.assign(new Error('hang'), { code: 'HANG' })),
+    );
     request.on('error', reject);
     request.end(body);
   });
@@ -559,16 +1193,30 @@ afterAll(async () => {
 describe('the bad-input table', () => {
   it('has at least 150 distinct cases over every route family', () => {
     expect(CASES.length).toBeGreaterThanOrEqual(150);
-    const keys = CASES.map((c) => `${c.method} ${c.url} ${JSON.stringify(c.body)} ${JSON.stringify(c.headers)} ${c.as}`);
+    const keys = CASES.map(
+      (c) => `${c.method} ${c.url} ${JSON.stringify(c.body)} ${JSON.stringify(c.headers)} ${c.as}`,
+    );
     expect(new Set(keys).size).toBe(keys.length);
     expect(new Set(CASES.map((c) => c.route))).toEqual(
-      new Set(['search', 'sandbox', 'headers', 'query-priority', 'index', 'bulk', 'document', 'cat', 'other', 'auth']),
+      new Set([
+        'search',
+        'sandbox',
+        'headers',
+        'query-priority',
+        'index',
+        'bulk',
+        'document',
+        'cat',
+        'other',
+        'auth',
+      ]),
     );
   });
 
   it.each(CASES.map((c) => [`${c.route}: ${c.name}`, c] as const))('%s', async (_label, c) => {
     const token = TOKENS[c.as ?? 'admin'];
-    const body = c.body === undefined ? undefined : typeof c.body === 'string' ? c.body : JSON.stringify(c.body);
+    const body =
+      c.body === undefined ? undefined : typeof c.body === 'string' ? c.body : JSON.stringify(c.body);
     const headers: Record<string, string | readonly string[]> = {
       ...(body === undefined ? {} : { 'content-type': 'application/json' }),
       ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
@@ -598,7 +1246,8 @@ describe('the bad-input table', () => {
       json = undefined;
     }
     const reason = json?.error?.reason ?? '';
-    if (process.env['DEBUG_BAD']) console.log('CASE', c.name, answer.status, reason || answer.text.slice(0, 200));
+    if (process.env['DEBUG_BAD'])
+      console.log('CASE', c.name, answer.status, reason || answer.text.slice(0, 200));
     expect({ status: answer.status, reason }).toMatchObject({ status: c.status });
     expect(json?.status).toBe(c.status);
     expect(reason, 'the message names the field').toContain(field);
@@ -610,14 +1259,26 @@ describe('the bad-input table', () => {
     const body = '{}';
     const json = { 'content-type': 'application/json' };
     const completions = async (id: string): Promise<number> =>
-      (Object.values(JSON.parse((await send('GET', '/_sandbox/_stats', {}, undefined)).text))[0] as {
-        sandboxes: Record<string, { total_completions: number }>;
-      }).sandboxes[id]!.total_completions;
+      (
+        Object.values(JSON.parse((await send('GET', '/_sandbox/_stats', {}, undefined)).text))[0] as {
+          sandboxes: Record<string, { total_completions: number }>;
+        }
+      ).sandboxes[id]!.total_completions;
     const [dashboards, root] = [await completions('dashboards'), await completions('_root')];
-    const readme = await send('POST', '/spam-1/_search', { ...json, 'x-user': 'dash_ops', 'x-sandbox-id': 'dashboards' }, body);
+    const readme = await send(
+      'POST',
+      '/spam-1/_search',
+      { ...json, 'x-user': 'dash_ops', 'x-sandbox-id': 'dashboards' },
+      body,
+    );
     expect(readme.status).toBe(200);
     expect(await completions('dashboards')).toBe(dashboards + 1);
-    const own = await send('POST', '/spam-1/_search', { ...json, 'x-user': 'alice', 'x-sandbox-id': '_root' }, body);
+    const own = await send(
+      'POST',
+      '/spam-1/_search',
+      { ...json, 'x-user': 'alice', 'x-sandbox-id': '_root' },
+      body,
+    );
     expect(own.status).toBe(200);
     expect(await completions('_root')).toBe(root + 1);
   });

@@ -100,7 +100,14 @@ describe('HTTP clients that go away (over real HTTP)', () => {
     const one = () =>
       new Promise<number>((resolve, reject) => {
         const request = http.request(
-          { host: '127.0.0.1', port, method: 'POST', path: '/alpha/_search', headers: { 'content-type': 'application/json' }, agent },
+          {
+            host: '127.0.0.1',
+            port,
+            method: 'POST',
+            path: '/alpha/_search',
+            headers: { 'content-type': 'application/json' },
+            agent,
+          },
           (response) => {
             response.resume();
             response.on('end', () => resolve(response.statusCode ?? 0));
@@ -123,9 +130,17 @@ describe('HTTP clients that go away (over real HTTP)', () => {
     expect(bad.json().error.reason).toMatch(/^timeout must be a time value/);
     const busy = send({ sleepMs: 600 });
     await until(() => runtime.nodeStats().running === 1);
-    const r = await app.inject({ method: 'POST', url: '/alpha/_search?timeout=100ms', payload: '{"echo":"late"}' });
+    const r = await app.inject({
+      method: 'POST',
+      url: '/alpha/_search?timeout=100ms',
+      payload: '{"echo":"late"}',
+    });
     expect(r.statusCode).toBe(429);
-    expect(r.json().error).toMatchObject({ type: 'rejected_execution_exception', rejection_reason: 'queue_wait', code: 'QS_REJECTED' });
+    expect(r.json().error).toMatchObject({
+      type: 'rejected_execution_exception',
+      rejection_reason: 'queue_wait',
+      code: 'QS_REJECTED',
+    });
     expect(r.json().error.reason).toContain("past its bound of 100 ms (the request's timeout)");
     await busy.answer;
   });

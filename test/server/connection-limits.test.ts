@@ -69,14 +69,18 @@ describe('connection hygiene', () => {
   it('closes a stalled body with 408 within the request time-out (Content-Length 100, then 2 bytes)', async () => {
     const port = await serve({ headersTimeoutMs: HEADERS_MS, requestTimeoutMs: REQUEST_MS });
     const r = await exchange(port, 'POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n', 'ab');
-    console.log(`stalled body: closed ${r.closedAfterMs.toFixed(0)} ms after its last byte (request time-out ${REQUEST_MS} ms, checked every ${checkingIntervalMs(resolveConnectionLimits({ headersTimeoutMs: HEADERS_MS, requestTimeoutMs: REQUEST_MS }))} ms)`);
+    console.log(
+      `stalled body: closed ${r.closedAfterMs.toFixed(0)} ms after its last byte (request time-out ${REQUEST_MS} ms, checked every ${checkingIntervalMs(resolveConnectionLimits({ headersTimeoutMs: HEADERS_MS, requestTimeoutMs: REQUEST_MS }))} ms)`,
+    );
     expect(statusOf(r.text)).toBe(408);
     expect(r.text.toLowerCase()).toContain('connection: close');
     expect(bodyOf(r.text)).toMatchObject({
       status: 408,
       error: { type: 'request_timeout_exception', code: 'QS_REQUEST_TIMEOUT' },
     });
-    expect(bodyOf(r.text).error.reason).toContain(`whole request within ${REQUEST_MS} ms (--request-timeout-ms)`);
+    expect(bodyOf(r.text).error.reason).toContain(
+      `whole request within ${REQUEST_MS} ms (--request-timeout-ms)`,
+    );
     expect(r.closedAfterMs).toBeGreaterThanOrEqual(REQUEST_MS - 50);
     expect(r.closedAfterMs).toBeLessThan(REQUEST_MS + 150 + SLACK_MS);
   });
@@ -84,7 +88,9 @@ describe('connection hygiene', () => {
   it('closes stalled headers with 408 within the headers time-out', async () => {
     const port = await serve({ headersTimeoutMs: HEADERS_MS, requestTimeoutMs: REQUEST_MS });
     const r = await exchange(port, 'POST /echo HTTP/1.1\r\nHost: x\r\nContent-Le');
-    console.log(`stalled headers: closed ${r.closedAfterMs.toFixed(0)} ms after the last byte (headers time-out ${HEADERS_MS} ms)`);
+    console.log(
+      `stalled headers: closed ${r.closedAfterMs.toFixed(0)} ms after the last byte (headers time-out ${HEADERS_MS} ms)`,
+    );
     expect(statusOf(r.text)).toBe(408);
     expect(bodyOf(r.text).error.reason).toContain(`headers within ${HEADERS_MS} ms (--headers-timeout-ms)`);
     expect(r.closedAfterMs).toBeGreaterThanOrEqual(HEADERS_MS - 50);
@@ -148,7 +154,10 @@ describe('connection hygiene', () => {
   it.each([
     [{ headersTimeoutMs: 0 }, 'headersTimeoutMs must be an integer in 1..3600000; received 0'],
     [{ requestTimeoutMs: 1.5 }, 'requestTimeoutMs must be an integer in 1..3600000; received 1.5'],
-    [{ headersTimeoutMs: 500, requestTimeoutMs: 100 }, 'requestTimeoutMs must be at least headersTimeoutMs (500): the headers are part of the request; received 100'],
+    [
+      { headersTimeoutMs: 500, requestTimeoutMs: 100 },
+      'requestTimeoutMs must be at least headersTimeoutMs (500): the headers are part of the request; received 100',
+    ],
     [{ maxConnections: 0 }, 'maxConnections must be an integer in 1..1000000; received 0'],
   ])('refuses the limits %j, naming the option and the value', (limits, message) => {
     expect(() => resolveConnectionLimits(limits)).toThrow(message);

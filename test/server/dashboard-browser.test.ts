@@ -18,7 +18,12 @@ import { RuntimeFeed } from '../../src/observability/runtime-feed.js';
 import { createRuntime, type Runtime } from '../../src/runtime.js';
 import { buildCoordinatorServer } from '../../src/server/coordinator-server.js';
 import { buildHttpServer } from '../../src/server/http-server.js';
-import { FAKE_INDICES, FAKE_SHARDS, type FakeDataNode, startFakeDataNode } from '../cluster/fake-data-node.js';
+import {
+  FAKE_INDICES,
+  FAKE_SHARDS,
+  type FakeDataNode,
+  startFakeDataNode,
+} from '../cluster/fake-data-node.js';
 
 export const CHROMIUM = '/usr/bin/chromium';
 /** The flags this machine needs (see the machine notes): no sandbox as root, no network chatter. */
@@ -135,7 +140,8 @@ describe.skipIf(!haveChromium && process.env['CI'] === undefined)('dashboard in 
       }
       const before = await pointsOf(page, 'cpu:analysts');
       await page.waitForFunction(
-        (n) => Number(document.querySelector('[data-chart="cpu:analysts"]')?.getAttribute('data-points')) >= n + 2,
+        (n) =>
+          Number(document.querySelector('[data-chart="cpu:analysts"]')?.getAttribute('data-points')) >= n + 2,
         before,
         { timeout: 10_000 },
       );
@@ -160,7 +166,12 @@ describe.skipIf(!haveChromium && process.env['CI'] === undefined)('dashboard in 
     let base: string;
     beforeAll(async () => {
       const ids = ['n1', 'n2'];
-      const layout = assignShardCopies({ indices: FAKE_INDICES, shardsPerIndex: FAKE_SHARDS, nodeIds: ids, replicas: 1 });
+      const layout = assignShardCopies({
+        indices: FAKE_INDICES,
+        shardsPerIndex: FAKE_SHARDS,
+        nodeIds: ids,
+        replicas: 1,
+      });
       nodes = await Promise.all(ids.map((id) => startFakeDataNode(id, copiesHeldBy(layout, id))));
       for (const n of nodes) n.usage = { cpu: 0.3, heap: 0.2 };
       const coordinator = await Coordinator.start({
@@ -182,7 +193,12 @@ describe.skipIf(!haveChromium && process.env['CI'] === undefined)('dashboard in 
     it('lists the data nodes with their stats and charts, without console errors', async () => {
       const page = await browser.context.newPage();
       const errors = collectErrors(page);
-      for (let i = 0; i < 5; i++) await fetch(`${base}/_search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).then((r) => r.text());
+      for (let i = 0; i < 5; i++)
+        await fetch(`${base}/_search`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{}',
+        }).then((r) => r.text());
       await page.goto(`${base}/_dashboard`);
       for (const n of nodes) {
         await page.waitForSelector(`[data-node-id="${n.id}"]`, { timeout: 10_000 });
@@ -191,7 +207,8 @@ describe.skipIf(!haveChromium && process.env['CI'] === undefined)('dashboard in 
       }
       const before = await pointsOf(page, 'data-cpu');
       await page.waitForFunction(
-        (n) => Number(document.querySelector('[data-chart="data-cpu"]')?.getAttribute('data-points')) >= n + 1,
+        (n) =>
+          Number(document.querySelector('[data-chart="data-cpu"]')?.getAttribute('data-points')) >= n + 1,
         before,
         { timeout: 10_000 },
       );

@@ -190,25 +190,40 @@ describe('data node routes', () => {
   ];
   const refusals: Array<[string, Record<string, string>, number, RegExp]> = [
     ['no token', {}, 401, /^Authorization is required: .* needs the cluster secret .*; received nothing$/],
-    ['a wrong token', { authorization: 'Bearer not-the-cluster-secret' }, 403, /^Authorization must carry the cluster secret: .*; received a wrong token \(22 characters\)$/],
+    [
+      'a wrong token',
+      { authorization: 'Bearer not-the-cluster-secret' },
+      403,
+      /^Authorization must carry the cluster secret: .*; received a wrong token \(22 characters\)$/,
+    ],
     ['the admin token', { authorization: `Bearer ${ADMIN_TOKEN}` }, 403, /received a client token/],
-    ['another scheme', { authorization: `Basic ${Buffer.from(`a:${SECRET}`).toString('base64')}` }, 401, /^Authorization must read Bearer <token>: .*; received a header of \d+ characters with scheme "Basic"$/],
+    [
+      'another scheme',
+      { authorization: `Basic ${Buffer.from(`a:${SECRET}`).toString('base64')}` },
+      401,
+      /^Authorization must read Bearer <token>: .*; received a header of \d+ characters with scheme "Basic"$/,
+    ],
   ];
   describe.each(routes)('%s %s', (method, url, payload) => {
-    it.each(refusals)('refuses a call with %s, before reading the body, and sends no node stats', async (_what, headers, status, reason) => {
-      const r = await app.inject({ method, url, headers, ...(payload === undefined ? {} : { payload }) });
-      expect(r.statusCode).toBe(status);
-      expect(r.json().error).toMatchObject({ type: 'security_exception' });
-      expect(r.json().error.reason).toMatch(reason);
-      expect(r.json().error.reason).toContain(`${method} ${url}`);
-      expect(r.headers['resource_usage_stats']).toBeUndefined();
-      if (status === 401) expect(r.headers['www-authenticate']).toBe('Bearer realm="query-sandbox"');
-    });
+    it.each(refusals)(
+      'refuses a call with %s, before reading the body, and sends no node stats',
+      async (_what, headers, status, reason) => {
+        const r = await app.inject({ method, url, headers, ...(payload === undefined ? {} : { payload }) });
+        expect(r.statusCode).toBe(status);
+        expect(r.json().error).toMatchObject({ type: 'security_exception' });
+        expect(r.json().error.reason).toMatch(reason);
+        expect(r.json().error.reason).toContain(`${method} ${url}`);
+        expect(r.headers['resource_usage_stats']).toBeUndefined();
+        if (status === 401) expect(r.headers['www-authenticate']).toBe('Bearer realm="query-sandbox"');
+      },
+    );
 
-    it('answers the cluster secret, with this node\'s stats entry', async () => {
+    it("answers the cluster secret, with this node's stats entry", async () => {
       const r = await internal(method, url, payload);
       expect(r.statusCode).toBe(200);
-      expect(parseStatsHeader(r.headers['resource_usage_stats']).entries[0]).toMatchObject({ nodeId: 'data-7' });
+      expect(parseStatsHeader(r.headers['resource_usage_stats']).entries[0]).toMatchObject({
+        nodeId: 'data-7',
+      });
     });
   });
 

@@ -194,7 +194,9 @@ describe('single-document writes', () => {
     const metadata = await call('PUT', '/docs/_doc/x', { _id: 'y', a: 1 });
     expect(metadata.status).toBe(400);
     expect(metadata.json.error).toMatchObject({ type: 'document_parsing_exception' });
-    expect(metadata.json.error.reason).toMatch(/field \[_id\] is a metadata field and cannot be added inside a document/);
+    expect(metadata.json.error.reason).toMatch(
+      /field \[_id\] is a metadata field and cannot be added inside a document/,
+    );
     expect(metadata.json.error.reason).not.toMatch(/bulk line/);
     expect((await call('GET', '/docs/_doc/x')).status).toBe(404);
     const param = await call('PUT', '/docs/_doc/x?version=3', { a: 1 });
@@ -220,13 +222,26 @@ describe('single-document writes', () => {
       ['POST', '/docs/_doc'],
       ['POST', '/docs/_bulk'],
     ] as const) {
-      const r = await app.inject({ method, url, payload: '{"a":1}\n', headers: { 'content-type': 'text/plain' } });
+      const r = await app.inject({
+        method,
+        url,
+        payload: '{"a":1}\n',
+        headers: { 'content-type': 'text/plain' },
+      });
       expect(r.statusCode, `${method} ${url}`).toBe(406);
       expect(r.json()).toEqual({ error: 'Content-Type header [text/plain] is not supported', status: 406 });
     }
     const ndjson = `${JSON.stringify({ index: { _index: 'docs', _id: 'ct' } })}\n${JSON.stringify({ a: 1 })}\n`;
-    for (const type of ['application/x-ndjson', 'application/vnd.elasticsearch+x-ndjson; compatible-with=8']) {
-      const r = await app.inject({ method: 'POST', url: '/_bulk', payload: ndjson, headers: { 'content-type': type } });
+    for (const type of [
+      'application/x-ndjson',
+      'application/vnd.elasticsearch+x-ndjson; compatible-with=8',
+    ]) {
+      const r = await app.inject({
+        method: 'POST',
+        url: '/_bulk',
+        payload: ndjson,
+        headers: { 'content-type': type },
+      });
       expect(r.statusCode, type).toBe(200);
     }
     const put = await app.inject({
@@ -257,7 +272,9 @@ describe('single-document writes', () => {
     expect(longId.json.error.reason).toMatch(/but was: 600 \(document \[docs\]\/\[x{600}\]\)/);
     const cas = await call('PUT', '/docs/_doc/1?if_seq_no=1', { a: 1 });
     expect(cas.status).toBe(400);
-    expect(cas.json.error.reason).toMatch(/ifSeqNo is set, but primary term is \[0\] \(document \[docs\]\/\[1\]\)/);
+    expect(cas.json.error.reason).toMatch(
+      /ifSeqNo is set, but primary term is \[0\] \(document \[docs\]\/\[1\]\)/,
+    );
     const update = await call('POST', '/docs/_update/1', { doc: 'notobj' });
     expect(update.status).toBe(400);
     expect(update.json.error.reason).toMatch(/\(document \[docs\]\/\[1\]\)/);

@@ -26,7 +26,10 @@ describe('singleHeaderValue', () => {
   it('refuses a header sent twice (which Node joins into "a, b") naming the header and both values', () => {
     const twice = raw(['x-sandbox-id', 'a', 'X-SANDBOX-ID', 'b'], { 'x-sandbox-id': 'a, b' });
     expect(() => singleHeaderValue(twice, 'x-sandbox-id')).toThrow(
-      new InvalidArgumentError('header [x-sandbox-id]', 'must be sent once (a request runs in one sandbox)', ['a', 'b']),
+      new InvalidArgumentError('header [x-sandbox-id]', 'must be sent once (a request runs in one sandbox)', [
+        'a',
+        'b',
+      ]),
     );
     expect(() => singleHeaderValue(twice, 'x-sandbox-id')).toThrow(
       'header [x-sandbox-id] must be sent once (a request runs in one sandbox); received ["a","b"]',

@@ -45,8 +45,11 @@ describe('HTTP server', () => {
     await app.ready();
     // fastify's automatic HEAD routes copy their GET's schema; they are not counted.
     const routes = routesWithSchemas(app).filter((r) => !r.startsWith('HEAD '));
-    if (process.env['PRINT_SCHEMA_ROUTES']) console.log(`${routes.length} routes with schemas:\n${routes.join('\n')}`);
-    expect(routes).toEqual(expect.arrayContaining(['GET /_sandbox/_stats', 'GET /_list/wlm_stats', 'PUT /_index_template/:name']));
+    if (process.env['PRINT_SCHEMA_ROUTES'])
+      console.log(`${routes.length} routes with schemas:\n${routes.join('\n')}`);
+    expect(routes).toEqual(
+      expect.arrayContaining(['GET /_sandbox/_stats', 'GET /_list/wlm_stats', 'PUT /_index_template/:name']),
+    );
     expect(routes.length).toBe(EXPECTED_SCHEMA_ROUTES);
   });
 
@@ -74,7 +77,12 @@ describe('HTTP server', () => {
       ['POST', '/alpha/_search'],
       ['POST', '/_search'],
     ] as const) {
-      const r = await app.inject({ method, url, payload: '{"echo":1}', headers: { 'content-type': 'text/plain' } });
+      const r = await app.inject({
+        method,
+        url,
+        payload: '{"echo":1}',
+        headers: { 'content-type': 'text/plain' },
+      });
       expect(r.statusCode, `${method} ${url}`).toBe(406);
       expect(r.json()).toEqual({ error: 'Content-Type header [text/plain] is not supported', status: 406 });
     }
@@ -84,7 +92,10 @@ describe('HTTP server', () => {
       payload: '{}',
       headers: { 'content-type': 'application/cbor; charset=x' },
     });
-    expect(cbor.json()).toEqual({ error: 'Content-Type header [application/cbor; charset=x] is not supported', status: 406 });
+    expect(cbor.json()).toEqual({
+      error: 'Content-Type header [application/cbor; charset=x] is not supported',
+      status: 406,
+    });
   });
 
   it('reads the content types the official clients send', async () => {
@@ -95,7 +106,12 @@ describe('HTTP server', () => {
       'application/vnd.elasticsearch+json; compatible-with=9',
       'Application/JSON',
     ]) {
-      const r = await app.inject({ method: 'POST', url: '/alpha/_search', payload: '{"echo":3}', headers: { 'content-type': type } });
+      const r = await app.inject({
+        method: 'POST',
+        url: '/alpha/_search',
+        payload: '{"echo":3}',
+        headers: { 'content-type': type },
+      });
       expect(r.statusCode, type).toBe(200);
       expect(r.json()).toEqual({ echo: 3, indices: ['alpha'] });
     }
@@ -134,7 +150,9 @@ describe('HTTP server', () => {
   it('refuses URL parameters it does not support rather than ignoring them', async () => {
     const r = await search('/alpha/_search?scroll=1m', '{}');
     expect(r.statusCode).toBe(400);
-    expect(r.json().error.reason).toMatch(/^url parameter \[scroll\] is not supported \(q, df, default_operator, size, from, .*pretty\); received "1m"$/);
+    expect(r.json().error.reason).toMatch(
+      /^url parameter \[scroll\] is not supported \(q, df, default_operator, size, from, .*pretty\); received "1m"$/,
+    );
     expect((await search('/alpha/_search?pretty', '{}')).statusCode).toBe(200);
   });
 
@@ -151,13 +169,17 @@ describe('HTTP server', () => {
   });
 
   it('sends x-elastic-product on every answer, errors and unknown routes included', async () => {
-    for (const [method, url] of [['GET', '/'], ['GET', '/nothing/here'], ['POST', '/alpha/_search?bogus=1']] as const) {
+    for (const [method, url] of [
+      ['GET', '/'],
+      ['GET', '/nothing/here'],
+      ['POST', '/alpha/_search?bogus=1'],
+    ] as const) {
       const r = await app.inject({ method, url });
       expect(r.headers['x-elastic-product']).toBe('Elasticsearch');
     }
   });
 
-  it('answers GET / in Elasticsearch\'s shape, and HEAD / with 200', async () => {
+  it("answers GET / in Elasticsearch's shape, and HEAD / with 200", async () => {
     const r = await app.inject({ method: 'GET', url: '/' });
     expect(r.json()).toMatchObject({
       name: 'node-test',
@@ -173,10 +195,16 @@ describe('HTTP server', () => {
 
   it('answers a route that does not exist with 404 no_handler_found_exception, whatever its parameters', async () => {
     for (const url of ['/idx/_doc/1/extra?refresh=true', '/_nothing/a/b?v&format=json', '/_msearch']) {
-      const r = await app.inject({ method: url === '/_msearch' ? 'POST' : 'DELETE', url, payload: '{}\n{"query":{}}\n' });
+      const r = await app.inject({
+        method: url === '/_msearch' ? 'POST' : 'DELETE',
+        url,
+        payload: '{}\n{"query":{}}\n',
+      });
       expect(r.statusCode).toBe(404);
       expect(r.json().error.type).toBe('no_handler_found_exception');
-      expect(r.json().error.root_cause).toEqual([{ type: 'no_handler_found_exception', reason: r.json().error.reason }]);
+      expect(r.json().error.root_cause).toEqual([
+        { type: 'no_handler_found_exception', reason: r.json().error.reason },
+      ]);
     }
   });
 
@@ -184,7 +212,14 @@ describe('HTTP server', () => {
     const r = await search('/nope/_search', '{}');
     expect(r.statusCode).toBe(404);
     expect(r.json().error).toMatchObject({
-      root_cause: [{ type: 'index_not_found_exception', reason: 'no such index [nope]', index: 'nope', index_uuid: '_na_' }],
+      root_cause: [
+        {
+          type: 'index_not_found_exception',
+          reason: 'no such index [nope]',
+          index: 'nope',
+          index_uuid: '_na_',
+        },
+      ],
       type: 'index_not_found_exception',
       'resource.type': 'index_or_alias',
       'resource.id': 'nope',
@@ -296,8 +331,16 @@ describe('HTTP server', () => {
     expect(node.workers.startup_ms).toHaveLength(4);
     expect(node.workers.spare).toBe(2);
     expect(node.isolation).toBe('weighted');
-    expect(node.gc_threads).toBe(process.execArgv.includes('--single-threaded-gc') ? 'per_isolate' : 'shared');
-    expect(node.lanes.map((l: { name: string; weight: number; weighted: boolean }) => [l.name, l.weight, l.weighted])).toEqual([
+    expect(node.gc_threads).toBe(
+      process.execArgv.includes('--single-threaded-gc') ? 'per_isolate' : 'shared',
+    );
+    expect(
+      node.lanes.map((l: { name: string; weight: number; weighted: boolean }) => [
+        l.name,
+        l.weight,
+        l.weighted,
+      ]),
+    ).toEqual([
       ['foreground', 0, true],
       ['background', 19, true],
     ]);

@@ -60,7 +60,12 @@ describe('observability routes of a node', () => {
     const page = await fetch(`${base}/_dashboard`);
     expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
     const html = await page.text();
-    for (const asset of ['/_dashboard/app.js', '/_dashboard/app.css', '/_dashboard/vendor/uPlot.iife.min.js', '/_dashboard/vendor/uPlot.min.css']) {
+    for (const asset of [
+      '/_dashboard/app.js',
+      '/_dashboard/app.css',
+      '/_dashboard/vendor/uPlot.iife.min.js',
+      '/_dashboard/vendor/uPlot.min.css',
+    ]) {
       expect(html).toContain(asset);
       const r = await fetch(`${base}${asset}`);
       expect(r.status, asset).toBe(200);
@@ -72,7 +77,8 @@ describe('observability routes of a node', () => {
   it('streams a frame a second with every sandbox, latencies of completed tasks and rates', async () => {
     const reading = readFrames(`${base}/_dashboard/stream`, 3);
     await new Promise((r) => setTimeout(r, 200));
-    for (let i = 0; i < 10; i++) await runtime.search({ index: 'alpha', body: { sleepMs: 2 }, user: 'dash_ops' });
+    for (let i = 0; i < 10; i++)
+      await runtime.search({ index: 'alpha', body: { sleepMs: 2 }, user: 'dash_ops' });
     const frames = (await reading) as NodeFrame[];
     expect(frames).toHaveLength(3);
     expect(frames[0]!.kind).toBe('node');

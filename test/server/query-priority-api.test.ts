@@ -72,10 +72,14 @@ describe('query-priority API', () => {
     expect((await put('{}', 'Bearer nope')).statusCode).toBe(403);
     const bad = await put('{"priorities":[{"priority":1,"query_attributes":[{"regex":"(a)\\\\1"}]}]}');
     expect(bad.statusCode).toBe(400);
-    expect(bad.json().error.reason).toContain('body.priorities[0].query_attributes[0].regex must be an RE2 regular expression');
+    expect(bad.json().error.reason).toContain(
+      'body.priorities[0].query_attributes[0].regex must be an RE2 regular expression',
+    );
     const all = await put('{"priorities":[{"priority":1,"reserved_workers":2}]}');
     expect(all.statusCode).toBe(400);
-    expect(all.json().error.reason).toContain("body.priorities must leave at least one of lane [background]'s 2 workers unreserved");
+    expect(all.json().error.reason).toContain(
+      "body.priorities must leave at least one of lane [background]'s 2 workers unreserved",
+    );
     const notJson = await put('{"priorities": [');
     expect(notJson.statusCode).toBe(400);
     // Without the token, the body is not even read: 401/403, never a 400 about the body.

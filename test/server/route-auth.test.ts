@@ -17,7 +17,10 @@ function app(auth: AuthOptions): FastifyInstance {
   const server = createApiServer({ auth, urlParameters: () => ({ names: [], hint: '' }) });
   server.get('/open', async () => ({ ok: 'read' }));
   server.post('/search', { config: { auth: 'read' } }, async () => ({ ok: 'read' }));
-  server.post('/docs', { config: { auth: 'write' } }, async (request) => ({ ok: 'write', body: request.body }));
+  server.post('/docs', { config: { auth: 'write' } }, async (request) => ({
+    ok: 'write',
+    body: request.body,
+  }));
   server.put('/manage', { config: { auth: 'admin' } }, async () => ({ ok: 'admin' }));
   // Declares nothing: a write route added in a hurry must be closed, not open.
   server.post('/undeclared', async () => ({ ok: 'undeclared' }));
@@ -32,8 +35,11 @@ const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 describe('route roles', () => {
   const server = app({ adminToken: ADMIN, writerToken: WRITER, clusterSecret: SECRET });
   afterAll(() => server.close());
-  const call = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, headers: Record<string, string> = {}) =>
-    server.inject({ method, url, headers, ...(method === 'GET' ? {} : { payload: '{"a":1}' }) });
+  const call = (
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    url: string,
+    headers: Record<string, string> = {},
+  ) => server.inject({ method, url, headers, ...(method === 'GET' ? {} : { payload: '{"a":1}' }) });
 
   const table: Array<[string, 'GET' | 'POST' | 'PUT' | 'DELETE', string, Record<string, string>, number]> = [
     ['a GET without a token', 'GET', '/open', {}, 200],
@@ -75,7 +81,12 @@ describe('route roles', () => {
   it('refuses before the body is parsed: a body that is not JSON gets 401, not 400', async () => {
     const r = await server.inject({ method: 'POST', url: '/docs', payload: '{not json' });
     expect(r.statusCode).toBe(401);
-    const authorised = await server.inject({ method: 'POST', url: '/docs', payload: '{not json', headers: bearer(WRITER) });
+    const authorised = await server.inject({
+      method: 'POST',
+      url: '/docs',
+      payload: '{not json',
+      headers: bearer(WRITER),
+    });
     expect(authorised.statusCode).toBe(400);
   });
 
@@ -107,7 +118,9 @@ describe('before the body is read, over a socket', () => {
       text += chunk;
     });
     await new Promise((resolve) => socket.once('connect', resolve));
-    socket.write('POST /docs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n');
+    socket.write(
+      'POST /docs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n',
+    );
     for (let i = 0; i < 200 && !text.includes('}'); i++) await new Promise((r) => setTimeout(r, 10));
     socket.destroy();
     expect(text).toMatch(/^HTTP\/1\.1 401 /);
@@ -120,8 +133,14 @@ describe('without tokens, and with the opt-out', () => {
     const server = app({});
     const r = await server.inject({ method: 'PUT', url: '/manage', headers: bearer(ADMIN) });
     expect(r.statusCode).toBe(401);
-    expect(r.json().error.reason).toMatch(/no token configured: writes are disabled \(QUERY_SANDBOX_ADMIN_TOKEN\)$/);
-    const internal = await server.inject({ method: 'POST', url: '/_internal/thing', headers: bearer(SECRET) });
+    expect(r.json().error.reason).toMatch(
+      /no token configured: writes are disabled \(QUERY_SANDBOX_ADMIN_TOKEN\)$/,
+    );
+    const internal = await server.inject({
+      method: 'POST',
+      url: '/_internal/thing',
+      headers: bearer(SECRET),
+    });
     expect(internal.statusCode).toBe(401);
     expect(internal.json().error.reason).toMatch(/no cluster secret configured/);
     expect((await server.inject({ method: 'GET', url: '/open' })).statusCode).toBe(200);
@@ -158,6 +177,8 @@ describe('routeAuthOf and createTokenCheck', () => {
     expect(check('internal', `Bearer ${SECRET}`, 'GET /_internal/x')).toBe(true);
     expect(check('admin', `Bearer ${ADMIN}`, 'PUT /x')).toBe(false);
     expect(check('read', undefined, 'GET /x')).toBe(false);
-    expect(() => check('admin', `Bearer ${SECRET}`, 'PUT /x')).toThrow(/neither the admin nor the writer token/);
+    expect(() => check('admin', `Bearer ${SECRET}`, 'PUT /x')).toThrow(
+      /neither the admin nor the writer token/,
+    );
   });
 });

@@ -13,13 +13,21 @@ import { WLM_LIST_QUERY_SCHEMA } from '../../src/server/wlm-routes.js';
 
 /** An API server with one echo route per schema: what passes comes back exactly as sent. */
 function serverWith(schemas: Record<string, FastifySchema>): FastifyInstance {
-  const app = createApiServer({ urlParameters: () => ({ names: [], hint: '' }), auth: { insecureSkipAuth: true } });
+  const app = createApiServer({
+    urlParameters: () => ({ names: [], hint: '' }),
+    auth: { insecureSkipAuth: true },
+  });
   for (const [url, schema] of Object.entries(schemas)) {
     app.route({
       method: schema.body === undefined ? ['GET', 'PUT'] : ['PUT'],
       url,
       schema,
-      config: { urlParameters: { names: ['breach', 'from', 'size', 'sort', 'order', 'format', 'refresh', 'create'], hint: '' } },
+      config: {
+        urlParameters: {
+          names: ['breach', 'from', 'size', 'sort', 'order', 'format', 'refresh', 'create'],
+          hint: '',
+        },
+      },
       handler: async (request) => ({ query: request.query, body: request.body ?? null }),
     });
   }
@@ -94,9 +102,12 @@ describe('route schemas', () => {
   });
 
   it('names a body field by its path, and a missing one as required', async () => {
-    const put = (payload: unknown) => app.inject({ method: 'PUT', url: '/body', payload: JSON.stringify(payload) });
+    const put = (payload: unknown) =>
+      app.inject({ method: 'PUT', url: '/body', payload: JSON.stringify(payload) });
     expect((await put({ shard: -2 })).json().error.reason).toBe('shard must be an integer >= 0; received -2');
-    expect((await put({ shard: '3' })).json().error.reason).toBe('shard must be an integer >= 0; received "3"');
+    expect((await put({ shard: '3' })).json().error.reason).toBe(
+      'shard must be an integer >= 0; received "3"',
+    );
     expect((await put({})).json().error.reason).toBe('shard must be an integer >= 0; received undefined');
     expect((await put([1])).json().error.reason).toBe('body must be object; received [1]');
     expect((await put({ shard: 3 })).json().body).toEqual({ shard: 3 });

@@ -125,7 +125,9 @@ describe('sandbox REST API', () => {
     expect((await call('PUT', `/_sandbox/${id}`, { max_queue_wait: '0ms' })).statusCode).toBe(400);
     expect((await call('PUT', `/_sandbox/${id}`, { max_queue_wait: -1 })).json().max_queue_wait).toBe('-1');
     expect(runtime.sandboxRegistry.get(id)!.maxQueueWaitMs).toBe(Number.POSITIVE_INFINITY);
-    expect((await call('PUT', `/_sandbox/${id}`, { max_queue_wait: '750ms' })).json().max_queue_wait).toBe('750ms');
+    expect((await call('PUT', `/_sandbox/${id}`, { max_queue_wait: '750ms' })).json().max_queue_wait).toBe(
+      '750ms',
+    );
     // null: inherit again (the document no longer names it).
     const inherit = await call('PUT', `/_sandbox/${id}`, { max_queue_wait: null });
     expect(inherit.json().max_queue_wait).toBeUndefined();
@@ -134,7 +136,9 @@ describe('sandbox REST API', () => {
     expect(root.json()).toMatchObject({ _id: '_root', max_queue_wait: '10s' });
     const rootName = await call('PUT', '/_sandbox/_root', { name: 'x' });
     expect(rootName.statusCode).toBe(400);
-    expect(rootName.json().error.reason).toContain('(only _id, priority, max_queue_wait, cancellationGraceMs and search_settings may be set)');
+    expect(rootName.json().error.reason).toContain(
+      '(only _id, priority, max_queue_wait, cancellationGraceMs and search_settings may be set)',
+    );
     await call('PUT', '/_sandbox/_root', { max_queue_wait: null });
     await call('DELETE', `/_sandbox/${id}`);
   });

@@ -7,7 +7,10 @@ import type { IoUsageSampler } from '../../src/tracking/io-usage-sampler.js';
 import { NodeUsageSampler, type NodeUsageSample } from '../../src/tracking/node-usage-sampler.js';
 
 /** A sampler on fake clocks: the main isolate holds `main` of 1000 bytes, the workers `workers` of 3000. */
-function fakeSampler(cores: number, overrides: Partial<ConstructorParameters<typeof NodeUsageSampler>[0]> = {}) {
+function fakeSampler(
+  cores: number,
+  overrides: Partial<ConstructorParameters<typeof NodeUsageSampler>[0]> = {},
+) {
   const state = { nowMs: 0, cpuUs: 0, main: 0, workers: 0 };
   const sampler = new NodeUsageSampler({
     cores,
@@ -49,7 +52,10 @@ describe('NodeUsageSampler', () => {
   });
 
   it("reads this process's own heap and resident set by default", () => {
-    const sampler = new NodeUsageSampler({ cores: 1, workersHeap: () => ({ usedBytes: 0, limitBytes: 4 * 1024 ** 3 }) });
+    const sampler = new NodeUsageSampler({
+      cores: 1,
+      workersHeap: () => ({ usedBytes: 0, limitBytes: 4 * 1024 ** 3 }),
+    });
     const s = sampler.sample();
     const mainLimit = v8.getHeapStatistics().heap_size_limit;
     expect(s.heap.limitBytes).toBe(mainLimit + 4 * 1024 ** 3);
@@ -143,7 +149,9 @@ describe('one node sampler', () => {
     const readers = files.filter((f) => reads.test(text(f)));
     expect(readers.filter((f) => !(f in allowed))).toEqual([]);
     // The IO source is built once, for the sampler, where the sampler is built.
-    const ioSources = files.filter((f) => /createIoUsageSampler\(/.test(text(f)) && f !== 'tracking/io-usage-sampler.ts');
+    const ioSources = files.filter(
+      (f) => /createIoUsageSampler\(/.test(text(f)) && f !== 'tracking/io-usage-sampler.ts',
+    );
     expect(ioSources).toEqual(files.filter((f) => /new NodeUsageSampler\(/.test(text(f))));
   });
 
