@@ -14,6 +14,7 @@ import { admit } from './execution/admit.js';
 import { cancelQueued, hardCancel, softCancel } from './execution/cancel.js';
 import { pump, rejectEvicted } from './execution/dispatch.js';
 import { EngineChecks } from './execution/engine-checks.js';
+import { PrefetchPolicy } from './execution/prefetch.js';
 import { checkSearchCallOptions, type SearchCallOptions } from './execution/search-call.js';
 import type { QueuedTask } from './execution/task.js';
 import { TaskExecution } from './execution/task-execution.js';
@@ -185,6 +186,7 @@ export class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
         duressRejectThreshold: options.duress.rejectThreshold,
       },
       sandboxes,
+      prefetch: new PrefetchPolicy(options.lanes.length, options.prefetchTasks, options.prefetchBelowMs),
     });
     registry.onChange((list) => this.#applySandboxes(list));
     // A shared store (etcd) hands over the rules other nodes saved: applied here, not saved again.

@@ -85,6 +85,22 @@ export interface RuntimeOptions {
    */
   spareWorkers?: number;
   /**
+   * Prefetch (as a message queue's consumer prefetch count): tasks a lane hands its pool beyond its
+   * free workers, integer 0..64. They wait inside piscina's queue and start on the next worker that
+   * frees, in the same turn of the event loop that takes the last task's result, instead of a round
+   * trip through the runtime's queue later. Only while the lane's tasks end less than
+   * `prefetchBelowMs` apart (so a prefetched task waits about that long at most, past the queue's
+   * reordering and queue-wait bounds), while it has every worker loaded, and never in a lane with
+   * reserved workers. Default 1; 0: off. Trivial tasks: see docs/benchmarks.md (overhead).
+   */
+  prefetchTasks?: number;
+  /**
+   * A lane prefetches (`prefetchTasks`) only while the moving average of the time between two of its
+   * tasks' ends is below this, ms, 0.01..60000. Default 5: lanes of expensive queries (tens of ms each)
+   * never prefetch; lanes of ms-long tasks under load do.
+   */
+  prefetchBelowMs?: number;
+  /**
    * The pool's lanes (see `scheduler/lanes.ts` and docs/lanes.md): each a set of workers with its
    * own OS scheduling weight and a band of priorities. Default `DEFAULT_LANES`: `foreground`
    * (priority >= 11, nice 0) and `background` (every lower priority, nice 19), each of `threads`
@@ -313,6 +329,8 @@ export interface ResolvedRuntimeOptions {
   readonly queueOrder: 'priority' | 'fifo';
   readonly agingMsPerPriority: number;
   readonly singleThreadedGc: boolean;
+  readonly prefetchTasks: number;
+  readonly prefetchBelowMs: number;
   readonly workerHeapMb: number;
   readonly memoryBudgetBytes: number;
   readonly maxQueuedTasks: number;
@@ -407,6 +425,8 @@ const RUNTIME_OPTION_KEYS = {
   onTaskEnd: true,
   maxSandboxes: true,
   spareWorkers: true,
+  prefetchTasks: true,
+  prefetchBelowMs: true,
   lanes: true,
   helperThreadWeight: true,
   heapProbe: true,
@@ -641,6 +661,8 @@ export function resolveRuntimeOptions(options: RuntimeOptions = {}): ResolvedRun
     queueOrder,
     agingMsPerPriority,
     singleThreadedGc: options.singleThreadedGc ?? false,
+    prefetchTasks: integer('prefetchTasks', options.prefetchTasks, 0, 64, 1),
+    prefetchBelowMs: number('prefetchBelowMs', options.prefetchBelowMs, 0.01, 60_000, 5),
     workerHeapMb,
     memoryBudgetBytes,
     maxQueuedTasks: integer('maxQueuedTasks', options.maxQueuedTasks, 0, 1_000_000, 1000),

@@ -208,6 +208,7 @@ export async function createRuntime<Engine extends EngineShape = EngineModule>(
     workerHeapMb: resolved.workerHeapMb,
     // One slot per task handed to piscina; at most DISPATCH_DEPTH_PER_WORKER per worker.
     depthPerWorker: DISPATCH_DEPTH_PER_WORKER,
+    prefetchTasks: resolved.prefetchTasks,
     startTimeoutMs: resolved.startTimeoutMs,
     onReplacement: (lane, report) =>
       publishWorkerReplaced(source, resolved.lanes[lane]!.name, report.threadId, report.startupMs),

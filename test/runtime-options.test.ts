@@ -18,6 +18,12 @@ describe('runtime options for cluster nodes', () => {
     expect(resolveRuntimeOptions({ cores: 0.5 }).threads).toBe(1);
   });
 
+  it('prefetches one task per lane while its tasks end under 5 ms apart, by default', () => {
+    const o = resolveRuntimeOptions({ cores: 2 });
+    expect([o.prefetchTasks, o.prefetchBelowMs]).toEqual([1, 5]);
+    expect(resolveRuntimeOptions({ cores: 2, prefetchTasks: 0 }).prefetchTasks).toBe(0);
+  });
+
   it('asks for no directory in the working directory: no dataDir, the cache in the user cache dir', () => {
     const o = resolveRuntimeOptions({});
     expect(o.dataDir).toBeUndefined();
@@ -59,6 +65,9 @@ describe('runtime options for cluster nodes', () => {
       { resourceUsage: { intervalMs: 1000, windowMs: 500 } },
       'options.resourceUsage.windowMs must be an integer in 1000..3600000; received 500',
     ],
+    [{ prefetchTasks: -1 }, 'options.prefetchTasks must be an integer in 0..64; received -1'],
+    [{ prefetchTasks: 1.5 }, 'options.prefetchTasks must be an integer in 0..64; received 1.5'],
+    [{ prefetchBelowMs: 0 }, 'options.prefetchBelowMs must be a number in'],
   ])('refuses %j naming the option and the value', (options, message) => {
     expect(() => resolveRuntimeOptions(options as never)).toThrow(message);
   });

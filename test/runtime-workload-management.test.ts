@@ -279,3 +279,57 @@ describe('runtime: search settings and concurrency caps', () => {
     await Promise.all(many);
   });
 });
+
+describe('runtime: prefetch', () => {
+  /** Runs `count` echo searches at once; returns how many were ok and the most tasks the lane held at once. */
+  async function flood(runtime: Runtime, count: number) {
+    let maxBusy = 0;
+    let maxPrefetch = 0;
+    const results = await Promise.all(
+      Array.from({ length: count }, (_, i) =>
+        runtime.search({ index: 'alpha', body: { echo: i } }).then(
+          () => {
+            const lane = runtime.schedulerStats().lanes[0]!;
+            maxBusy = Math.max(maxBusy, lane.busy);
+            maxPrefetch = Math.max(maxPrefetch, lane.prefetch);
+            return true;
+          },
+          () => false,
+        ),
+      ),
+    );
+    return { ok: results.filter(Boolean).length, maxBusy, maxPrefetch };
+  }
+
+  it('hands a lane of short tasks one task beyond its worker, loses none, and never uses the spare for it', async () => {
+    const runtime = await createRuntime({
+      engine: echoEngine,
+      threads: 1,
+      spareWorkers: 1,
+      lanes: false,
+      prefetchBelowMs: 50,
+    });
+    try {
+      const r = await flood(runtime, 300);
+      expect(r).toEqual({ ok: 300, maxBusy: 2, maxPrefetch: 1 });
+      expect(runtime.nodeStats().lanes[0]).toMatchObject({ workers: 1, spareWorkers: 1 });
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it('with prefetchTasks 0 hands a lane no more tasks than its workers', async () => {
+    const runtime = await createRuntime({
+      engine: echoEngine,
+      threads: 1,
+      spareWorkers: 1,
+      lanes: false,
+      prefetchTasks: 0,
+    });
+    try {
+      expect(await flood(runtime, 300)).toEqual({ ok: 300, maxBusy: 1, maxPrefetch: 0 });
+    } finally {
+      await runtime.close();
+    }
+  });
+});

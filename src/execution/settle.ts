@@ -31,6 +31,7 @@ export function settle(
   x.allocator.release(tracked.slot);
   x.running.delete(queued.taskId);
   x.scheduler.release(running.dispatch);
+  x.prefetch.ended(running.dispatch.lane, performance.now());
   const picked = x.governor.cancellationOf(queued.taskId);
   x.governor.forget(queued.taskId);
   const sandboxId = queued.sandbox.id;

@@ -22,6 +22,7 @@ import type { ConcurrencyCaps } from '../scheduler/concurrency-caps.js';
 import type { TaskScheduler } from '../scheduler/task-scheduler.js';
 import type { UsageTracker } from '../tracking/usage-tracker.js';
 import { cancelAfterOf, type TimeLimit } from './search-parameters.js';
+import { PrefetchPolicy } from './prefetch.js';
 import type { QueuedTask, RunningTask } from './task.js';
 
 /** What the steps need of the worker pool (`LanePool`). */
@@ -75,6 +76,8 @@ export interface TaskExecutionParts {
   readonly log: RuntimeLogger;
   readonly settings: ExecutionSettings;
   readonly sandboxes: readonly Sandbox[];
+  /** When lanes prefetch (`prefetch.ts`); default: never. */
+  readonly prefetch?: PrefetchPolicy;
 }
 
 /** A queue-wait bound and where it comes from, for the 429's message. */
@@ -95,6 +98,7 @@ export class TaskExecution {
   readonly laneNames: readonly string[];
   readonly log: RuntimeLogger;
   readonly settings: ExecutionSettings;
+  readonly prefetch: PrefetchPolicy;
   /** Tasks handed to a worker and not settled, by task id. */
   readonly running = new Map<number, RunningTask>();
   // Swapped whole on every sandbox change (see setSandboxes); never mutated in place.
@@ -125,6 +129,7 @@ export class TaskExecution {
     this.laneNames = parts.laneNames;
     this.log = parts.log;
     this.settings = parts.settings;
+    this.prefetch = parts.prefetch ?? new PrefetchPolicy(parts.laneNames.length, 0, 1);
     this.setSandboxes(parts.sandboxes);
   }
 

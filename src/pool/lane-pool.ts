@@ -32,6 +32,8 @@ export interface LanePoolOptions {
   readonly lanes: readonly PoolLane[];
   /** Tasks handed to piscina per worker at most (slots are sized for it). */
   readonly depthPerWorker: number;
+  /** Tasks each lane may hand piscina beyond its workers (`prefetchTasks`; slots are sized for it). Default 0. */
+  readonly prefetchTasks?: number;
   /** Called when a replacement worker of lane `lane` (its index) has loaded the engine. */
   readonly onReplacement?: (lane: number, report: WorkerStartupReport) => void;
 }
@@ -80,7 +82,7 @@ export class LanePool {
     if (options.lanes.length === 0) throw new RangeError('a pool needs at least one lane');
     let made: LanePool | undefined;
     const slotCount = options.lanes.reduce(
-      (sum, l) => sum + (l.workers + l.spareWorkers) * options.depthPerWorker,
+      (sum, l) => sum + (l.workers + l.spareWorkers) * options.depthPerWorker + (options.prefetchTasks ?? 0),
       0,
     );
     const slots = allocateTaskSlotBuffers(slotCount);
@@ -95,6 +97,7 @@ export class LanePool {
           engineOptions: options.engineOptions,
           cacheDir: options.cacheDir,
           threads: lane.workers + lane.spareWorkers,
+          maxRunning: lane.workers,
           workerHeapMb: options.workerHeapMb,
           slotCount,
           slots,

@@ -23,6 +23,12 @@ export interface WorkerPoolOptions {
   readonly cacheDir: string;
   /** Number of workers, 1..1024 (fixed: min = max). */
   readonly threads: number;
+  /**
+   * Tasks run at once, at most, 1..threads (default `threads`): a lane's `workers`, the rest of its
+   * threads being spares that stand in for workers gone or loading. Tasks handed over beyond it wait
+   * in piscina's queue.
+   */
+  readonly maxRunning?: number;
   /** Old-generation heap limit of each worker, MiB (`resourceLimits.maxOldGenerationSizeMb`). */
   readonly workerHeapMb: number;
   /** Task slots (tasks in flight plus queued), see `TaskSlots`; ignored when `slots` is given. */
@@ -41,12 +47,20 @@ export interface WorkerPoolOptions {
 
 let poolCounter = 0;
 
+/** What piscina's `loadBalancer` is given of each worker (piscina's `PiscinaWorker`). */
+interface PiscinaWorkerView {
+  readonly id: number;
+  readonly currentUsage: number;
+}
+
 /** How many start-up reports are kept for stats. */
 const KEPT_STARTUPS = 64;
 
 export class WorkerPool {
   readonly slots: TaskSlots;
   readonly threads: number;
+  /** Tasks run at once, at most (`WorkerPoolOptions.maxRunning`). */
+  readonly maxRunning: number;
   readonly name: string;
   readonly weight: ThreadWeight;
   readonly #piscina: Piscina<TaskEnvelope, TaskOutcome>;
@@ -70,6 +84,7 @@ export class WorkerPool {
     const buffers = options.slots ?? allocateTaskSlotBuffers(options.slotCount);
     this.slots = new TaskSlots(buffers);
     this.threads = options.threads;
+    this.maxRunning = Math.min(options.maxRunning ?? options.threads, options.threads);
     this.name = options.name ?? 'default';
     this.weight = options.weight ?? 0;
     this.#onReplacement = options.onReplacement;
@@ -94,6 +109,7 @@ export class WorkerPool {
       maxThreads: options.threads,
       idleTimeout: Number.MAX_SAFE_INTEGER,
       concurrentTasksPerWorker: 1,
+      loadBalancer: (_task, workers) => this.#pick(workers),
       resourceLimits: { maxOldGenerationSizeMb: options.workerHeapMb },
       workerData,
     });
@@ -139,6 +155,24 @@ export class WorkerPool {
       pool.#onChange = undefined;
     }
     return pool;
+  }
+
+  /**
+   * piscina's load balancer: at most `maxRunning` tasks run at once, on idle workers, one that has
+   * reported its engine loaded first; the spares only stand in for workers that are gone or loading.
+   * A task handed over beyond that (a lane's prefetch) waits in piscina's queue, and piscina gives it
+   * to the next worker that frees in the same turn in which it takes that worker's result.
+   */
+  #pick<W extends PiscinaWorkerView>(workers: readonly W[]): W | null {
+    let running = 0;
+    let loaded: W | null = null;
+    let other: W | null = null;
+    for (const worker of workers) {
+      if (worker.currentUsage > 0) running++;
+      else if (loaded === null && this.#ready.has(worker.id)) loaded = worker;
+      else other ??= worker;
+    }
+    return running >= this.maxRunning ? null : (loaded ?? other);
   }
 
   #onReport(report: WorkerStartupReport): void {

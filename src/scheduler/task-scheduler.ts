@@ -177,7 +177,10 @@ export interface LaneSchedulerStats {
   /** Lowest priority the lane takes; `null` for the lowest lane (everything below the others). */
   readonly minPriority: number | null;
   readonly workers: number;
+  /** Tasks handed to the lane's workers, running or prefetched: up to `workers + prefetch`. */
   readonly busy: number;
+  /** Tasks the lane may hand out now beyond its workers, to wait for the next that frees (`setPrefetch`). */
+  readonly prefetch: number;
   readonly queued: number;
   /** Its queue has not been empty for the overload interval (see `OverloadPolicy`). */
   readonly overloaded: boolean;
@@ -255,6 +258,16 @@ class LaneState<T> {
    * are used up: the lane then takes no more tasks than it has live workers.
    */
   live = Number.POSITIVE_INFINITY;
+  /**
+   * Tasks the lane may hand out beyond its free workers, to wait inside the pool for the next worker
+   * that frees (see `setPrefetch`); used only in a lane without reservations.
+   */
+  prefetch = 0;
+
+  /** `prefetch` where it applies: a lane split into reservation groups prefetches nothing. */
+  get extra(): number {
+    return this.plan.groups.length === 1 ? this.prefetch : 0;
+  }
 
   get busyTotal(): number {
     let n = 0;
@@ -366,8 +379,10 @@ export class TaskScheduler<T> {
     const lane = this.#lanes[laneIndex]!;
     // A task a free worker takes at once does not wait: no bound applies to it. One held back by its
     // sandbox's concurrency cap waits, and counts against the bounds.
-    const laneFull = lane.busyTotal >= lane.live || lane.busyTotal >= lane.workers;
-    const runsNow = !laneFull && this.#groupFor(lane, priority) >= 0 && (this.#mayStartItem?.(item) ?? true);
+    const extra = lane.extra;
+    const laneFull = lane.busyTotal >= lane.live + extra || lane.busyTotal >= lane.workers + extra;
+    const runsNow =
+      !laneFull && (extra > 0 || this.#groupFor(lane, priority) >= 0) && (this.#mayStartItem?.(item) ?? true);
     const sandboxLimit = this.#sandboxLimit(sandboxId);
     if (
       !runsNow &&
@@ -538,11 +553,13 @@ export class TaskScheduler<T> {
 
   #nextIn(laneIndex: number, nowMs: number): Dispatch<T> | undefined {
     const lane = this.#lanes[laneIndex]!;
-    if (lane.queue.length === 0 || lane.busyTotal >= lane.live) return undefined;
+    // A prefetching lane (one group: every priority) hands out `extra` tasks beyond its workers.
+    const extra = lane.extra;
+    if (lane.queue.length === 0 || lane.busyTotal >= lane.live + extra) return undefined;
     const groups = lane.plan.groups;
     let floor = Number.POSITIVE_INFINITY;
     for (let i = 0; i < groups.length; i++) {
-      if (lane.busy[i]! < groups[i]!.workers && groups[i]!.minPriority < floor)
+      if (lane.busy[i]! < groups[i]!.workers + extra && groups[i]!.minPriority < floor)
         floor = groups[i]!.minPriority;
     }
     if (floor === Number.POSITIVE_INFINITY) return undefined;
@@ -553,6 +570,7 @@ export class TaskScheduler<T> {
     let lent = false;
     if (entry !== undefined) {
       group = this.#groupFor(lane, entry.priority);
+      if (group < 0 && extra > 0) group = 0;
     } else if (this.#config.lending) {
       // Nothing a free (reserved) worker may take waits: lend the least valuable one for this task.
       entry = lane.queue.peek(Number.NEGATIVE_INFINITY, mayStart);
@@ -653,6 +671,23 @@ export class TaskScheduler<T> {
     state.live = live;
   }
 
+  /**
+   * Lets lane `lane` hand out up to `tasks` (integer >= 0; 0: none) tasks beyond its free live
+   * workers, which wait inside the pool and start on the next worker that frees, in the same turn of
+   * the event loop that takes the last task's result instead of a round trip through this queue
+   * later (piscina distributes its own queue synchronously). The dispatch loop sets it per lane (see
+   * `execution/prefetch.ts`). A lane split into reservation groups prefetches nothing: a reserved
+   * worker must not start a task of the general group. @throws RangeError for a negative or
+   * fractional count, or no such lane.
+   */
+  setPrefetch(lane: number, tasks: number): void {
+    if (!(Number.isInteger(tasks) && tasks >= 0))
+      throw new RangeError(`prefetch must be an integer >= 0; received ${tasks}`);
+    const state = this.#lanes[lane];
+    if (state === undefined) throw new RangeError(`no lane ${lane}`);
+    state.prefetch = tasks;
+  }
+
   /** Removes and returns every queued task (at shutdown). */
   drain(): T[] {
     const out: T[] = [];
@@ -696,6 +731,7 @@ export class TaskScheduler<T> {
         minPriority: Number.isFinite(lane.spec.minPriority) ? lane.spec.minPriority : null,
         workers: lane.workers,
         busy: lane.busy.reduce((sum, n) => sum + n, 0),
+        prefetch: lane.extra,
         queued: lane.queue.length,
         overloaded: this.#overloaded(lane, this.#lastNowMs),
         reservations: lane.plan.groups.map((group, i) => ({

@@ -447,3 +447,41 @@ describe('laneFull', () => {
     expect(accepted(s.offer('b', 'root', 1, 0)).laneFull).toBe(false);
   });
 });
+
+describe('prefetch', () => {
+  it('hands out up to workers + prefetch tasks in a lane without reservations, and counts them in busy', () => {
+    const s = scheduler(2);
+    for (const id of ['a', 'b', 'c', 'd']) s.offer(id, 'root', 10, 0);
+    s.setPrefetch(0, 1);
+    expect(takeAll(s).map((d) => d.item)).toEqual(['a', 'b', 'c']);
+    expect(s.stats().lanes[0]).toMatchObject({ workers: 2, busy: 3, prefetch: 1, queued: 1 });
+    s.setPrefetch(0, 0);
+    expect(takeAll(s)).toEqual([]);
+  });
+
+  it('says the lane is full only once its prefetch is handed out too', () => {
+    const s = scheduler(1);
+    s.setPrefetch(0, 1);
+    const first = s.offer('a', 'root', 10, 0);
+    takeAll(s);
+    const second = s.offer('b', 'root', 10, 0);
+    takeAll(s);
+    const third = s.offer('c', 'root', 10, 0);
+    expect([first, second, third].map((r) => r.accepted && r.laneFull)).toEqual([false, false, true]);
+  });
+
+  it('prefetches nothing in a lane with reserved workers', () => {
+    const s = scheduler(2, RESERVE_ONE_FOR_10);
+    s.setPrefetch(0, 1);
+    for (const id of ['a', 'b', 'c']) s.offer(id, 'root', 10, 0);
+    expect(takeAll(s)).toHaveLength(2);
+    expect(s.stats().lanes[0]!.prefetch).toBe(0);
+  });
+
+  it('refuses a negative or fractional prefetch, and an unknown lane', () => {
+    const s = scheduler(2);
+    expect(() => s.setPrefetch(0, -1)).toThrow(RangeError);
+    expect(() => s.setPrefetch(0, 0.5)).toThrow(RangeError);
+    expect(() => s.setPrefetch(3, 1)).toThrow(RangeError);
+  });
+});

@@ -1,0 +1,60 @@
+/**
+ * When a lane prefetches (`RuntimeOptions.prefetchTasks`): a task handed to the pool beyond the
+ * lane's free workers waits in piscina's queue and starts on the next worker that frees, in the same
+ * turn that takes the last task's result. That saves the round trip through the runtime's queue (for
+ * trivial tasks, most of the runtime's per-task cost against bare piscina: docs/benchmarks.md), but
+ * the prefetched task has left the queue: a more important task that arrives after it cannot
+ * overtake it, and its queue-wait bound no longer applies. So a lane prefetches only while its tasks
+ * end close together (the moving average of the time between two task ends is below
+ * `prefetchBelowMs`): the wait of a prefetched task is about that interval. It also needs every
+ * worker of the lane loaded (a task handed to a lane short of workers would wait for a replacement
+ * to load), and the scheduler ignores it in a lane with reserved workers.
+ */
+
+/** Weight of the newest interval in the moving average (an exponentially weighted one). */
+const SMOOTHING = 0.2;
+
+export class PrefetchPolicy {
+  readonly #tasks: number;
+  readonly #belowMs: number;
+  /** Per lane: when its last task ended, ms (performance.now); undefined before the first. */
+  readonly #lastEndMs: (number | undefined)[];
+  /** Per lane: moving average of the time between two task ends, ms (Infinity before two). */
+  readonly #intervalMs: number[];
+
+  /**
+   * @param lanes number of lanes
+   * @param tasks `prefetchTasks`, integer >= 0 (0: never)
+   * @param belowMs `prefetchBelowMs`, ms > 0
+   */
+  constructor(lanes: number, tasks: number, belowMs: number) {
+    this.#tasks = tasks;
+    this.#belowMs = belowMs;
+    this.#lastEndMs = new Array<number | undefined>(lanes).fill(undefined);
+    this.#intervalMs = new Array<number>(lanes).fill(Number.POSITIVE_INFINITY);
+  }
+
+  /** A task of lane `lane` ended (any outcome) at `nowMs`. */
+  ended(lane: number, nowMs: number): void {
+    const last = this.#lastEndMs[lane];
+    this.#lastEndMs[lane] = nowMs;
+    if (last === undefined) return;
+    const gap = Math.max(0, nowMs - last);
+    const average = this.#intervalMs[lane]!;
+    this.#intervalMs[lane] =
+      average === Number.POSITIVE_INFINITY ? gap : average + SMOOTHING * (gap - average);
+  }
+
+  /**
+   * Tasks lane `lane` may prefetch now: `prefetchTasks` while its tasks end less than `prefetchBelowMs`
+   * apart on average and `staffed` (every one of its workers loaded), else 0.
+   */
+  tasksFor(lane: number, staffed: boolean): number {
+    return staffed && this.#intervalMs[lane]! < this.#belowMs ? this.#tasks : 0;
+  }
+
+  /** The moving average of the time between two task ends of lane `lane`, ms (Infinity before two). */
+  intervalMs(lane: number): number {
+    return this.#intervalMs[lane]!;
+  }
+}
