@@ -73,7 +73,6 @@ const SICK = 'data-3';
 const SHARDS = 8;
 const MAX_OUTSTANDING = 64;
 
-
 async function basePort(): Promise<number> {
   if (values['base-port'] !== undefined) return Number(values['base-port']);
   for (let base = 19300; base < 60000; base += 10) if (await portsFree(base, 4)) return base;
@@ -127,7 +126,13 @@ async function sendBulk(url: string, body: string): Promise<BulkOutcome> {
     }
     return { status: r.status, latencyMs, acked, rejectedItems, failedItems };
   } catch {
-    return { status: 0, latencyMs: performance.now() - started, acked: [], rejectedItems: 0, failedItems: docsPerBulk };
+    return {
+      status: 0,
+      latencyMs: performance.now() - started,
+      acked: [],
+      rejectedItems: 0,
+      failedItems: docsPerBulk,
+    };
   }
 }
 
@@ -153,7 +158,11 @@ interface PhaseResult {
 }
 
 function histogram(): hdr.Histogram {
-  return hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: 3 });
+  return hdr.build({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: 120_000_000,
+    numberOfSignificantValueDigits: 3,
+  });
 }
 
 async function cpuTimes(cluster: RunningCluster): Promise<Record<string, number>> {
@@ -163,7 +172,9 @@ async function cpuTimes(cluster: RunningCluster): Promise<Record<string, number>
   return out;
 }
 
-async function coordinatorWrites(url: string): Promise<{ chosen_shards_by_primary_node: Record<string, number> }> {
+async function coordinatorWrites(
+  url: string,
+): Promise<{ chosen_shards_by_primary_node: Record<string, number> }> {
   const stats = (await (await fetch(`${url}/_nodes/stats`)).json()) as {
     nodes: { coordinator: { writes: { chosen_shards_by_primary_node: Record<string, number> } } };
   };
@@ -203,7 +214,14 @@ async function runPhase(
   const started = performance.now();
   const untilMs = Date.now() + durationMs;
   const latency = histogram();
-  const result = { bulksSent: 0, bulksAcked: 0, rejectedBulks: 0, rejectedItems: 0, otherErrors: 0, docsAcked: 0 };
+  const result = {
+    bulksSent: 0,
+    bulksAcked: 0,
+    rejectedBulks: 0,
+    rejectedItems: 0,
+    otherErrors: 0,
+    docsAcked: 0,
+  };
   const record = (o: BulkOutcome) => {
     result.bulksSent++;
     if (o.status === 429) result.rejectedBulks++;
@@ -223,7 +241,9 @@ async function runPhase(
     let next = performance.now();
     while (Date.now() < untilMs) {
       if (inFlight.size < MAX_OUTSTANDING) {
-        const p: Promise<void> = sendBulk(url, bulkBody()).then(record).finally(() => inFlight.delete(p));
+        const p: Promise<void> = sendBulk(url, bulkBody())
+          .then(record)
+          .finally(() => inFlight.delete(p));
         inFlight.add(p);
       }
       next += intervalMs;
@@ -271,7 +291,9 @@ function printPhase(r: PhaseResult): void {
     `${r.phase.padEnd(26)}${String(r.bulksSent).padStart(6)}${String(r.rejectedBulks + r.rejectedItems / docsPerBulk).padStart(9)}` +
       `${String(r.otherErrors).padStart(8)}${r.p50Ms.toFixed(1).padStart(9)}${r.p99Ms.toFixed(1).padStart(9)}` +
       `${String(r.docsPerSecond).padStart(9)}${String(r.dataNodeCpuMs).padStart(9)}${r.cpuMsPer1000Docs.toFixed(1).padStart(10)}` +
-      `   ${Object.entries(r.chosenShardsByPrimaryNode).map(([k, v]) => `${k}:${v}`).join(' ')}\n`,
+      `   ${Object.entries(r.chosenShardsByPrimaryNode)
+        .map(([k, v]) => `${k}:${v}`)
+        .join(' ')}\n`,
   );
 }
 
@@ -305,7 +327,11 @@ async function crashPhase(cluster: RunningCluster): Promise<CrashResult> {
       batch++;
       const body = `${ids.map((id) => `${JSON.stringify({ index: { _id: id } })}\n${JSON.stringify({ body: `crash doc ${id}` })}`).join('\n')}\n`;
       try {
-        const r = await fetch(`${url}/crash/_bulk`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/x-ndjson' }, body });
+        const r = await fetch(`${url}/crash/_bulk`, {
+          method: 'POST',
+          headers: { ...AUTH, 'content-type': 'application/x-ndjson' },
+          body,
+        });
         const json = (await r.json()) as { items?: { index: { _id: string; status: number } }[] };
         for (const item of json.items ?? []) {
           if (item.index.status === 201) acknowledged.push(item.index._id);
@@ -334,8 +360,12 @@ async function crashPhase(cluster: RunningCluster): Promise<CrashResult> {
       state: string;
       docs: string | null;
     }[];
-    const settled = rows.every((r) => r.state === 'STARTED') &&
-      Array.from({ length: SHARDS }, (_, s) => new Set(rows.filter((r) => r.shard === String(s)).map((r) => r.docs)).size === 1).every(Boolean);
+    const settled =
+      rows.every((r) => r.state === 'STARTED') &&
+      Array.from(
+        { length: SHARDS },
+        (_, s) => new Set(rows.filter((r) => r.shard === String(s)).map((r) => r.docs)).size === 1,
+      ).every(Boolean);
     if (settled || performance.now() - recoveryStarted > 60_000) break;
     // A write catches a lagging replica up too; recovery usually has already.
     await new Promise((resolve) => setTimeout(resolve, 250));
@@ -345,7 +375,10 @@ async function crashPhase(cluster: RunningCluster): Promise<CrashResult> {
   for (let i = 0; i < acknowledged.length; i += 64) {
     const chunk = acknowledged.slice(i, i + 64);
     const found = await Promise.all(
-      chunk.map(async (id) => ((await (await fetch(`${url}/crash/_doc/${id}`)).json()) as { found?: boolean }).found === true),
+      chunk.map(
+        async (id) =>
+          ((await (await fetch(`${url}/crash/_doc/${id}`)).json()) as { found?: boolean }).found === true,
+      ),
     );
     missing += found.filter((f) => !f).length;
   }
@@ -404,14 +437,26 @@ async function main(): Promise<void> {
     const created = await fetch(`${url}/logs`, {
       method: 'PUT',
       headers: { ...AUTH, 'content-type': 'application/json' },
-      body: JSON.stringify({ settings: { number_of_shards: SHARDS, number_of_replicas: 1, 'bulk_routing.mode': 'id' } }),
+      body: JSON.stringify({
+        settings: { number_of_shards: SHARDS, number_of_replicas: 1, 'bulk_routing.mode': 'id' },
+      }),
     });
     if (created.status !== 200) throw new Error(`cannot create the index: ${await created.text()}`);
-    const layout = (await (await fetch(`${url}/_cat/shards/logs?format=json`)).json()) as { shard: string; prirep: string; node: string }[];
+    const layout = (await (await fetch(`${url}/_cat/shards/logs?format=json`)).json()) as {
+      shard: string;
+      prirep: string;
+      node: string;
+    }[];
     const touching = new Set(layout.filter((r) => r.node === SICK).map((r) => Number(r.shard)));
     process.stdout.write(
-      `layout: ${Array.from({ length: SHARDS }, (_, s) => `${s}:${layout.filter((r) => r.shard === String(s)).map((r) => `${r.node}${r.prirep === 'p' ? '*' : ''}`).join('+')}`).join(' ')} ` +
-        `(* primary; ${touching.size} of ${SHARDS} shards have a copy on ${SICK})\n`,
+      `layout: ${Array.from(
+        { length: SHARDS },
+        (_, s) =>
+          `${s}:${layout
+            .filter((r) => r.shard === String(s))
+            .map((r) => `${r.node}${r.prirep === 'p' ? '*' : ''}`)
+            .join('+')}`,
+      ).join(' ')} ` + `(* primary; ${touching.size} of ${SHARDS} shards have a copy on ${SICK})\n`,
     );
     const sick = cluster.dataNodes.find((n) => n.id === SICK)!;
     const latency = await fetch(`${sick.url}/_internal/debug/latency`, {
@@ -437,7 +482,12 @@ async function main(): Promise<void> {
       printPhase(r);
       results.push(r);
     }
-    const [openFan, openSingle, closedFan, closedSingle] = results as [PhaseResult, PhaseResult, PhaseResult, PhaseResult];
+    const [openFan, openSingle, closedFan, closedSingle] = results as [
+      PhaseResult,
+      PhaseResult,
+      PhaseResult,
+      PhaseResult,
+    ];
     const rejections = (r: PhaseResult) => r.rejectedBulks * docsPerBulk + r.rejectedItems;
     const verdict = {
       rejectedDocs: { fanOut: rejections(openFan), singleShard: rejections(openSingle) },
@@ -470,7 +520,9 @@ async function main(): Promise<void> {
     }
 
     const here = path.dirname(fileURLToPath(import.meta.url));
-    const idCost = execFileSync(process.execPath, [path.join(here, 'routing-id-cost.js')], { encoding: 'utf8' });
+    const idCost = execFileSync(process.execPath, [path.join(here, 'routing-id-cost.js')], {
+      encoding: 'utf8',
+    });
     process.stdout.write(`\nid generation for bulk_routing.mode id (bench/routing-id-cost):\n${idCost}`);
 
     mkdirSync('bench/results', { recursive: true });
@@ -481,7 +533,17 @@ async function main(): Promise<void> {
           date: new Date().toISOString(),
           node: process.version,
           cores: os.availableParallelism(),
-          settings: { rate, docsPerBulk, bulkBytes, concurrency, delayMs, sickRatio, pressureBytes, phaseMs, shards: SHARDS },
+          settings: {
+            rate,
+            docsPerBulk,
+            bulkBytes,
+            concurrency,
+            delayMs,
+            sickRatio,
+            pressureBytes,
+            phaseMs,
+            shards: SHARDS,
+          },
           phases: results,
           verdict,
           crash: crash ?? null,
@@ -494,14 +556,17 @@ async function main(): Promise<void> {
   } finally {
     await cluster.stop();
     // The default data directory is this run's own: its shard logs are not kept.
-    if (dataDir.startsWith(path.join(os.tmpdir(), 'qs-bench-bulk-'))) rmSync(dataDir, { recursive: true, force: true });
+    if (dataDir.startsWith(path.join(os.tmpdir(), 'qs-bench-bulk-')))
+      rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
 main().then(
   () => process.exit(0),
   (error: unknown) => {
-    process.stderr.write(`bulk-routing: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(
+      `bulk-routing: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
     process.exit(1);
   },
 );

@@ -26,8 +26,18 @@ export const CHARTS: Readonly<Record<string, (result: Result) => BarChart>> = {
   fidelity: (r) => ({
     title: 'Per-task CPU figure: error against the task\u2019s own thread clock (%, log scale)',
     rows: rowsOf(r, 'rows').flatMap((row) => [
-      { task: `${row['taskMs']} ms`, case: row['case'] ?? 'all', statistic: 'median', error: (row['medianError'] as number) * 100 },
-      { task: `${row['taskMs']} ms`, case: row['case'] ?? 'all', statistic: 'p99', error: (row['p99Error'] as number) * 100 },
+      {
+        task: `${row['taskMs']} ms`,
+        case: row['case'] ?? 'all',
+        statistic: 'median',
+        error: (row['medianError'] as number) * 100,
+      },
+      {
+        task: `${row['taskMs']} ms`,
+        case: row['case'] ?? 'all',
+        statistic: 'p99',
+        error: (row['p99Error'] as number) * 100,
+      },
     ]),
     x: 'task',
     y: 'error',

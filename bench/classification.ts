@@ -108,7 +108,9 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   }
   const first = rows[0]!;
   const last = rows[rows.length - 1]!;
-  console.log(`\nclassification: ${PATTERNS_PER_SANDBOX} user patterns per sandbox, median of ${rounds} rounds`);
+  console.log(
+    `\nclassification: ${PATTERNS_PER_SANDBOX} user patterns per sandbox, median of ${rounds} rounds`,
+  );
   printTable(
     ['sandboxes', 'indexed req/s', 'regex loop req/s', 'indexed / loop'],
     rows.map((r) => [r.sandboxes, Math.round(r.indexed), Math.round(r.naive), r.ratio]),

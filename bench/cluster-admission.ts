@@ -55,7 +55,6 @@ const maxDocs = values['max-docs'] === undefined ? undefined : Number(values['ma
 const TRACKER_WINDOW_MS = 2000;
 const WORDS = ['money', 'linux', 'free', 'offer', 'click', 'python', 'list', 'email', 'price', 'server'];
 
-
 async function basePort(): Promise<number> {
   if (values['base-port'] !== undefined) return Number(values['base-port']);
   for (let base = 19200; base < 60000; base += 10) if (await portsFree(base, 4)) return base;
@@ -215,9 +214,11 @@ async function waitForDuress(
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     // A search brings fresh stats from the nodes it reaches (refused searches reach none).
-    await fetch(`${cluster.coordinator.url}/_search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"size": 0}' }).then((r) =>
-      r.text(),
-    );
+    await fetch(`${cluster.coordinator.url}/_search`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"size": 0}',
+    }).then((r) => r.text());
     const stats = await nodesStats(cluster.coordinator.url);
     if (ids.every((id) => (stats.nodes[id]!.resource_usage_stats.cpu ?? 0) >= cpu)) return true;
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -229,9 +230,11 @@ async function waitForDuress(
 async function waitForCalm(cluster: RunningCluster, ids: readonly string[], cpu: number, timeoutMs: number) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    await fetch(`${cluster.coordinator.url}/_search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"size": 0}' }).then((r) =>
-      r.text(),
-    );
+    await fetch(`${cluster.coordinator.url}/_search`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"size": 0}',
+    }).then((r) => r.text());
     const stats = await nodesStats(cluster.coordinator.url);
     if (ids.every((id) => (stats.nodes[id]!.resource_usage_stats.cpu ?? 1) < cpu)) return true;
     await new Promise((resolve) => setTimeout(resolve, 250));

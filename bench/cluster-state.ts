@@ -33,7 +33,8 @@ async function freeBase(count: number): Promise<number> {
   }
 }
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const pct = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+const pct = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 
 let token = '';
 async function call(url: string, method: string, p: string, body?: unknown) {
@@ -71,16 +72,24 @@ async function main(): Promise<void> {
     output: 'silent',
   });
   token = readFileSync(path.join(dir, 'cluster', 'cluster', 'admin-token'), 'utf8').trim();
-  const [d1, d2, d3] = cluster.dataNodes as [RunningCluster['dataNodes'][0], RunningCluster['dataNodes'][0], RunningCluster['dataNodes'][0]];
+  const [d1, d2, d3] = cluster.dataNodes as [
+    RunningCluster['dataNodes'][0],
+    RunningCluster['dataNodes'][0],
+    RunningCluster['dataNodes'][0],
+  ];
   const coordinator = cluster.coordinator.url;
   try {
     // 1. concurrent creates
     const outcomes = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => call([d1, d2, d3][i % 3]!.url, 'PUT', '/_sandbox', { name: `t${i}`, priority: i + 1 })),
+      Array.from({ length: 50 }, (_, i) =>
+        call([d1, d2, d3][i % 3]!.url, 'PUT', '/_sandbox', { name: `t${i}`, priority: i + 1 }),
+      ),
     );
     const acknowledged = outcomes.filter((o) => o.status === 201).length;
     const limited = outcomes.filter((o) => o.status === 429).length;
-    console.log(`1. concurrent creates: 50 over 3 nodes, limit 10: ${acknowledged} acknowledged (201), ${limited} refused (429 QS_SANDBOX_LIMIT), ${50 - acknowledged - limited} other`);
+    console.log(
+      `1. concurrent creates: 50 over 3 nodes, limit 10: ${acknowledged} acknowledged (201), ${limited} refused (429 QS_SANDBOX_LIMIT), ${50 - acknowledged - limited} other`,
+    );
 
     // 2. propagation
     const id = Object.keys((await call(d1.url, 'GET', '/_sandbox')).body).find((k) => k !== '_root')!;
@@ -89,7 +98,8 @@ async function main(): Promise<void> {
       const priority = 1000 + i;
       const started = performance.now();
       const update = await call(d1.url, 'PUT', `/_sandbox/${id}`, { priority });
-      if (update.status !== 200) throw new Error(`update answered ${update.status}: ${JSON.stringify(update.body)}`);
+      if (update.status !== 200)
+        throw new Error(`update answered ${update.status}: ${JSON.stringify(update.body)}`);
       await Promise.all(
         [d2, d3].map(async (n) => {
           for (;;) {
@@ -102,7 +112,9 @@ async function main(): Promise<void> {
       lags.push(performance.now() - started);
     }
     lags.sort((a, b) => a - b);
-    console.log(`2. propagation of a change on data-1 to data-2 and data-3, 100 changes: p50 ${pct(lags, 0.5).toFixed(1)} ms, p99 ${pct(lags, 0.99).toFixed(1)} ms, max ${lags[99]!.toFixed(1)} ms (includes the update's own answer)`);
+    console.log(
+      `2. propagation of a change on data-1 to data-2 and data-3, 100 changes: p50 ${pct(lags, 0.5).toFixed(1)} ms, p99 ${pct(lags, 0.99).toFixed(1)} ms, max ${lags[99]!.toFixed(1)} ms (includes the update's own answer)`,
+    );
 
     // 3. etcd outage under search load
     const searches = { ok: [] as number[], failed: 0 };
@@ -111,7 +123,10 @@ async function main(): Promise<void> {
       while (loading) {
         const t = performance.now();
         try {
-          const r = await call(coordinator, 'POST', '/_search', { query: { match: { body: 'money' } }, size: 3 });
+          const r = await call(coordinator, 'POST', '/_search', {
+            query: { match: { body: 'money' } },
+            size: 3,
+          });
           if (r.status === 200 && r.body['_shards'].failed === 0) searches.ok.push(performance.now() - t);
           else searches.failed++;
         } catch {
@@ -135,8 +150,12 @@ async function main(): Promise<void> {
       searches.failed = 0;
       while (performance.now() - stoppedAt < outageS * 1000) {
         // An update (the set is at its limit of 10, so a create would be refused for that first).
-        const r = await call([d1, d2, d3][refusals.length % 3]!.url, 'PUT', `/_sandbox/${id}`, { priority: 5000 + refusals.length });
-        refusals.push(r.status === 503 && r.body['error']?.code === 'QS_CLUSTER_STATE_UNAVAILABLE' ? 503 : r.status);
+        const r = await call([d1, d2, d3][refusals.length % 3]!.url, 'PUT', `/_sandbox/${id}`, {
+          priority: 5000 + refusals.length,
+        });
+        refusals.push(
+          r.status === 503 && r.body['error']?.code === 'QS_CLUSTER_STATE_UNAVAILABLE' ? 503 : r.status,
+        );
         await sleep(1000);
       }
       const sorted = [...searches.ok].sort((a, b) => a - b);
@@ -156,7 +175,13 @@ async function main(): Promise<void> {
     }
     let convergedMs = Number.NaN;
     for (;;) {
-      const lists = await Promise.all([d1, d2, d3].map(async (n) => Object.keys((await call(n.url, 'GET', '/_sandbox')).body).sort().join(',')));
+      const lists = await Promise.all(
+        [d1, d2, d3].map(async (n) =>
+          Object.keys((await call(n.url, 'GET', '/_sandbox')).body)
+            .sort()
+            .join(','),
+        ),
+      );
       if (new Set(lists).size === 1 && !lists[0]!.includes(id)) {
         convergedMs = performance.now() - restarted;
         break;
@@ -174,7 +199,9 @@ async function main(): Promise<void> {
     );
 
     // 4. failover under a keyed bulk load
-    await call(coordinator, 'PUT', '/keyed', { settings: { index: { number_of_shards: 3, number_of_replicas: 1 } } });
+    await call(coordinator, 'PUT', '/keyed', {
+      settings: { index: { number_of_shards: 3, number_of_replicas: 1 } },
+    });
     const acked = new Set<string>();
     let next = 0;
     let writing = true;
@@ -186,7 +213,8 @@ async function main(): Promise<void> {
       while (writing) {
         const sentAt = performance.now();
         let lines = '';
-        for (let i = 0; i < 50; i++, next++) lines += `${JSON.stringify({ index: { _index: 'keyed', _id: `k${next}` } })}\n{"body":"doc ${next}"}\n`;
+        for (let i = 0; i < 50; i++, next++)
+          lines += `${JSON.stringify({ index: { _index: 'keyed', _id: `k${next}` } })}\n{"body":"doc ${next}"}\n`;
         try {
           const { body } = await call(coordinator, 'POST', '/_bulk', lines);
           let ok = 0;
@@ -198,14 +226,18 @@ async function main(): Promise<void> {
           }
           if (ok < 50 && sentAt >= killedAt) firstFailureMs = Math.min(firstFailureMs, sentAt);
           // Recovered: a bulk sent after the first failed one succeeded whole.
-          if (ok === 50 && sentAt > firstFailureMs && Number.isNaN(recoveredAt)) recoveredAt = performance.now();
+          if (ok === 50 && sentAt > firstFailureMs && Number.isNaN(recoveredAt))
+            recoveredAt = performance.now();
         } catch {
           failedItems += 50;
         }
       }
     });
     await sleep(3000);
-    const rows = (await call(coordinator, 'GET', '/_cat/shards/keyed?format=json')).body as unknown as { prirep: string; node: string }[];
+    const rows = (await call(coordinator, 'GET', '/_cat/shards/keyed?format=json')).body as unknown as {
+      prirep: string;
+      node: string;
+    }[];
     const victim = cluster.dataNodes.find((n) => rows.some((r) => r.prirep === 'p' && r.node === n.id))!;
     const primaries = rows.filter((r) => r.prirep === 'p' && r.node === victim.id).length;
     const ackedBefore = acked.size;
@@ -219,7 +251,11 @@ async function main(): Promise<void> {
     let rejoinMs = Number.NaN;
     let copies: string[] = [];
     while (performance.now() - rejoinStarted < 120_000) {
-      const now = (await call(coordinator, 'GET', '/_cat/shards/keyed?format=json')).body as unknown as { prirep: string; node: string; state: string }[];
+      const now = (await call(coordinator, 'GET', '/_cat/shards/keyed?format=json')).body as unknown as {
+        prirep: string;
+        node: string;
+        state: string;
+      }[];
       copies = now.filter((r) => r.node === victim.id).map((r) => `${r.prirep}:${r.state}`);
       if (copies.length > 0 && copies.every((c) => c === 'r:STARTED')) {
         rejoinMs = performance.now() - rejoinStarted;
@@ -230,7 +266,8 @@ async function main(): Promise<void> {
     writing = false;
     await Promise.all(bulkLoad);
     let missing = 0;
-    for (const docId of acked) if ((await call(coordinator, 'GET', `/keyed/_doc/${docId}`)).body['found'] !== true) missing++;
+    for (const docId of acked)
+      if ((await call(coordinator, 'GET', `/keyed/_doc/${docId}`)).body['found'] !== true) missing++;
     console.log(
       `4. failover: SIGKILL of ${victim.id} (${primaries} primaries of [keyed]) under 2 bulk clients: first failed item in a bulk sent ${(firstFailureMs - killedAt).toFixed(0)} ms after the kill, a bulk sent after it succeeded whole ${recoveredMs.toFixed(0)} ms after the kill ` +
         `(${(recoveredMs / 3000).toFixed(2)}x the 3 s membership lease); ${acked.size} documents acknowledged (${ackedBefore} before the kill), ${failedItems} items refused meanwhile; ` +

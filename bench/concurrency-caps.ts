@@ -40,7 +40,9 @@ function measure(withCaps: boolean, heldAhead: number): number {
     maxQueuedTasks: heldAhead + 10,
     agingMsPerPriority: 100,
     config: parseQueryPriority({}),
-    ...(withCaps ? { mayStart: (item: Item) => !caps.active || caps.mayStart(item.sandboxId, undefined) } : {}),
+    ...(withCaps
+      ? { mayStart: (item: Item) => !caps.active || caps.mayStart(item.sandboxId, undefined) }
+      : {}),
   });
   if (heldAhead > 0) {
     // One capped task runs (the cap is reached); the rest wait ahead of everything that follows.
@@ -81,7 +83,9 @@ for (let r = 0; r < rounds; r++) {
 const medians = samples.map(median);
 const baseline = medians[0]!;
 const rows = cases.map((c, i) => [c.name, medians[i]!, medians[i]! / baseline]);
-console.log(`concurrency caps: ns per dispatched task (offer, next, release), median of ${rounds} rounds of ${TASKS}`);
+console.log(
+  `concurrency caps: ns per dispatched task (offer, next, release), median of ${rounds} rounds of ${TASKS}`,
+);
 printTable(['case', 'ns/task', 'x baseline'], rows);
 await writeResult('concurrency-caps', {
   rounds,

@@ -45,7 +45,9 @@ process.on('message', () => process.send({ bytes, frames }));
 `;
 
 function openPages(url: string, n: number): ChildProcess {
-  return spawn(process.execPath, ['-e', PAGES_SCRIPT, url, String(n)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return spawn(process.execPath, ['-e', PAGES_SCRIPT, url, String(n)], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
 }
 
 function closePages(child: ChildProcess): Promise<{ bytes: number; frames: number }> {
@@ -142,10 +144,19 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       await runtime.close();
     }
   }
-  console.log(`\ndashboard cost: server CPU with N pages open, median of ${rounds} interleaved ${windowMs / 1000} s windows`);
+  console.log(
+    `\ndashboard cost: server CPU with N pages open, median of ${rounds} interleaved ${windowMs / 1000} s windows`,
+  );
   printTable(
     ['sandboxes', 'pages', 'server CPU ms/s', 'vs no page', 'per page ms/s', 'bytes/frame'],
-    rows.map((r) => [r.sandboxes, r.pages, r.serverCpuMsPerSecond, r.vsIdle, r.perPageCpuMsPerSecond, Math.round(r.bytesPerFrame)]),
+    rows.map((r) => [
+      r.sandboxes,
+      r.pages,
+      r.serverCpuMsPerSecond,
+      r.vsIdle,
+      r.perPageCpuMsPerSecond,
+      Math.round(r.bytesPerFrame),
+    ]),
   );
   printTable(
     ['sandboxes', 'frame build + JSON µs', 'frame bytes'],

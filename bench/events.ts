@@ -36,7 +36,13 @@ const subscriber = (): void => {
 };
 
 /** Stands in for a publisher in the baseline: takes the same arguments, keeps one so it is not dropped. */
-function keep(_source: EventSource, taskId: number, _sandboxId: string, priority: number, _lane: string): void {
+function keep(
+  _source: EventSource,
+  taskId: number,
+  _sandboxId: string,
+  priority: number,
+  _lane: string,
+): void {
   sink += taskId + priority;
 }
 
@@ -92,8 +98,18 @@ printTable(
   ['mode', 'ns per task', 'above baseline, ns', 'ratio to baseline'],
   [
     ['baseline (no events)', m.baseline.toFixed(1), '0', '1.00'],
-    ['no subscriber', m.unsubscribed.toFixed(1), (m.unsubscribed - m.baseline).toFixed(1), (m.unsubscribed / m.baseline).toFixed(2)],
-    ['one subscriber', m.subscribed.toFixed(1), (m.subscribed - m.baseline).toFixed(1), (m.subscribed / m.baseline).toFixed(2)],
+    [
+      'no subscriber',
+      m.unsubscribed.toFixed(1),
+      (m.unsubscribed - m.baseline).toFixed(1),
+      (m.unsubscribed / m.baseline).toFixed(2),
+    ],
+    [
+      'one subscriber',
+      m.subscribed.toFixed(1),
+      (m.subscribed - m.baseline).toFixed(1),
+      (m.subscribed / m.baseline).toFixed(2),
+    ],
   ],
 );
 

@@ -98,7 +98,11 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     { name: 'one lane, every worker busy', lanes: false as const, userOf: () => undefined },
     // Both lanes busy: twice as many runnable threads as cores, so each waits for a core about half
     // the time. Waiting is not usage: the figure must still match the thread's own clock.
-    { name: 'two lanes, 2x oversubscribed', lanes: undefined, userOf: (i: number) => (i % 2 === 0 ? 'fg_1' : undefined) },
+    {
+      name: 'two lanes, 2x oversubscribed',
+      lanes: undefined,
+      userOf: (i: number) => (i % 2 === 0 ? 'fg_1' : undefined),
+    },
   ];
   let threads = 0;
   for (const c of cases) {
@@ -113,16 +117,29 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       duressShedding: false,
       ...(c.lanes === false ? { lanes: false } : {}),
       sandboxes: {
-        sandboxes: [{ name: 'fg', priority: 20, selectionAttributes: [{ name: 'userPattern', value: 'fg_*' }] }],
+        sandboxes: [
+          { name: 'fg', priority: 20, selectionAttributes: [{ name: 'userPattern', value: 'fg_*' }] },
+        ],
       },
       onTaskEnd: (e) => ends.set(e.taskId, e),
     });
     threads = runtime.options.threads;
     try {
       const m = await measure(runtime, ends, perSize, c.userOf);
-      usage.push({ case: c.name, maxNodeCpu: m.maxNodeCpu, maxRootCpu: m.maxRootCpu, busyThreads: runtime.nodeStats().threads });
+      usage.push({
+        case: c.name,
+        maxNodeCpu: m.maxNodeCpu,
+        maxRootCpu: m.maxRootCpu,
+        busyThreads: runtime.nodeStats().threads,
+      });
       for (const [size, list] of m.errors) {
-        rows.push({ case: c.name, taskMs: size, tasks: list.length, medianError: median(list), p99Error: percentile(list, 99) });
+        rows.push({
+          case: c.name,
+          taskMs: size,
+          tasks: list.length,
+          medianError: median(list),
+          p99Error: percentile(list, 99),
+        });
       }
     } finally {
       await runtime.close();
@@ -131,7 +148,14 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   console.log(`\nmeasurement fidelity: ${threads} cores; per-task CPU figure vs the task's own thread clock`);
   printTable(
     ['case', 'task CPU', 'tasks', 'median |error|', 'p99 |error|', 'target'],
-    rows.map((r) => [r.case, `${r.taskMs} ms`, r.tasks, `${(r.medianError * 100).toFixed(2)} %`, `${(r.p99Error * 100).toFixed(2)} %`, '<= 2 %']),
+    rows.map((r) => [
+      r.case,
+      `${r.taskMs} ms`,
+      r.tasks,
+      `${(r.medianError * 100).toFixed(2)} %`,
+      `${(r.p99Error * 100).toFixed(2)} %`,
+      '<= 2 %',
+    ]),
   );
   printTable(
     ['case', 'busy threads', 'highest node CPU usage', 'highest sandbox CPU usage (root)', 'bound'],

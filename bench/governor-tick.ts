@@ -37,7 +37,9 @@ async function measure(threads: number, ms: number): Promise<{ median: number; p
     sandboxes: { sandboxes },
   });
   const pending = Array.from({ length: 2 * threads }, (_, i) =>
-    runtime.search({ index: 'alpha', body: { sleepMs: 600_000 }, user: `u${i % 20}_x` }).catch(() => undefined),
+    runtime
+      .search({ index: 'alpha', body: { sleepMs: 600_000 }, user: `u${i % 20}_x` })
+      .catch(() => undefined),
   );
   while (runtime.nodeStats().running < threads) await new Promise((r) => setTimeout(r, 50));
   // Only ticks with every worker busy: the tick-cost histogram restarts here.
@@ -46,7 +48,9 @@ async function measure(threads: number, ms: number): Promise<{ median: number; p
   const stats = runtime.governorStats();
   const node = runtime.nodeStats();
   if (node.running !== threads || node.queued !== threads) {
-    throw new Error(`expected ${threads} running and ${threads} queued, saw ${node.running} and ${node.queued}`);
+    throw new Error(
+      `expected ${threads} running and ${threads} queued, saw ${node.running} and ${node.queued}`,
+    );
   }
   await runtime.close();
   await Promise.all(pending);
@@ -55,16 +59,29 @@ async function measure(threads: number, ms: number): Promise<{ median: number; p
 
 export async function run(full: boolean): Promise<Record<string, unknown>> {
   const ms = full ? 10_000 : 3_000;
-  const rows: Array<{ tasks: number; medianUs: number; p99Us: number; ticks: number; coreShare: number }> = [];
+  const rows: Array<{ tasks: number; medianUs: number; p99Us: number; ticks: number; coreShare: number }> =
+    [];
   for (const threads of [8, 64, 256]) {
     benchPhase(`${threads} tasks`);
     const m = await measure(threads, ms);
-    rows.push({ tasks: threads, medianUs: m.median, p99Us: m.p99, ticks: m.ticks, coreShare: m.median / 1000 / INTERVAL_MS });
+    rows.push({
+      tasks: threads,
+      medianUs: m.median,
+      p99Us: m.p99,
+      ticks: m.ticks,
+      coreShare: m.median / 1000 / INTERVAL_MS,
+    });
   }
   console.log(`\ngovernor tick: running tasks (as many queued), 20 sandboxes, ${ms / 1000} s of ticks each`);
   printTable(
     ['running tasks', 'ticks', 'median µs', 'p99 µs', 'share of a core at 100 ms'],
-    rows.map((r) => [r.tasks, r.ticks, Math.round(r.medianUs), Math.round(r.p99Us), `${(r.coreShare * 100).toFixed(2)} %`]),
+    rows.map((r) => [
+      r.tasks,
+      r.ticks,
+      Math.round(r.medianUs),
+      Math.round(r.p99Us),
+      `${(r.coreShare * 100).toFixed(2)} %`,
+    ]),
   );
   const data = { intervalMs: INTERVAL_MS, rows };
   await writeResult('governor-tick', data, CHARTS['governor-tick']!(data));

@@ -84,7 +84,10 @@ export async function barChartSvg(chart: BarChart): Promise<string> {
             scale: {
               type: 'log',
               ...(positive.length > 0
-                ? { domainMin: logDomainMin(Math.min(...positive)), domainMax: logDomainMax(Math.max(...positive)) }
+                ? {
+                    domainMin: logDomainMin(Math.min(...positive)),
+                    domainMax: logDomainMax(Math.max(...positive)),
+                  }
                 : {}),
             },
           }
@@ -136,7 +139,11 @@ export async function writeChart(name: string, chart: BarChart, dir = RESULTS_DI
  * Writes `<RESULTS_DIR>/<name>.json` (`{machine, ...data}`) and, when given, its chart
  * (`<name>.svg`, `<name>.png`). @returns the paths written.
  */
-export async function writeResult(name: string, data: Record<string, unknown>, chart?: BarChart): Promise<string[]> {
+export async function writeResult(
+  name: string,
+  data: Record<string, unknown>,
+  chart?: BarChart,
+): Promise<string[]> {
   mkdirSync(RESULTS_DIR, { recursive: true });
   const json = path.join(RESULTS_DIR, `${name}.json`);
   writeFileSync(json, `${JSON.stringify({ machine: machine(), ...data }, null, 2)}\n`);

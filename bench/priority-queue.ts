@@ -88,7 +88,11 @@ function configFor(policy: Policy) {
 }
 
 function histogram() {
-  return hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 600_000_000, numberOfSignificantValueDigits: 3 });
+  return hdr.build({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: 600_000_000,
+    numberOfSignificantValueDigits: 3,
+  });
 }
 
 /** Runs one workload under one policy with real timers; resolves when every task has run. */
@@ -141,7 +145,6 @@ function run(policy: Policy, tasks: readonly Task[]): Promise<RunResult> {
   });
 }
 
-
 async function main(): Promise<void> {
   const rows: Array<Record<string, unknown>> = [];
   console.log(
@@ -176,7 +179,16 @@ async function main(): Promise<void> {
       }
     }
   }
-  const header = ['workload', 'slow %', 'policy', 'fast mean ms', 'fast p99 ms', 'mean / FIFO', 'p99 / FIFO', 'slow mean ms'];
+  const header = [
+    'workload',
+    'slow %',
+    'policy',
+    'fast mean ms',
+    'fast p99 ms',
+    'mean / FIFO',
+    'p99 / FIFO',
+    'slow mean ms',
+  ];
   console.log(header.join(' | '));
   for (const row of rows) {
     console.log(
@@ -192,7 +204,9 @@ async function main(): Promise<void> {
       ].join(' | '),
     );
   }
-  console.log('published (Mimir, 10 % slow): fast mean wait 733 ms round-robin vs 127 ms prioritised (0.173)');
+  console.log(
+    'published (Mimir, 10 % slow): fast mean wait 733 ms round-robin vs 127 ms prioritised (0.173)',
+  );
   mkdirSync('bench/results', { recursive: true });
   writeFileSync(
     'bench/results/priority-queue.json',

@@ -61,7 +61,10 @@ const POLICIES = {
 } as const;
 type Policy = keyof typeof POLICIES;
 
-const cheapBody = (i: number) => ({ query: { match: { subject: CHEAP_WORDS[i % CHEAP_WORDS.length] } }, size: 5 });
+const cheapBody = (i: number) => ({
+  query: { match: { subject: CHEAP_WORDS[i % CHEAP_WORDS.length] } },
+  size: 5,
+});
 const fuzzyBody = (i: number) => ({
   query: { match: { body: { query: FUZZY_QUERIES[i % FUZZY_QUERIES.length], fuzziness: 2 } } },
   size: 5,
@@ -87,7 +90,20 @@ async function startServer(port: number): Promise<ChildProcess> {
   writeFileSync(sandboxes, '{"sandboxes": []}\n');
   const child = spawn(
     process.execPath,
-    [main, 'serve', '--port', String(port), '--threads', String(threads), '--data-dir', dataDir, '--sandboxes', sandboxes, '--log-level', 'warn'],
+    [
+      main,
+      'serve',
+      '--port',
+      String(port),
+      '--threads',
+      String(threads),
+      '--data-dir',
+      dataDir,
+      '--sandboxes',
+      sandboxes,
+      '--log-level',
+      'warn',
+    ],
     { env: { ...process.env, QUERY_SANDBOX_ADMIN_TOKEN: TOKEN }, stdio: ['ignore', 'inherit', 'inherit'] },
   );
   const deadline = Date.now() + 120_000;
@@ -154,7 +170,11 @@ async function serviceSeconds(client: Client, body: (i: number) => unknown, n: n
 }
 
 function histogram() {
-  return hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 600_000_000, numberOfSignificantValueDigits: 3 });
+  return hdr.build({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: 600_000_000,
+    numberOfSignificantValueDigits: 3,
+  });
 }
 
 interface PhaseResult {
@@ -185,7 +205,11 @@ async function phase(
       const elapsed = performance.now() - started;
       for (const c of classes) {
         // Send every request whose intended time has come; latency counts from that time.
-        for (let at = (c.sent * 1000) / c.rate; at <= elapsed && at < phaseMs; at = (c.sent * 1000) / c.rate) {
+        for (
+          let at = (c.sent * 1000) / c.rate;
+          at <= elapsed && at < phaseMs;
+          at = (c.sent * 1000) / c.rate
+        ) {
           const intended = started + at;
           const i = c.sent++;
           pending.push(
@@ -210,21 +234,29 @@ async function phase(
   await client.idle();
   const seconds = (performance.now() - started) / 1000;
   const [cheap, fuzzy] = classes as [(typeof classes)[0], (typeof classes)[0]];
-  const ms = (h: ReturnType<typeof histogram>, p: number) => (h.totalCount === 0 ? Number.NaN : h.getValueAtPercentile(p) / 1000);
+  const ms = (h: ReturnType<typeof histogram>, p: number) =>
+    h.totalCount === 0 ? Number.NaN : h.getValueAtPercentile(p) / 1000;
   return {
     policy,
     offeredLoad: (CHEAP_PER_SECOND * cost.cheap + fuzzyPerSecond * cost.fuzzy) / threads,
     // Over the phase and its drain: the workers' busy share, from the work they completed.
     achievedLoad: (cheap.ok * cost.cheap + fuzzy.ok * cost.fuzzy) / seconds / threads,
-    cheap: { sent: cheap.sent, ok: cheap.ok, rejected: cheap.rejected, p50Ms: ms(cheap.h, 50), p99Ms: ms(cheap.h, 99) },
+    cheap: {
+      sent: cheap.sent,
+      ok: cheap.ok,
+      rejected: cheap.rejected,
+      p50Ms: ms(cheap.h, 50),
+      p99Ms: ms(cheap.h, 99),
+    },
     fuzzy: { sent: fuzzy.sent, ok: fuzzy.ok, rejected: fuzzy.rejected, p50Ms: ms(fuzzy.h, 50) },
   };
 }
 
-
 async function run(): Promise<void> {
   const port = await freePort();
-  console.log(`starting the service on port ${port} with ${threads} workers (first start builds the index cache)...`);
+  console.log(
+    `starting the service on port ${port} with ${threads} workers (first start builds the index cache)...`,
+  );
   const child = await startServer(port);
   try {
     const client = new Client(`http://127.0.0.1:${port}`);
@@ -235,7 +267,10 @@ async function run(): Promise<void> {
     const calibrations: Array<{ cheapMs: number; fuzzyMs: number; fuzzyPerSecond: number }> = [];
     for (let r = 0; r < rounds; r++) {
       // Each class's cost with the workers saturated, measured again each round.
-      const cost = { cheap: await serviceSeconds(client, cheapBody, 200), fuzzy: await serviceSeconds(client, fuzzyBody, 60) };
+      const cost = {
+        cheap: await serviceSeconds(client, cheapBody, 200),
+        fuzzy: await serviceSeconds(client, fuzzyBody, 60),
+      };
       const fuzzyPerSecond = (OVERLOAD * threads - CHEAP_PER_SECOND * cost.cheap) / cost.fuzzy;
       calibrations.push({ cheapMs: cost.cheap * 1000, fuzzyMs: cost.fuzzy * 1000, fuzzyPerSecond });
       console.log(
@@ -266,7 +301,9 @@ async function run(): Promise<void> {
     });
     const fifo = summary.find((s) => s.policy === 'fifo')!;
     console.log(`medians of ${rounds} rounds:`);
-    console.log('policy | cheap p50 ms | cheap p99 ms | p50 / FIFO | p99 / FIFO | fuzzy p50 ms | fuzzy ok | fuzzy 429 | load reached');
+    console.log(
+      'policy | cheap p50 ms | cheap p99 ms | p50 / FIFO | p99 / FIFO | fuzzy p50 ms | fuzzy ok | fuzzy 429 | load reached',
+    );
     for (const s of summary) {
       console.log(
         [

@@ -4,7 +4,11 @@
  */
 import { ProgressReporter } from '../src/cli/progress-reporter.js';
 
-const reporter = new ProgressReporter({ label: 'bench', write: (line) => console.log(line), everyMs: 10_000 });
+const reporter = new ProgressReporter({
+  label: 'bench',
+  write: (line) => console.log(line),
+  everyMs: 10_000,
+});
 let experiment: string | undefined;
 
 /** `npm run bench` starts an experiment: later phases are shown under its name. */

@@ -13,6 +13,9 @@ for (const [name, chartOf] of Object.entries(CHARTS)) {
     console.log(`${name}: no ${json}, skipped`);
     continue;
   }
-  const written = await writeChart(name, chartOf(JSON.parse(readFileSync(json, 'utf8')) as Record<string, unknown>));
+  const written = await writeChart(
+    name,
+    chartOf(JSON.parse(readFileSync(json, 'utf8')) as Record<string, unknown>),
+  );
   console.log(`${name}: ${written.map((p) => path.relative(process.cwd(), p)).join(', ')}`);
 }

@@ -24,7 +24,12 @@ const cacheDir = cacheAt < 0 ? undefined : process.argv[cacheAt + 1];
 const sandboxFile = fileURLToPath(new URL('../../config/sandboxes.json', import.meta.url));
 const token = process.env['QUERY_SANDBOX_ADMIN_TOKEN'];
 
-const histogram = () => hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: 2 });
+const histogram = () =>
+  hdr.build({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: 3_600_000_000,
+    numberOfSignificantValueDigits: 2,
+  });
 
 class Window {
   wait = histogram();
@@ -38,7 +43,8 @@ class Window {
   }
 
   summary() {
-    const ms = (h: hdr.Histogram, p: number) => (h.totalCount === 0 ? 0 : Math.min(h.maxValue, h.getValueAtPercentile(p)) / 1000);
+    const ms = (h: hdr.Histogram, p: number) =>
+      h.totalCount === 0 ? 0 : Math.min(h.maxValue, h.getValueAtPercentile(p)) / 1000;
     return {
       tasks: this.wait.totalCount,
       outcomes: this.outcomes,
@@ -126,18 +132,33 @@ process.on('message', async (message: { type?: string }) => {
     const loop = { p99Ms: loopDelay.percentile(99) / 1e6, maxMs: loopDelay.max / 1e6 };
     loopDelay.reset();
     const counters = Object.fromEntries(
-      [...runtime.sandboxStats()].map(([id, s]) => [id, { ...s.counters, queued: s.queued, running: s.running }]),
+      [...runtime.sandboxStats()].map(([id, s]) => [
+        id,
+        { ...s.counters, queued: s.queued, running: s.running },
+      ]),
     );
     process.send?.({
       type: 'minute',
       sandboxes: Object.fromEntries([...done].map(([id, w]) => [id, w.summary()])),
       counters,
       loop,
-      memory: { rss: mem.rss, heapUsed: mem.heapUsed, external: mem.external, arrayBuffers: mem.arrayBuffers },
+      memory: {
+        rss: mem.rss,
+        heapUsed: mem.heapUsed,
+        external: mem.external,
+        arrayBuffers: mem.arrayBuffers,
+      },
       workers: {
         live: runtime.nodeStats().liveWorkers,
         started: runtime.nodeStats().workersStarted,
-        lanes: runtime.nodeStats().lanes.map((l) => ({ name: l.name, workers: l.workers, spare: l.spareWorkers, live: l.liveWorkers })),
+        lanes: runtime
+          .nodeStats()
+          .lanes.map((l) => ({
+            name: l.name,
+            workers: l.workers,
+            spare: l.spareWorkers,
+            live: l.liveWorkers,
+          })),
       },
       governor: runtime.governorStats(),
       lateTasks: late,

@@ -70,7 +70,28 @@ function arg(name: string, fallback: number): number {
 }
 
 // Words of the generated documents: the queries' words among a fixed vocabulary, so that matches grow with the index.
-const QUERY_WORDS = ['money', 'offer', 'free', 'meeting', 'report', 'linux', 'update', 'click', 'business', 'opportunity', 'investment', 'lottery', 'winner', 'claim', 'prize', 'mortgage', 'rate', 'approved', 'account', 'server'];
+const QUERY_WORDS = [
+  'money',
+  'offer',
+  'free',
+  'meeting',
+  'report',
+  'linux',
+  'update',
+  'click',
+  'business',
+  'opportunity',
+  'investment',
+  'lottery',
+  'winner',
+  'claim',
+  'prize',
+  'mortgage',
+  'rate',
+  'approved',
+  'account',
+  'server',
+];
 const VOCABULARY = [
   ...QUERY_WORDS,
   ...Array.from({ length: 1480 }, (_, i) => {
@@ -85,7 +106,8 @@ const random = () => {
   seed = (seed * 1103515245 + 12345) & 0x7fffffff;
   return seed / 0x80000000;
 };
-const words = (n: number) => Array.from({ length: n }, () => VOCABULARY[Math.floor(random() ** 2 * VOCABULARY.length)]).join(' ');
+const words = (n: number) =>
+  Array.from({ length: n }, () => VOCABULARY[Math.floor(random() ** 2 * VOCABULARY.length)]).join(' ');
 
 function bulkBody(): string {
   let out = '';
@@ -117,7 +139,12 @@ const USERS: readonly User[] = [
     sandbox: 'analysts',
     perSecond: 3,
     index: `${INDEX},spam-*`,
-    body: (i) => ({ query: { match: { body: { query: ['mony ofer', 'bussines oportunity', 'lotery winnr'][i % 3], fuzziness: 2 } } }, size: 5 }),
+    body: (i) => ({
+      query: {
+        match: { body: { query: ['mony ofer', 'bussines oportunity', 'lotery winnr'][i % 3], fuzziness: 2 } },
+      },
+      size: 5,
+    }),
   },
   {
     user: 'alice',
@@ -139,7 +166,12 @@ const USERS: readonly User[] = [
 ];
 const SANDBOXES = ['dashboards', 'analysts', '_root'];
 
-const histogram = () => hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: 2 });
+const histogram = () =>
+  hdr.build({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: 3_600_000_000,
+    numberOfSignificantValueDigits: 2,
+  });
 
 /** One minute of client-side figures. */
 class Minute {
@@ -155,7 +187,15 @@ class Minute {
   bulkErrors = 0;
   readonly bulkLatency = histogram();
   /** Answers later than LATE_ANSWER_MS: when sent (epoch ms), who, status, latency and the answer's `took`. */
-  readonly late: Array<{ sentAt: number; user: string; sandbox: string; status: number; latencyMs: number; tookMs: number | undefined; reason: string | undefined }> = [];
+  readonly late: Array<{
+    sentAt: number;
+    user: string;
+    sandbox: string;
+    status: number;
+    latencyMs: number;
+    tookMs: number | undefined;
+    reason: string | undefined;
+  }> = [];
   readonly governorCpu: number[] = [];
   readonly processCpu: number[] = [];
   duressPolls = 0;
@@ -167,12 +207,31 @@ class Minute {
 }
 
 interface ServerMinute {
-  sandboxes: Record<string, { tasks: number; waitP50Ms: number; waitP99Ms: number; waitMaxMs: number; runP50Ms: number; runP99Ms: number; runMaxMs: number }>;
+  sandboxes: Record<
+    string,
+    {
+      tasks: number;
+      waitP50Ms: number;
+      waitP99Ms: number;
+      waitMaxMs: number;
+      runP50Ms: number;
+      runP99Ms: number;
+      runMaxMs: number;
+    }
+  >;
   counters: Record<string, Record<string, unknown>>;
   memory: { rss: number; heapUsed: number; external: number; arrayBuffers: number };
   loop: { p99Ms: number; maxMs: number };
   workers: unknown;
-  lateTasks: Array<{ sandboxId: string; lane: string; outcome: string; waitMs: number; runMs: number; cpuMs: number; endedAt: number }>;
+  lateTasks: Array<{
+    sandboxId: string;
+    lane: string;
+    outcome: string;
+    waitMs: number;
+    runMs: number;
+    cpuMs: number;
+    endedAt: number;
+  }>;
   replacements: Array<{ at: number; lane: string; startupMs: number }>;
 }
 
@@ -208,7 +267,8 @@ function askMinute(child: ChildProcess): Promise<ServerMinute> {
   });
 }
 
-const ms = (h: hdr.Histogram, p: number) => (h.totalCount === 0 ? null : Math.min(h.maxValue, h.getValueAtPercentile(p)) / 1000);
+const ms = (h: hdr.Histogram, p: number) =>
+  h.totalCount === 0 ? null : Math.min(h.maxValue, h.getValueAtPercentile(p)) / 1000;
 const avg = (v: readonly number[]) => (v.length === 0 ? 0 : v.reduce((a, b) => a + b, 0) / v.length);
 
 async function main(): Promise<void> {
@@ -226,7 +286,8 @@ async function main(): Promise<void> {
     headers: { 'content-type': 'application/json', ...auth },
     body: JSON.stringify({ settings: { index: { refresh_interval: '1s' } } }),
   });
-  if (created.status !== 200) throw new Error(`PUT /${INDEX} answered ${created.status}: ${await created.text()}`);
+  if (created.status !== 200)
+    throw new Error(`PUT /${INDEX} answered ${created.status}: ${await created.text()}`);
   let docs = 0;
   if (prefillDocs > 0) {
     // A large index from the start, so that what happens at 200,000 documents shows in minutes, not
@@ -235,13 +296,19 @@ async function main(): Promise<void> {
     while (docs < prefillDocs) {
       let body = '';
       for (let i = 0; i < 10; i++) body += bulkBody();
-      const r = await fetch(`${url}/${INDEX}/_bulk`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', ...auth }, body });
+      const r = await fetch(`${url}/${INDEX}/_bulk`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-ndjson', ...auth },
+        body,
+      });
       const answer = (await r.json()) as { errors?: boolean };
       if (r.status !== 200 || answer.errors === true) throw new Error(`prefill bulk answered ${r.status}`);
       docs += 10 * DOCS_PER_BULK;
     }
     await (await fetch(`${url}/${INDEX}/_refresh`, { method: 'POST', headers: auth })).arrayBuffer();
-    console.log(`prefilled ${INDEX} with ${docs} documents in ${((performance.now() - prefillStarted) / 1000).toFixed(1)} s`);
+    console.log(
+      `prefilled ${INDEX} with ${docs} documents in ${((performance.now() - prefillStarted) / 1000).toFixed(1)} s`,
+    );
   }
   console.log(
     `\nsoak: ${minutes} min after ${warmupMs / 1000} s of warm-up; ${USERS.map((u) => `${u.user} (${u.sandbox}) ${u.perSecond}/s`).join(', ')}; ` +
@@ -274,18 +341,32 @@ async function main(): Promise<void> {
           const text = await r.text();
           const latencyUs = Math.max(1, Math.round((performance.now() - intended) * 1000));
           // The 20 latest of the minute: the first late ones are not the ones that matter.
-          if (latencyUs > LATE_ANSWER_MS * 1000 && (m.late.length < 20 || latencyUs / 1000 > m.late.at(-1)!.latencyMs)) {
+          if (
+            latencyUs > LATE_ANSWER_MS * 1000 &&
+            (m.late.length < 20 || latencyUs / 1000 > m.late.at(-1)!.latencyMs)
+          ) {
             let tookMs: number | undefined;
             let reason: string | undefined;
             try {
-              const parsed = JSON.parse(text) as { took?: number; error?: { rejection_reason?: string; type?: string } };
+              const parsed = JSON.parse(text) as {
+                took?: number;
+                error?: { rejection_reason?: string; type?: string };
+              };
               tookMs = parsed.took;
               reason = parsed.error?.rejection_reason ?? parsed.error?.type;
             } catch {
               // not JSON: left undefined
             }
             const sentAt = Date.now() - (performance.now() - intended);
-            m.late.push({ sentAt, user: u.user, sandbox: u.sandbox, status: r.status, latencyMs: latencyUs / 1000, tookMs, reason });
+            m.late.push({
+              sentAt,
+              user: u.user,
+              sandbox: u.sandbox,
+              status: r.status,
+              latencyMs: latencyUs / 1000,
+              tookMs,
+              reason,
+            });
             m.late.sort((a, b) => b.latencyMs - a.latencyMs);
             if (m.late.length > 20) m.late.pop();
           }
@@ -295,8 +376,16 @@ async function main(): Promise<void> {
           } else if (r.status === 429) {
             let reason = 'unknown';
             try {
-              const e = (JSON.parse(text) as { error?: { rejection_reason?: string; cancellation_reason?: string; type?: string } }).error;
-              reason = e?.rejection_reason ?? (e?.cancellation_reason !== undefined ? `cancelled_${e.cancellation_reason}` : (e?.type ?? 'unknown'));
+              const e = (
+                JSON.parse(text) as {
+                  error?: { rejection_reason?: string; cancellation_reason?: string; type?: string };
+                }
+              ).error;
+              reason =
+                e?.rejection_reason ??
+                (e?.cancellation_reason !== undefined
+                  ? `cancelled_${e.cancellation_reason}`
+                  : (e?.type ?? 'unknown'));
             } catch {
               // keep unknown
             }
@@ -374,12 +463,20 @@ async function main(): Promise<void> {
       const elapsed = now - started;
       const sendUntil = Math.min(elapsed, totalMs);
       USERS.forEach((u, k) => {
-        for (let at = (sentBy[k]! * 1000) / u.perSecond; at <= sendUntil && at < totalMs; at = (sentBy[k]! * 1000) / u.perSecond) {
+        for (
+          let at = (sentBy[k]! * 1000) / u.perSecond;
+          at <= sendUntil && at < totalMs;
+          at = (sentBy[k]! * 1000) / u.perSecond
+        ) {
           search(u, sentBy[k]!, started + at);
           sentBy[k]!++;
         }
       });
-      for (let at = (bulksSent * 1000) / bulksPerSecond; at <= sendUntil && at < totalMs; at = (bulksSent * 1000) / bulksPerSecond) {
+      for (
+        let at = (bulksSent * 1000) / bulksPerSecond;
+        at <= sendUntil && at < totalMs;
+        at = (bulksSent * 1000) / bulksPerSecond
+      ) {
         bulk();
         bulksSent++;
       }
@@ -469,7 +566,13 @@ function summarise(minute: number, m: Minute, server: ServerMinute, docs: number
     queueWaitP99Ms,
     queueWaitMaxMs,
     runMaxMs,
-    bulks: { ok: m.bulks, refused: m.bulkRefused, errors: m.bulkErrors, p50Ms: ms(m.bulkLatency, 50), p99Ms: ms(m.bulkLatency, 99) },
+    bulks: {
+      ok: m.bulks,
+      refused: m.bulkRefused,
+      errors: m.bulkErrors,
+      p50Ms: ms(m.bulkLatency, 50),
+      p99Ms: ms(m.bulkLatency, 99),
+    },
     nodeCpu: avg(m.processCpu),
     governorCpu: avg(m.governorCpu),
     duressShare: m.polls === 0 ? 0 : m.duressPolls / m.polls,
@@ -491,30 +594,68 @@ function summarise(minute: number, m: Minute, server: ServerMinute, docs: number
 const f = (v: unknown) => (typeof v === 'number' ? (v >= 100 ? v.toFixed(0) : v.toFixed(1)) : '-');
 
 function printMinute(r: Record<string, unknown>): void {
-  const s = r['sandboxes'] as Record<string, { p50Ms: number | null; p99Ms: number | null; ok: number; refused: number }>;
+  const s = r['sandboxes'] as Record<
+    string,
+    { p50Ms: number | null; p99Ms: number | null; ok: number; refused: number }
+  >;
   console.log(
     `  minute ${r['minute']}: ${r['docs']} docs; ` +
-      SANDBOXES.map((id) => `${id} p50 ${f(s[id]!.p50Ms)} p99 ${f(s[id]!.p99Ms)} ms (${s[id]!.ok} ok, ${s[id]!.refused} x 429)`).join('; ') +
+      SANDBOXES.map(
+        (id) =>
+          `${id} p50 ${f(s[id]!.p50Ms)} p99 ${f(s[id]!.p99Ms)} ms (${s[id]!.ok} ok, ${s[id]!.refused} x 429)`,
+      ).join('; ') +
       `; 429 ${JSON.stringify(r['refusedByReason'])}; queue wait p99 ${f(r['queueWaitP99Ms'])} max ${f(r['queueWaitMaxMs'])} ms; ` +
       `cpu ${f(r['nodeCpu'])}; event-loop delay p99 ${f(r['loopDelayP99Ms'])} max ${f(r['loopDelayMaxMs'])} ms; rss ${f(r['rssMb'])} MB; timeouts ${r['clientTimeouts']}`,
   );
   const clock = (at: number) => new Date(at).toISOString().slice(11, 23);
   for (const a of r['lateAnswers'] as Minute['late']) {
-    console.log(`    late answer: ${a.user} (${a.sandbox}) sent ${clock(a.sentAt)}, ${a.status}${a.reason ? ` ${a.reason}` : ''} after ${f(a.latencyMs)} ms, took ${f(a.tookMs)} ms`);
+    console.log(
+      `    late answer: ${a.user} (${a.sandbox}) sent ${clock(a.sentAt)}, ${a.status}${a.reason ? ` ${a.reason}` : ''} after ${f(a.latencyMs)} ms, took ${f(a.tookMs)} ms`,
+    );
   }
   for (const t of r['lateTasks'] as ServerMinute['lateTasks']) {
-    console.log(`    late task: ${t.sandboxId} (${t.lane}) ${t.outcome} at ${clock(t.endedAt)}: waited ${f(t.waitMs)} ms, ran ${f(t.runMs)} ms (cpu ${f(t.cpuMs)} ms)`);
+    console.log(
+      `    late task: ${t.sandboxId} (${t.lane}) ${t.outcome} at ${clock(t.endedAt)}: waited ${f(t.waitMs)} ms, ran ${f(t.runMs)} ms (cpu ${f(t.cpuMs)} ms)`,
+    );
   }
   for (const w of r['replacements'] as ServerMinute['replacements']) {
     console.log(`    worker replaced: ${w.lane} at ${clock(w.at)}, loaded in ${f(w.startupMs)} ms`);
   }
 }
 
-function report(rows: Array<Record<string, unknown>>, minutes: number, load: { before: number[]; after: number[] }): void {
-  type S = Record<string, { p50Ms: number | null; p99Ms: number | null; ok: number; refused: number; queueWaitP99Ms: number }>;
-  console.log(`\nper minute (latency of answered searches from the intended send time, ms; queue wait from the server, ms):`);
+function report(
+  rows: Array<Record<string, unknown>>,
+  minutes: number,
+  load: { before: number[]; after: number[] },
+): void {
+  type S = Record<
+    string,
+    { p50Ms: number | null; p99Ms: number | null; ok: number; refused: number; queueWaitP99Ms: number }
+  >;
+  console.log(
+    `\nper minute (latency of answered searches from the intended send time, ms; queue wait from the server, ms):`,
+  );
   printTable(
-    ['min', 'docs', 'dash p50', 'dash p99', 'anl p50', 'anl p99', 'root p50', 'root p99', 'qwait p99', 'qwait max', '429 by reason', 't/o', 'cpu', 'gov cpu', 'duress', 'loop p99', 'loop max', 'rss MB'],
+    [
+      'min',
+      'docs',
+      'dash p50',
+      'dash p99',
+      'anl p50',
+      'anl p99',
+      'root p50',
+      'root p99',
+      'qwait p99',
+      'qwait max',
+      '429 by reason',
+      't/o',
+      'cpu',
+      'gov cpu',
+      'duress',
+      'loop p99',
+      'loop max',
+      'rss MB',
+    ],
     rows.map((r) => {
       const s = r['sandboxes'] as S;
       return [
@@ -528,7 +669,9 @@ function report(rows: Array<Record<string, unknown>>, minutes: number, load: { b
         f(s['_root']!.p99Ms),
         f(r['queueWaitP99Ms']),
         f(r['queueWaitMaxMs']),
-        Object.entries(r['refusedByReason'] as Record<string, number>).map(([k, v]) => `${k}:${v}`).join(' ') || '0',
+        Object.entries(r['refusedByReason'] as Record<string, number>)
+          .map(([k, v]) => `${k}:${v}`)
+          .join(' ') || '0',
         r['clientTimeouts'],
         (r['nodeCpu'] as number).toFixed(2),
         (r['governorCpu'] as number).toFixed(2),
@@ -541,15 +684,20 @@ function report(rows: Array<Record<string, unknown>>, minutes: number, load: { b
   );
   const first = (rows[0]?.['sandboxes'] as S | undefined)?.['dashboards']?.p99Ms ?? null;
   const worst = Math.max(...rows.map((r) => (r['sandboxes'] as S)['dashboards']!.p99Ms ?? 0));
-  const overMinutes = rows.filter((r) => first === null || ((r['sandboxes'] as S)['dashboards']!.p99Ms ?? 0) > 2 * first);
+  const overMinutes = rows.filter(
+    (r) => first === null || ((r['sandboxes'] as S)['dashboards']!.p99Ms ?? 0) > 2 * first,
+  );
   const dashWithin = first !== null && overMinutes.length === 0;
   // Check 2: an answer (200 or 429) later than the bound + the minute's longest task run (+ 250 ms of
   // timer and event-loop slack), a server-side queue wait past the bound (+ the same slack), or a
   // request that got no answer before the client's 30 s time-out, all fail it.
-  const lateMinutes = rows.filter((r) => (r['answeredMaxMs'] as number) > QUEUE_WAIT_BOUND_MS + (r['runMaxMs'] as number) + SLACK_MS);
+  const lateMinutes = rows.filter(
+    (r) => (r['answeredMaxMs'] as number) > QUEUE_WAIT_BOUND_MS + (r['runMaxMs'] as number) + SLACK_MS,
+  );
   const queueWaitMax = Math.max(...rows.map((r) => r['queueWaitMaxMs'] as number));
   const timeouts = rows.reduce((n, r) => n + (r['clientTimeouts'] as number), 0);
-  const boundKept = lateMinutes.length === 0 && queueWaitMax <= QUEUE_WAIT_BOUND_MS + SLACK_MS && timeouts === 0;
+  const boundKept =
+    lateMinutes.length === 0 && queueWaitMax <= QUEUE_WAIT_BOUND_MS + SLACK_MS && timeouts === 0;
   const verdict = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
   console.log(
     `\ncheck 1 ${verdict(dashWithin)}: dashboards p99 within 2x of minute 1 in every minute: minute 1 ${f(first)} ms, worst ${f(worst)} ms ` +
@@ -564,13 +712,19 @@ function report(rows: Array<Record<string, unknown>>, minutes: number, load: { b
   console.log(`soak ${minutes} min: ${verdict(dashWithin && boundKept)}`);
   if (!(dashWithin && boundKept)) process.exitCode = 1;
   const totals = new Map<string, number>();
-  for (const r of rows) for (const [k, v] of Object.entries(r['refusedByReason'] as Record<string, number>)) totals.set(k, (totals.get(k) ?? 0) + v);
-  console.log(`429s by reason over ${minutes} min: ${JSON.stringify(Object.fromEntries(totals))}; client time-outs ${timeouts}`);
+  for (const r of rows)
+    for (const [k, v] of Object.entries(r['refusedByReason'] as Record<string, number>))
+      totals.set(k, (totals.get(k) ?? 0) + v);
+  console.log(
+    `429s by reason over ${minutes} min: ${JSON.stringify(Object.fromEntries(totals))}; client time-outs ${timeouts}`,
+  );
   console.log(
     `rss: minute 1 ${f(rows[0]?.['rssMb'])} MB (${rows[0]?.['docs']} docs), last minute ${f(rows.at(-1)?.['rssMb'])} MB (${rows.at(-1)?.['docs']} docs); ` +
       `main thread heap ${f(rows.at(-1)?.['mainHeapMb'])} MB`,
   );
-  console.log(`load average (1, 5, 15 min): before ${load.before.join(' ')}, after ${load.after.join(' ')} on ${os.availableParallelism()} cores`);
+  console.log(
+    `load average (1, 5, 15 min): before ${load.before.join(' ')}, after ${load.after.join(' ')} on ${os.availableParallelism()} cores`,
+  );
   void writeResult('soak', {
     minutes,
     load,

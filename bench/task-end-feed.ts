@@ -43,8 +43,20 @@ export async function run(): Promise<Record<string, unknown>> {
   new RuntimeMetrics(feed, { processMetrics: false });
   const registry = new Registry();
   const labelNames = ['sandbox_id', 'sandbox_name'];
-  const wait = new Histogram({ name: 'w', help: 'w', labelNames, buckets: [...TASK_SECONDS_BUCKETS], registers: [registry] });
-  const runH = new Histogram({ name: 'r', help: 'r', labelNames: [...labelNames, 'outcome'], buckets: [...TASK_SECONDS_BUCKETS], registers: [registry] });
+  const wait = new Histogram({
+    name: 'w',
+    help: 'w',
+    labelNames,
+    buckets: [...TASK_SECONDS_BUCKETS],
+    registers: [registry],
+  });
+  const runH = new Histogram({
+    name: 'r',
+    help: 'r',
+    labelNames: [...labelNames, 'outcome'],
+    buckets: [...TASK_SECONDS_BUCKETS],
+    registers: [registry],
+  });
   const cpu = new Counter({ name: 'c', help: 'c', labelNames, registers: [registry] });
   const w = wait.labels('a', 'a');
   const r = runH.labels('a', 'a', 'completed');

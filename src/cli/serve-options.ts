@@ -84,6 +84,8 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --foreground-min-priority P  lowest priority the foreground lane takes (default 11)
   --background-weight W  nice 0..19 or idle (SCHED_IDLE) of the background lane's threads (default 19)
   --spare-workers N      loaded spare workers of each lane, 0..64 (default 1)
+  --prefetch-tasks N     tasks a lane of short tasks hands its pool beyond its free workers, 0..64
+                         (default 1; 0: off; docs/lanes.md, "Prefetch")
   --helper-thread-weight N  nice 0..19 for V8's GC helper threads and libuv's pool (default: left alone)
   --engine MODULE        engine module path (default: built-in MiniSearch over SpamAssassin)
   --enforcement MODE     enforced (or enabled) | monitor_only | disabled (default enforced)
@@ -181,6 +183,7 @@ const RUNTIME_FLAGS = [
   'foreground-min-priority',
   'background-weight',
   'spare-workers',
+  'prefetch-tasks',
   'helper-thread-weight',
   'engine',
   'enforcement',
@@ -217,6 +220,7 @@ const SERVE_FLAGS = {
     'foreground-min-priority',
     'background-weight',
     'spare-workers',
+    'prefetch-tasks',
     'helper-thread-weight',
     'engine',
     'enforcement',
@@ -309,6 +313,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
       : (intFlag('port', env['PORT'], 0, 65535, 'PORT') ?? 9200);
   const threads = intFlag('threads', str('threads'), 1, 1024);
   const spareWorkers = intFlag('spare-workers', str('spare-workers'), 0, 64);
+  const prefetchTasks = intFlag('prefetch-tasks', str('prefetch-tasks'), 0, 64);
   const helperThreadWeight = intFlag('helper-thread-weight', str('helper-thread-weight'), 0, 19);
   const lanes = laneFlags(str);
   const intervalMs = intFlag('interval-ms', str('interval-ms'), 10, 60_000);
@@ -401,6 +406,7 @@ export function parseServeOptions(argv: readonly string[], env: NodeJS.ProcessEn
     dataDir: str('data-dir') ?? env['QUERY_SANDBOX_DATA_DIR'] ?? '.query-sandbox',
     ...(threads !== undefined ? { threads } : {}),
     ...(spareWorkers !== undefined ? { spareWorkers } : {}),
+    ...(prefetchTasks !== undefined ? { prefetchTasks } : {}),
     ...(helperThreadWeight !== undefined ? { helperThreadWeight } : {}),
     ...(lanes !== undefined ? { lanes } : {}),
     ...(intervalMs !== undefined ? { intervalMs } : {}),

@@ -191,6 +191,7 @@ function schedulerView(runtime: Runtime) {
       min_priority: l.minPriority,
       workers: l.workers,
       busy: l.busy,
+      prefetch: l.prefetch,
       queued: l.queued,
       overloaded: l.overloaded,
       reservations_suspended: l.reservationsSuspended ?? null,

@@ -81,10 +81,13 @@ describe('serve options: lanes', () => {
         '15',
         '--spare-workers',
         '0',
+        '--prefetch-tasks',
+        '2',
       ],
       {},
     );
     expect(o.runtime.spareWorkers).toBe(0);
+    expect(o.runtime.prefetchTasks).toBe(2);
     expect(o.runtime.lanes).toEqual([
       { name: 'foreground', minPriority: 15, weight: 0, workers: 1 },
       { name: 'background', weight: 'idle', workers: 3 },
@@ -108,6 +111,7 @@ describe('serve options: lanes', () => {
     ],
     [['--foreground-workers', '0'], '--foreground-workers must be an integer in 1..1024; received "0"'],
     [['--spare-workers=-1'], '--spare-workers must be an integer in 0..64; received "-1"'],
+    [['--prefetch-tasks', '65'], '--prefetch-tasks must be an integer in 0..64; received "65"'],
     [
       ['--role', 'coordinator', '--data-nodes', 'h:1', '--lanes', 'off'],
       '--lanes is only for a node that runs searches',
