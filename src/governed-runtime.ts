@@ -186,7 +186,12 @@ export class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
         duressRejectThreshold: options.duress.rejectThreshold,
       },
       sandboxes,
-      prefetch: new PrefetchPolicy(options.lanes.length, options.prefetchTasks, options.prefetchBelowMs),
+      // A node that queues nothing refuses a task no worker takes at once: it prefetches nothing either.
+      prefetch: new PrefetchPolicy(
+        options.lanes.length,
+        options.maxQueuedTasks === 0 ? 0 : options.prefetchTasks,
+        options.prefetchBelowMs,
+      ),
     });
     registry.onChange((list) => this.#applySandboxes(list));
     // A shared store (etcd) hands over the rules other nodes saved: applied here, not saved again.

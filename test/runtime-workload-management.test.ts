@@ -333,3 +333,27 @@ describe('runtime: prefetch', () => {
     }
   });
 });
+
+describe('runtime: prefetch and a node that queues nothing', () => {
+  it('with maxQueuedTasks 0 refuses a task no worker takes at once, even after a run of short tasks', async () => {
+    const runtime = await createRuntime({
+      engine: echoEngine,
+      threads: 1,
+      spareWorkers: 0,
+      lanes: false,
+      maxQueuedTasks: 0,
+      prefetchBelowMs: 60_000,
+    });
+    try {
+      for (let i = 0; i < 20; i++) await runtime.search({ index: 'alpha', body: { echo: i } });
+      const long = runtime.search({ index: 'alpha', body: { sleepMs: 300 } });
+      await expect(runtime.search({ index: 'alpha', body: { echo: 'late' } })).rejects.toMatchObject({
+        code: 'QS_REJECTED',
+      });
+      await long;
+      expect(runtime.schedulerStats().lanes[0]!.prefetch).toBe(0);
+    } finally {
+      await runtime.close();
+    }
+  });
+});

@@ -44,10 +44,14 @@ function dispatchQueued(x: TaskExecution): void {
   // Each lane hands out no more tasks than it has live workers: with its spares used up by
   // replacements still loading, a task given to the pool would wait there, unbounded and unseen.
   // A lane whose tasks end close together also prefetches (`prefetch.ts`).
+  const nowMs = performance.now();
   for (let lane = 0; lane < x.laneNames.length; lane++) {
     const ready = x.pool.readyWorkersOf(lane);
     x.scheduler.setLiveWorkers(lane, ready);
-    x.scheduler.setPrefetch(lane, x.prefetch.tasksFor(lane, ready >= x.scheduler.lanes[lane]!.workers));
+    x.scheduler.setPrefetch(
+      lane,
+      x.prefetch.tasksFor(lane, ready >= x.scheduler.lanes[lane]!.workers, nowMs),
+    );
   }
   while (!x.closed) {
     const dispatch = x.scheduler.next(performance.now());

@@ -6,7 +6,9 @@
  * the prefetched task has left the queue: a more important task that arrives after it cannot
  * overtake it, and its queue-wait bound no longer applies. So a lane prefetches only while its tasks
  * end close together (the moving average of the time between two task ends is below
- * `prefetchBelowMs`): the wait of a prefetched task is about that interval. It also needs every
+ * `prefetchBelowMs`, and so is the time since the last one): the wait of a prefetched task is about
+ * that interval. A node that queues nothing (`maxQueuedTasks: 0`) prefetches nothing: a prefetched
+ * task waits, and such a node refuses rather than lets a task wait. It also needs every
  * worker of the lane loaded (a task handed to a lane short of workers would wait for a replacement
  * to load), and the scheduler ignores it in a lane with reserved workers.
  */
@@ -46,11 +48,16 @@ export class PrefetchPolicy {
   }
 
   /**
-   * Tasks lane `lane` may prefetch now: `prefetchTasks` while its tasks end less than `prefetchBelowMs`
-   * apart on average and `staffed` (every one of its workers loaded), else 0.
+   * Tasks lane `lane` may prefetch at `nowMs`: `prefetchTasks` while its tasks end less than
+   * `prefetchBelowMs` apart on average, its last one ended less than that ago (a lane whose workers
+   * all run long tasks stops at once, whatever its average), and it is `staffed` (every one of its
+   * workers loaded); else 0.
    */
-  tasksFor(lane: number, staffed: boolean): number {
-    return staffed && this.#intervalMs[lane]! < this.#belowMs ? this.#tasks : 0;
+  tasksFor(lane: number, staffed: boolean, nowMs: number): number {
+    if (!staffed || this.#tasks === 0) return 0;
+    const last = this.#lastEndMs[lane];
+    if (last === undefined || nowMs - last >= this.#belowMs) return 0;
+    return this.#intervalMs[lane]! < this.#belowMs ? this.#tasks : 0;
   }
 
   /** The moving average of the time between two task ends of lane `lane`, ms (Infinity before two). */
