@@ -89,9 +89,10 @@ export interface RuntimeOptions {
    * free workers, integer 0..64. They wait inside piscina's queue and start on the next worker that
    * frees, in the same turn of the event loop that takes the last task's result, instead of a round
    * trip through the runtime's queue later. Only while the lane's tasks end less than
-   * `prefetchBelowMs` apart (so a prefetched task waits about that long at most, past the queue's
-   * reordering and queue-wait bounds), while it has every worker loaded, and never in a lane with
-   * reserved workers. Default 1; 0: off. Trivial tasks: see docs/benchmarks.md (overhead).
+   * `prefetchBelowMs` apart and the last ended less than that ago (so a prefetched task waits about
+   * that long, past the queue's reordering and queue-wait bounds), while it has every worker loaded;
+   * never in a lane with reserved workers, nor with `maxQueuedTasks: 0`. Default 1; 0: off. Trivial
+   * tasks: see docs/benchmarks.md (overhead).
    */
   prefetchTasks?: number;
   /**
