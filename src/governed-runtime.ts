@@ -12,7 +12,7 @@ import { ChannelName, type EventSource, publishSandboxStates, type TaskEndedEven
 import { InvalidArgumentError, NotRunningError } from './errors.js';
 import { admit } from './execution/admit.js';
 import { cancelQueued, hardCancel, softCancel } from './execution/cancel.js';
-import { pump, rejectEvicted } from './execution/dispatch.js';
+import { pump, rejectEvicted, updateLanes } from './execution/dispatch.js';
 import { EngineChecks } from './execution/engine-checks.js';
 import { PrefetchPolicy } from './execution/prefetch.js';
 import { checkSearchCallOptions, type SearchCallOptions } from './execution/search-call.js';
@@ -345,6 +345,7 @@ export class GovernedRuntime<Result, Body> implements Runtime<Result, Body> {
   }
 
   schedulerStats(): SchedulerStats {
+    updateLanes(this.#x);
     return this.#x.scheduler.stats();
   }
 

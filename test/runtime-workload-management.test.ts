@@ -313,6 +313,9 @@ describe('runtime: prefetch', () => {
       const r = await flood(runtime, 300);
       expect(r).toEqual({ ok: 300, maxBusy: 2, maxPrefetch: 1 });
       expect(runtime.nodeStats().lanes[0]).toMatchObject({ workers: 1, spareWorkers: 1 });
+      // Idle for longer than prefetchBelowMs: the lane no longer prefetches, and its stats say so.
+      await new Promise((r) => setTimeout(r, 120));
+      expect(runtime.schedulerStats().lanes[0]!.prefetch).toBe(0);
     } finally {
       await runtime.close();
     }

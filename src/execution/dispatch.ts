@@ -35,15 +35,14 @@ function settleAndPump(
   }
 }
 
-function dispatchQueued(x: TaskExecution): void {
-  // Nothing past its queue-wait bound is dispatched, even when its timer has not fired yet.
-  if (!x.closed) {
-    const expired = x.scheduler.expire(performance.now());
-    if (expired.length > 0) rejectExpired(x, expired);
-  }
-  // Each lane hands out no more tasks than it has live workers: with its spares used up by
-  // replacements still loading, a task given to the pool would wait there, unbounded and unseen.
-  // A lane whose tasks end close together also prefetches (`prefetch.ts`).
+/**
+ * Tells the scheduler each lane's live workers and what it may prefetch now. Each lane hands out no
+ * more tasks than it has live workers (with its spares used up by replacements still loading, a task
+ * given to the pool would wait there, unbounded and unseen), plus, while its tasks end close
+ * together, its prefetch (`prefetch.ts`). Before every dispatch, and before stats are read: an idle
+ * lane's prefetch lapses with time, not with an event.
+ */
+export function updateLanes(x: TaskExecution): void {
   const nowMs = performance.now();
   for (let lane = 0; lane < x.laneNames.length; lane++) {
     const ready = x.pool.readyWorkersOf(lane);
@@ -53,6 +52,15 @@ function dispatchQueued(x: TaskExecution): void {
       x.prefetch.tasksFor(lane, ready >= x.scheduler.lanes[lane]!.workers, nowMs),
     );
   }
+}
+
+function dispatchQueued(x: TaskExecution): void {
+  // Nothing past its queue-wait bound is dispatched, even when its timer has not fired yet.
+  if (!x.closed) {
+    const expired = x.scheduler.expire(performance.now());
+    if (expired.length > 0) rejectExpired(x, expired);
+  }
+  updateLanes(x);
   while (!x.closed) {
     const dispatch = x.scheduler.next(performance.now());
     if (dispatch === undefined) break;
