@@ -538,9 +538,9 @@ function sortRows(
 }
 
 /** A cat table as text: space-aligned columns, a header line with `?v`. */
-export function catText(
-  rows: readonly Record<string, string | null>[],
-  columns: readonly string[],
+export function catText<C extends string>(
+  rows: readonly { readonly [K in C]?: string | null }[],
+  columns: readonly C[],
   header: boolean,
 ): string {
   const table = rows.map((r) => columns.map((c) => r[c] ?? ''));

@@ -24,6 +24,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidArgumentError, TemplateNotFoundError } from '../errors.js';
 import { parseRefreshPolicy } from '../bulk/bulk-response.js';
 import type { CatShardRow, IndexApi } from '../indices/index-api.js';
+import { catText } from './index-info-routes.js';
 import { registerDocumentRoutes } from './document-routes.js';
 import { sendError } from './error-body.js';
 import type { RouteAuth } from './route-auth.js';
@@ -45,22 +46,12 @@ function config(auth: RouteAuth, names: readonly string[], rawBody = false) {
   };
 }
 
-/** `GET /_cat/shards` as text: space-aligned columns, a header line with `?v`. */
+/** `GET /_cat/shards` as text: space-aligned columns, a header line with `?v` (`catText`). */
 export function catShardsText(rows: readonly CatShardRow[], header: boolean): string {
-  const columns = ['index', 'shard', 'prirep', 'state', 'docs', 'node'] as const;
-  const table = rows.map((r) => columns.map((c) => r[c] ?? ''));
-  if (header) table.unshift([...columns]);
-  const widths = columns.map((_, i) => Math.max(0, ...table.map((row) => row[i]!.length)));
-  return table
-    .map(
-      (row) =>
-        `${row
-          .map((cell, i) => cell.padEnd(widths[i]!))
-          .join(' ')
-          .trimEnd()}\n`,
-    )
-    .join('');
+  return catText(rows, CAT_SHARDS_COLUMNS, header);
 }
+
+const CAT_SHARDS_COLUMNS = ['index', 'shard', 'prirep', 'state', 'docs', 'node'] as const;
 
 /** `?routing=`: a string; the empty value means none. @throws InvalidArgumentError. */
 export function routingParameter(query: Record<string, unknown>): string | undefined {
