@@ -56,6 +56,35 @@ interface PiscinaWorkerView {
 /** How many start-up reports are kept for stats. */
 const KEPT_STARTUPS = 64;
 
+/**
+ * Makes piscina hand out one view object per worker instead of a new one each time; true when the
+ * worker's view is pinned (now or before), false when piscina's shape is not the one this expects
+ * (piscina 5.x), which leaves it as it is.
+ *
+ * piscina builds its load balancer's view of every worker (`PiscinaWorker`: an object with six
+ * accessors, which V8 cannot make from a template) afresh on each `run` that finds its queue empty and
+ * each time a worker frees with tasks queued: all of a pool's workers each time, 3-4 µs apiece here. The
+ * accessors read the worker as it is when called, so one view per worker answers the same: it is set
+ * as the worker's own `interface`, shadowing piscina's getter, for this pool's workers only.
+ */
+export function pinWorkerView(view: object): boolean {
+  const keys = Object.getOwnPropertySymbols(view);
+  if (keys.length !== 1) return false;
+  const worker: unknown = (view as Record<symbol, unknown>)[keys[0]!];
+  if (
+    worker === null ||
+    typeof worker !== 'object' ||
+    typeof (worker as { postTask?: unknown }).postTask !== 'function'
+  ) {
+    return false;
+  }
+  if (Object.hasOwn(worker, 'interface')) return true;
+  const getter = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(worker) as object, 'interface')?.get;
+  if (getter === undefined) return false;
+  Object.defineProperty(worker, 'interface', { value: view, configurable: true });
+  return true;
+}
+
 export class WorkerPool {
   readonly slots: TaskSlots;
   readonly threads: number;
@@ -79,6 +108,7 @@ export class WorkerPool {
   #onChange: (() => void) | undefined;
   readonly #onReplacement: ((report: WorkerStartupReport) => void) | undefined;
   #closed = false;
+  #viewsPinned = 0;
 
   private constructor(options: WorkerPoolOptions) {
     const buffers = options.slots ?? allocateTaskSlotBuffers(options.slotCount);
@@ -116,7 +146,10 @@ export class WorkerPool {
     const forget = (): void => {
       this.#readyCached = undefined;
     };
-    this.#piscina.on('workerCreate', forget);
+    this.#piscina.on('workerCreate', (view: object) => {
+      this.#readyCached = undefined;
+      if (pinWorkerView(view)) this.#viewsPinned++;
+    });
     this.#piscina.on('workerDestroy', forget);
     // A worker whose start-up throws surfaces here; the failed report carries the reason.
     this.#piscina.on('error', (error: unknown) => {
@@ -220,6 +253,11 @@ export class WorkerPool {
   /** Start-up reports of the most recent workers (the first `threads` are the initial ones). */
   get startups(): readonly WorkerStartupReport[] {
     return this.#startups;
+  }
+
+  /** Workers whose piscina view is pinned (`pinWorkerView`): all of them with piscina 5.x. */
+  get workerViewsPinned(): number {
+    return this.#viewsPinned;
   }
 
   /** Workers that finished starting since the pool was made (initial ones and replacements). */

@@ -2,7 +2,7 @@ import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SlotAllocator } from '../../src/pool/task-slots.js';
 import type { TaskOutcome } from '../../src/pool/task-envelope.js';
-import { WorkerPool } from '../../src/pool/worker-pool.js';
+import { pinWorkerView, WorkerPool } from '../../src/pool/worker-pool.js';
 
 const syncEngine = pathToFileURL(new URL('../fixtures/sync-engine.mjs', import.meta.url).pathname).href;
 
@@ -51,5 +51,62 @@ describe('WorkerPool', () => {
     } finally {
       await pool.close();
     }
+  });
+
+  // The pinned views are read live: the maxRunning test above fails if currentUsage were a snapshot.
+  it("pins every worker's piscina view, a replacement's too", async () => {
+    const pool = await WorkerPool.start({
+      engineUrl: syncEngine,
+      engineOptions: {},
+      cacheDir: '/tmp',
+      threads: 2,
+      workerHeapMb: 128,
+      slotCount: 4,
+      startTimeoutMs: 20_000,
+    });
+    try {
+      // piscina 5.x: a failure here means its worker view changed shape and the cache no longer applies.
+      expect(pool.workerViewsPinned).toBe(2);
+      pool.slots.assign(0, 1);
+      const ran = pool.run({ taskId: 1, slot: 0, request: { indices: ['a'], body: { sleepMs: 5_000 } } });
+      const deadline = Date.now() + 10_000;
+      while (pool.slots.threadId(0) === 0 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 10));
+      expect(pool.terminateWorkerOf(0, 1)).toBe(true);
+      await expect(ran).rejects.toThrow();
+      while (pool.workersStarted < 3 && Date.now() < deadline + 10_000)
+        await new Promise((r) => setTimeout(r, 10));
+      expect(pool.workersStarted).toBe(3);
+      expect(pool.workerViewsPinned).toBe(3);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('leaves a view of another shape as it is', () => {
+    const getter = {
+      get interface() {
+        return 'piscina';
+      },
+    };
+    class Info {
+      postTask(): void {}
+      get interface(): string {
+        return 'piscina';
+      }
+    }
+    const info = new Info();
+    const view = { [Symbol('kWorkerData')]: info };
+    expect(pinWorkerView({})).toBe(false);
+    expect(pinWorkerView({ [Symbol('a')]: info, [Symbol('b')]: info })).toBe(false);
+    expect(pinWorkerView({ [Symbol('x')]: { interface: 1 } })).toBe(false);
+    expect(pinWorkerView({ [Symbol('x')]: Object.assign(Object.create(getter), { postTask() {} }) })).toBe(
+      true,
+    );
+    expect(pinWorkerView({ [Symbol('x')]: { postTask() {} } })).toBe(false);
+    expect(info.interface).toBe('piscina');
+    expect(pinWorkerView(view)).toBe(true);
+    expect(info.interface).toBe(view);
+    expect(pinWorkerView(view)).toBe(true);
   });
 });
