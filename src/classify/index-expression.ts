@@ -49,11 +49,14 @@ export function resolveIndexExpression(expression: string, known: readonly strin
 /** Expressions kept per list of known indices by `resolveIndexExpressionCached`; the cache is emptied when full. */
 const MAX_CACHED_EXPRESSIONS = 1024;
 const resolvedByKnown = new WeakMap<readonly string[], Map<string, readonly string[]>>();
+/** The cache key of an engine that does not list its indices. */
+const UNLISTED: readonly string[] = [];
 
 /**
  * `resolveIndexExpression` for the request path: the same answer, frozen, kept per `known` list (by
  * identity: the engine's list, or the one the index service rebuilds when writable indices change,
- * is never changed in place) so that a search does not resolve its expression again. At most
+ * is never changed in place; an engine that lists none has one list of its own) so that a search
+ * does not resolve its expression again. At most
  * `MAX_CACHED_EXPRESSIONS` expressions are kept per list. Errors are not kept: each call throws anew.
  * @throws as `resolveIndexExpression`.
  */
@@ -61,11 +64,11 @@ export function resolveIndexExpressionCached(
   expression: string,
   known: readonly string[] | undefined,
 ): readonly string[] {
-  if (known === undefined) return resolveIndexExpression(expression, known);
-  let cache = resolvedByKnown.get(known);
+  const key = known ?? UNLISTED;
+  let cache = resolvedByKnown.get(key);
   if (cache === undefined) {
     cache = new Map();
-    resolvedByKnown.set(known, cache);
+    resolvedByKnown.set(key, cache);
   }
   const hit = cache.get(expression);
   if (hit !== undefined) return hit;

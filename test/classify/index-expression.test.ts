@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { resolveIndexExpression, resolveIndexExpressionCached } from '../../src/classify/index-expression.js';
-import { IndexNotFoundError } from '../../src/errors.js';
+import { IndexNotFoundError, InvalidArgumentError } from '../../src/errors.js';
 
 describe('resolveIndexExpression', () => {
   const known = ['easy-ham-1', 'spam-1', 'spam-2'];
@@ -43,5 +43,14 @@ describe('resolveIndexExpressionCached', () => {
     const known = Array.from({ length: 1500 }, (_, i) => `i-${i}`);
     for (let i = 0; i < 1500; i++) expect(resolveIndexExpressionCached(`i-${i}`, known)).toEqual([`i-${i}`]);
     expect(resolveIndexExpressionCached('i-0', known)).toEqual(['i-0']);
+  });
+
+  it('keeps the pass-through answer of an engine that lists no indices apart from an empty list', () => {
+    const a = resolveIndexExpressionCached('logs-*,b,b', undefined);
+    expect(a).toEqual(['logs-*', 'b']);
+    expect(resolveIndexExpressionCached('logs-*,b,b', undefined)).toBe(a);
+    expect(resolveIndexExpressionCached('logs-*', [])).toEqual([]);
+    expect(() => resolveIndexExpressionCached('b', [])).toThrow(IndexNotFoundError);
+    expect(() => resolveIndexExpressionCached('a,,b', undefined)).toThrow(InvalidArgumentError);
   });
 });
