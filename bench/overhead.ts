@@ -15,7 +15,9 @@
  * bare piscina fed from a FIFO queue in front of it, one task per free worker (what any runtime that
  * orders tasks itself must do without prefetch): `unprefetchedTimeRatio`, `fedTimeRatio`.
  *
- * Usage: part of `npm run bench`; alone: `node dist/bench/overhead.js [--full]`.
+ * Usage: part of `npm run bench`; alone: `node dist/bench/overhead.js [--full] [--round-seconds S]`.
+ * `--round-seconds S` (1..600) makes each side's round of each case at least about S seconds long: its
+ * task count is raised to S times bare piscina's rate in the warm-up.
  */
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
@@ -90,7 +92,7 @@ function fedPiscina(pool: Piscina, workers: number): (task: unknown) => Promise<
     });
 }
 
-export async function run(full: boolean): Promise<Record<string, unknown>> {
+export async function run(full: boolean, roundSeconds?: number): Promise<Record<string, unknown>> {
   const rounds = full ? 9 : 5;
   const governed = await createRuntime({ engine: workerFile, dataDir: '.query-sandbox/bench' });
   const feed = new RuntimeFeed();
@@ -144,7 +146,9 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       const runUnprefetched = (n: number) => unprefetched.search({ index: 'bench', body: body(n) });
       const runFed = (n: number) => fed(body(n));
       // Warm-up, every side.
-      await drive(runBare, 500, inFlight);
+      const warm = await drive(runBare, 500, inFlight);
+      const count =
+        roundSeconds === undefined ? c.count : Math.max(c.count, Math.ceil(roundSeconds * warm.tasksPerSecond));
       await drive(runGoverned, 500, inFlight);
       await drive(runMetered, 500, inFlight);
       await drive(runUnprefetched, 500, inFlight);
@@ -155,11 +159,11 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       const unprefetchedRounds: RoundResult[] = [];
       const fedRounds: RoundResult[] = [];
       const sides = [
-        () => drive(runBare, c.count, inFlight).then((x) => bareRounds.push(x)),
-        () => drive(runGoverned, c.count, inFlight).then((x) => governedRounds.push(x)),
-        () => drive(runMetered, c.count, inFlight).then((x) => meteredRounds.push(x)),
-        () => drive(runUnprefetched, c.count, inFlight).then((x) => unprefetchedRounds.push(x)),
-        () => drive(runFed, c.count, inFlight).then((x) => fedRounds.push(x)),
+        () => drive(runBare, count, inFlight).then((x) => bareRounds.push(x)),
+        () => drive(runGoverned, count, inFlight).then((x) => governedRounds.push(x)),
+        () => drive(runMetered, count, inFlight).then((x) => meteredRounds.push(x)),
+        () => drive(runUnprefetched, count, inFlight).then((x) => unprefetchedRounds.push(x)),
+        () => drive(runFed, count, inFlight).then((x) => fedRounds.push(x)),
       ];
       for (let r = 0; r < rounds; r++) {
         // Rotate which side goes first so that drift is shared.
@@ -175,7 +179,7 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       const fedTps = median(fedRounds.map((r) => r.tasksPerSecond));
       results.push({
         case: c.name,
-        tasks: c.count,
+        tasks: count,
         bare: { tasksPerSecond: bareTps, p50LatencyMs: bareP50 },
         governed: { tasksPerSecond: govTps, p50LatencyMs: govP50 },
         metered: { tasksPerSecond: meteredTps, p50LatencyMs: meteredP50 },
@@ -202,7 +206,8 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     await fedPool.destroy();
   }
   console.log(
-    `\noverhead: governed runtime vs bare piscina, ${threads} workers, ${inFlight} in flight, median of ${rounds} interleaved rounds`,
+    `\noverhead: governed runtime vs bare piscina, ${threads} workers, ${inFlight} in flight, median of ${rounds} interleaved rounds` +
+      `; tasks per round: ${results.map((r) => `${r.case} ${r.tasks}`).join(', ')}`,
   );
   printTable(
     [
@@ -241,4 +246,12 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   return { results };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await run(process.argv.includes('--full'));
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const at = process.argv.indexOf('--round-seconds');
+  const seconds = at < 0 ? undefined : Number(process.argv[at + 1]);
+  if (seconds !== undefined && !(Number.isFinite(seconds) && seconds >= 1 && seconds <= 600)) {
+    console.error(`--round-seconds must be a number of seconds in 1..600; got ${process.argv[at + 1]}`);
+    process.exit(2);
+  }
+  await run(process.argv.includes('--full'), seconds);
+}
