@@ -148,7 +148,9 @@ export async function run(full: boolean, roundSeconds?: number): Promise<Record<
       // Warm-up, every side.
       const warm = await drive(runBare, 500, inFlight);
       const count =
-        roundSeconds === undefined ? c.count : Math.max(c.count, Math.ceil(roundSeconds * warm.tasksPerSecond));
+        roundSeconds === undefined
+          ? c.count
+          : Math.max(c.count, Math.ceil(roundSeconds * warm.tasksPerSecond));
       await drive(runGoverned, 500, inFlight);
       await drive(runMetered, 500, inFlight);
       await drive(runUnprefetched, 500, inFlight);
