@@ -17,7 +17,7 @@
  *
  * Usage: part of `npm run bench`; alone: `node dist/bench/overhead.js [--full] [--round-seconds S]`.
  * `--round-seconds S` (1..600) makes each side's round of each case at least about S seconds long: its
- * task count is raised to S times bare piscina's rate in the warm-up.
+ * task count is raised to S times bare piscina's rate over the default count, after the warm-up.
  */
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
@@ -146,15 +146,19 @@ export async function run(full: boolean, roundSeconds?: number): Promise<Record<
       const runUnprefetched = (n: number) => unprefetched.search({ index: 'bench', body: body(n) });
       const runFed = (n: number) => fed(body(n));
       // Warm-up, every side.
-      const warm = await drive(runBare, 500, inFlight);
-      const count =
-        roundSeconds === undefined
-          ? c.count
-          : Math.max(c.count, Math.ceil(roundSeconds * warm.tasksPerSecond));
+      await drive(runBare, 500, inFlight);
       await drive(runGoverned, 500, inFlight);
       await drive(runMetered, 500, inFlight);
       await drive(runUnprefetched, 500, inFlight);
       await drive(runFed, 500, inFlight);
+      // With --round-seconds: bare piscina's rate, warm, over the default count, sets the count.
+      const count =
+        roundSeconds === undefined
+          ? c.count
+          : Math.max(
+              c.count,
+              Math.ceil(roundSeconds * (await drive(runBare, c.count, inFlight)).tasksPerSecond),
+            );
       const bareRounds: RoundResult[] = [];
       const governedRounds: RoundResult[] = [];
       const meteredRounds: RoundResult[] = [];
