@@ -11,18 +11,23 @@ interface Slept {
   readonly endedAt: number;
 }
 
+/** A pool of 2 workers of the sync engine, 4 task slots. */
+function startPool(maxRunning?: number): Promise<WorkerPool> {
+  return WorkerPool.start({
+    engineUrl: syncEngine,
+    engineOptions: {},
+    cacheDir: '/tmp',
+    threads: 2,
+    ...(maxRunning === undefined ? {} : { maxRunning }),
+    workerHeapMb: 128,
+    slotCount: 4,
+    startTimeoutMs: 20_000,
+  });
+}
+
 describe('WorkerPool', () => {
   it('runs at most maxRunning tasks at once, the spare idle, and starts a task handed over beyond it on the worker that frees', async () => {
-    const pool = await WorkerPool.start({
-      engineUrl: syncEngine,
-      engineOptions: {},
-      cacheDir: '/tmp',
-      threads: 2,
-      maxRunning: 1,
-      workerHeapMb: 128,
-      slotCount: 4,
-      startTimeoutMs: 20_000,
-    });
+    const pool = await startPool(1);
     const allocator = new SlotAllocator(4);
     let taskId = 0;
     const run = async (sleepMs: number): Promise<Slept> => {
@@ -55,15 +60,7 @@ describe('WorkerPool', () => {
 
   // The pinned views are read live: the maxRunning test above fails if currentUsage were a snapshot.
   it("pins every worker's piscina view, a replacement's too", async () => {
-    const pool = await WorkerPool.start({
-      engineUrl: syncEngine,
-      engineOptions: {},
-      cacheDir: '/tmp',
-      threads: 2,
-      workerHeapMb: 128,
-      slotCount: 4,
-      startTimeoutMs: 20_000,
-    });
+    const pool = await startPool();
     try {
       // piscina 5.x: a failure here means its worker view changed shape and the cache no longer applies.
       expect(pool.workerViewsPinned).toBe(2);
