@@ -5,8 +5,8 @@
  * The real engine (MiniSearch over the SpamAssassin corpus). A high-priority client (`dash_*`,
  * sandbox `dashboards`, priority 20) sends cheap `match` queries open-loop at 20/s; a low-priority
  * client (`analyst_*`, sandbox `analysts`, priority 5, CPU limits 0.3 / 0.6) floods expensive fuzzy
- * and prefix queries open-loop at 1.2x, then 2x, the measured capacity of `cores` bare piscina
- * workers. Cases, each phase `phaseSeconds` long, interleaved round by round:
+ * and prefix queries open-loop at 1.2x, then 2x, the capacity of `cores` bare piscina workers, as
+ * measured (closed loop) at the start of the same round. Cases, each phase `phaseSeconds` long, interleaved round by round:
  * - (a) alone: the cheap client alone on the runtime with lanes (the reference p99);
  * - (b) bare piscina: one FIFO pool of `cores` workers, no accounting (the baseline);
  * - (P) two bare pools: the cheap queries on `cores` workers at nice 0, the flood on `cores` workers
@@ -75,7 +75,10 @@ function numberArg(name: string, fallback: number): number {
   const i = process.argv.indexOf(name);
   if (i < 0) return fallback;
   const n = Number(process.argv[i + 1]);
-  if (!(n > 0)) throw new Error(`${name} must be a positive number; received ${process.argv[i + 1]}`);
+  if (!(n > 0)) {
+    console.error(`${name} must be a positive number; received ${process.argv[i + 1] ?? '(nothing)'}`);
+    process.exit(2);
+  }
   return n;
 }
 
@@ -208,6 +211,8 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   // under --single-threaded-gc, which applies to every pool of the process): bench/bare-capacity.ts.
   const capacities = { bare: [] as number[], background: [] as number[], bareDefaultGc: [] as number[] };
   let floodCapacity = 0;
+  /** Per round, the capacity its 1.2x and 2x floods are sized from (bare piscina's, that round). */
+  const floodRates: number[] = [];
   try {
     // Warm up (the JIT, the workers' first queries), then measure the flood's rate on bare piscina.
     await capacity(bareTarget, threads, 1500);
@@ -224,7 +229,7 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     const lanes = laned.nodeStats().lanes;
     console.log(
       `\nisolation: lanes ${lanes.map((l) => `${l.name} ${l.workers}+${l.spareWorkers} at ${l.weight === 'idle' ? 'SCHED_IDLE' : `nice ${l.weight}`}${l.weighted ? '' : ' (UNWEIGHTED)'}`).join(', ')}; ` +
-        `one lane and bare piscina: ${threads} workers; flood capacity ${floodCapacity.toFixed(1)}/s (bare, closed loop); ` +
+        `one lane and bare piscina: ${threads} workers; flood capacity at the start ${floodCapacity.toFixed(1)}/s (bare, closed loop; each round's floods are sized from that round's); ` +
         `cheap queries at ${cheapPerSecond}/s; ${rounds} rounds of ${phaseMs / 1000} s phases` +
         (singleThreadedGc ? '; single-threaded GC (node --single-threaded-gc)' : '') +
         (helperThreadWeight !== undefined ? `; helper threads at nice ${helperThreadWeight}` : ''),
@@ -246,6 +251,11 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
             ? `, bare with the default GC (own process) ${capacities.bareDefaultGc.at(-1)!.toFixed(1)}/s`
             : ''),
       );
+      // The floods of this round are sized from bare piscina's capacity measured just now: the
+      // host's speed moves between rounds (21.8-41.5/s here), so a rate measured once at the start
+      // could make a "1.2x" flood one that bare piscina keeps up with.
+      const roundCapacity = capacities.bare.at(-1)!;
+      floodRates.push(roundCapacity);
       benchPhase(`round ${round}: (a) alone`);
       await configure(laned, 'disabled', {})();
       const alone = await phase(lanedTarget, cheapPerSecond, 0, phaseMs);
@@ -260,7 +270,7 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
           const { result, floodPending, started } = await phase(
             c.target,
             cheapPerSecond,
-            load * floodCapacity,
+            load * roundCapacity,
             phaseMs,
           );
           await Promise.all(floodPending);
@@ -384,6 +394,7 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     helperThreadWeight: helperThreadWeight ?? null,
     singleThreadedGc,
     floodCapacity,
+    floodRates,
     aloneP99,
     capacities,
     backgroundVsBare,
