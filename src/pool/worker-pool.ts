@@ -81,7 +81,7 @@ export function pinWorkerView(view: object): boolean {
   if (Object.hasOwn(worker, 'interface')) return true;
   const getter = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(worker) as object, 'interface')?.get;
   if (getter === undefined) return false;
-  Object.defineProperty(worker, 'interface', { value: view, configurable: true });
+  Object.defineProperty(worker, 'interface', { value: view, configurable: true, writable: true });
   return true;
 }
 

@@ -1,10 +1,12 @@
 import { pathToFileURL } from 'node:url';
+import { Piscina } from 'piscina';
 import { describe, expect, it } from 'vitest';
 import { SlotAllocator } from '../../src/pool/task-slots.js';
 import type { TaskOutcome } from '../../src/pool/task-envelope.js';
 import { pinWorkerView, WorkerPool } from '../../src/pool/worker-pool.js';
 
 const syncEngine = pathToFileURL(new URL('../fixtures/sync-engine.mjs', import.meta.url).pathname).href;
+const piscinaEcho = new URL('../fixtures/piscina-echo.mjs', import.meta.url).pathname;
 
 interface Slept {
   readonly startedAt: number;
@@ -105,5 +107,35 @@ describe('WorkerPool', () => {
     expect(pinWorkerView(view)).toBe(true);
     expect(info.interface).toBe(view);
     expect(pinWorkerView(view)).toBe(true);
+  });
+
+  it("makes piscina's balancer see one view per worker once pinned, a different one for each worker", async () => {
+    const seen: object[][] = [];
+    const pool = new Piscina({
+      filename: piscinaEcho,
+      minThreads: 2,
+      maxThreads: 2,
+      loadBalancer: (_task, workers) => {
+        seen.push([...workers]);
+        return workers.find((w) => w.currentUsage === 0) ?? null;
+      },
+    });
+    let pinned = 0;
+    pool.on('workerCreate', (view: object) => {
+      if (pinWorkerView(view)) pinned++;
+    });
+    try {
+      await Promise.all(Array.from({ length: 4 }, (_, i) => pool.run(i)));
+      while (pinned < 2) await new Promise((r) => setTimeout(r, 10));
+      seen.length = 0;
+      for (let round = 0; round < 20; round++) await Promise.all([pool.run(round), pool.run(round)]);
+      const views = new Set(seen.flat());
+      // Fails if piscina stops reading the pinned view (a new object per pick again).
+      expect(views.size).toBe(2);
+      const ids = new Set([...views].map((v) => (v as { id: number }).id));
+      expect(ids.size).toBe(2);
+    } finally {
+      await pool.destroy();
+    }
   });
 });
