@@ -51,6 +51,13 @@ function ids(operations: readonly LoggedOperation[]): string[] {
   return operations.map((o) => o.id);
 }
 
+/** The ids a fresh open of the log at `path` replays; the log is closed again. */
+async function operationsOf(path: string): Promise<string[]> {
+  const opened = await ShardLog.open({ path });
+  await opened.log.close();
+  return ids(opened.operations);
+}
+
 describe('ShardLog: append and replay', () => {
   it('creates the log, appends batches with contiguous sequence numbers and replays them on open', async () => {
     const path = freshPath();
@@ -103,7 +110,7 @@ describe('ShardLog: append and replay', () => {
     await log.sync();
     expect(log.syncedSeqNo).toBe(3);
     await log.close();
-    expect(ids((await ShardLog.open({ path })).operations)).toEqual(['a-0', 'a-1', 'b-0', 'b-1']);
+    expect(await operationsOf(path)).toEqual(['a-0', 'a-1', 'b-0', 'b-1']);
 
     const timed = await ShardLog.open({ path: freshPath(), durability: 'async', syncIntervalMs: 10 });
     await timed.log.append(batch('t', 1));
@@ -158,7 +165,7 @@ describe('ShardLog: recovery from a torn or damaged file', () => {
       // The log continues after the cut: the lost batch's sequence numbers are given again.
       expect(await log.append(batch('d', 1))).toEqual({ firstSeqNo: 6, lastSeqNo: 6 });
       await log.close();
-      expect(ids((await ShardLog.open({ path })).operations).at(-1)).toBe('d-0');
+      expect((await operationsOf(path)).at(-1)).toBe('d-0');
     }
   });
 
@@ -240,7 +247,7 @@ describe('ShardLog: recovery from a torn or damaged file', () => {
     expect(torn).toMatchObject({ operations: [], truncatedBytes: 4 });
     await torn.log.append(batch('a', 1));
     await torn.log.close();
-    expect(ids((await ShardLog.open({ path })).operations)).toEqual(['a-0']);
+    expect(await operationsOf(path)).toEqual(['a-0']);
 
     const other = freshPath('other.log');
     mkdirSync(dirname(other), { recursive: true });
