@@ -15,9 +15,11 @@
  * bare piscina fed from a FIFO queue in front of it, one task per free worker (what any runtime that
  * orders tasks itself must do without prefetch): `unprefetchedTimeRatio`, `fedTimeRatio`.
  *
- * Usage: part of `npm run bench`; alone: `node dist/bench/overhead.js [--full] [--round-seconds S]`.
- * `--round-seconds S` (1..600) makes each side's round of each case at least about S seconds long: its
- * task count is raised to S times bare piscina's rate over the default count, after the warm-up.
+ * Usage: part of `npm run bench`; alone: `node --single-threaded-gc dist/bench/overhead.js [--full]
+ * [--round-seconds S]` (`npm run bench:overhead`).
+ * `--round-seconds S` (1..600) makes each side's round of each case about S seconds long: its task
+ * count is raised to S times bare piscina's rate over the default count, after the warm-up (bare
+ * piscina's own rounds come out somewhat shorter when it speeds up, the runtime's longer).
  */
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
@@ -253,11 +255,18 @@ export async function run(full: boolean, roundSeconds?: number): Promise<Record<
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const at = process.argv.indexOf('--round-seconds');
-  const seconds = at < 0 ? undefined : Number(process.argv[at + 1]);
-  if (seconds !== undefined && !(Number.isFinite(seconds) && seconds >= 1 && seconds <= 600)) {
-    console.error(`--round-seconds must be a number of seconds in 1..600; got ${process.argv[at + 1]}`);
+  const args = process.argv.slice(2);
+  const at = args.indexOf('--round-seconds');
+  const given = at < 0 ? undefined : args[at + 1];
+  const seconds = at < 0 ? undefined : Number(given);
+  const unknown = args.filter((a, i) => a !== '--full' && i !== at && !(at >= 0 && i === at + 1));
+  if (unknown.length > 0) {
+    console.error(`overhead: unknown argument ${unknown[0]}; usage: overhead.js [--full] [--round-seconds S]`);
     process.exit(2);
   }
-  await run(process.argv.includes('--full'), seconds);
+  if (seconds !== undefined && !(Number.isFinite(seconds) && seconds >= 1 && seconds <= 600)) {
+    console.error(`--round-seconds must be a number of seconds in 1..600; got ${given ?? '(nothing)'}`);
+    process.exit(2);
+  }
+  await run(args.includes('--full'), seconds);
 }
