@@ -85,14 +85,15 @@ export interface RuntimeOptions {
    */
   spareWorkers?: number;
   /**
-   * Prefetch (as a message queue's consumer prefetch count): tasks a lane hands its pool beyond its
-   * free workers, integer 0..64. They wait inside piscina's queue and start on the next worker that
-   * frees, in the same turn of the event loop that takes the last task's result, instead of a round
-   * trip through the runtime's queue later. Only while the lane's tasks end less than
+   * Prefetch (as a message queue's per-consumer prefetch count): tasks a lane hands its pool beyond
+   * its free workers, per worker of the lane, integer 0..64. The first of each worker's is pipelined
+   * to it (`WorkerPool`): it starts on that worker the moment its current task ends, without a round
+   * trip through the main thread, unless another worker goes idle first and takes it; any more wait in
+   * piscina's queue for the next worker that frees. Only while the lane's tasks end less than
    * `prefetchBelowMs` apart and the last ended less than that ago (so a prefetched task waits about
    * that long, past the queue's reordering and queue-wait bounds), while it has every worker loaded;
    * never in a lane with reserved workers, nor with `maxQueuedTasks: 0`. Default 1; 0: off. Trivial
-   * tasks: see docs/benchmarks.md (overhead).
+   * and 1 ms tasks: see docs/benchmarks.md (overhead).
    */
   prefetchTasks?: number;
   /**

@@ -13,6 +13,8 @@ const lane = (name: string, weight: number): PoolLaneStats => ({
   liveWorkers: 3,
   loadingWorkers: 0,
   replacedWorkers: 0,
+  pipelinedTasks: 0,
+  stolenTasks: 0,
 });
 
 function logged(lanes: PoolLaneStats[]): { warnings: string[]; ready: Record<string, unknown> | undefined } {

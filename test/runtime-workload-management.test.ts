@@ -321,6 +321,24 @@ describe('runtime: prefetch', () => {
     }
   });
 
+  it('prefetches per worker: a lane of 2 hands 2 beyond its workers, pipelined to them, and loses none', async () => {
+    const runtime = await createRuntime({
+      engine: echoEngine,
+      threads: 2,
+      spareWorkers: 1,
+      lanes: false,
+      prefetchBelowMs: 50,
+    });
+    try {
+      expect(await flood(runtime, 600)).toEqual({ ok: 600, maxBusy: 4, maxPrefetch: 2 });
+      const lane = runtime.nodeStats().lanes[0]!;
+      expect(lane.pipelinedTasks).toBeGreaterThan(0);
+      expect(lane.stolenTasks).toBeLessThanOrEqual(lane.pipelinedTasks);
+    } finally {
+      await runtime.close();
+    }
+  });
+
   it('with prefetchTasks 0 hands a lane no more tasks than its workers', async () => {
     const runtime = await createRuntime({
       engine: echoEngine,

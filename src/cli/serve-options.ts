@@ -84,7 +84,7 @@ export const SERVE_USAGE = `query-sandbox serve [options]
   --foreground-min-priority P  lowest priority the foreground lane takes (default 11)
   --background-weight W  nice 0..19 or idle (SCHED_IDLE) of the background lane's threads (default 19)
   --spare-workers N      loaded spare workers of each lane, 0..64 (default 1)
-  --prefetch-tasks N     tasks a lane of short tasks hands its pool beyond its free workers, 0..64
+  --prefetch-tasks N     tasks each worker of a lane of short tasks is handed beyond the one it runs, 0..64
                          (default 1; 0: off; docs/lanes.md, "Prefetch")
   --helper-thread-weight N  nice 0..19 for V8's GC helper threads and libuv's pool (default: left alone)
   --engine MODULE        engine module path (default: built-in MiniSearch over SpamAssassin)

@@ -47,10 +47,9 @@ export function updateLanes(x: TaskExecution): void {
   for (let lane = 0; lane < x.laneNames.length; lane++) {
     const ready = x.pool.readyWorkersOf(lane);
     x.scheduler.setLiveWorkers(lane, ready);
-    x.scheduler.setPrefetch(
-      lane,
-      x.prefetch.tasksFor(lane, ready >= x.scheduler.lanes[lane]!.workers, nowMs),
-    );
+    const workers = x.scheduler.lanes[lane]!.workers;
+    // prefetchTasks is per worker (a consumer prefetch count): each busy worker may hold its next one.
+    x.scheduler.setPrefetch(lane, x.prefetch.tasksFor(lane, ready >= workers, nowMs) * workers);
   }
 }
 

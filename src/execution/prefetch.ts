@@ -1,11 +1,12 @@
 /**
- * When a lane prefetches (`RuntimeOptions.prefetchTasks`): a task handed to the pool beyond the
- * lane's free workers waits in piscina's queue and starts on the next worker that frees, in the same
- * turn that takes the last task's result. That saves the round trip through the runtime's queue (for
- * trivial tasks, most of the runtime's per-task cost against bare piscina: docs/benchmarks.md), but
- * the prefetched task has left the queue: a more important task that arrives after it cannot
- * overtake it, and its queue-wait bound no longer applies. So a lane prefetches only while its tasks
- * end close together (the moving average of the time between two task ends is below
+ * When a lane prefetches (`RuntimeOptions.prefetchTasks`, per worker): a task handed to the pool
+ * beyond the lane's free workers is pipelined to a busy worker, to start there the moment its current
+ * task ends (or on another worker that goes idle first: `WorkerPool`), or waits in piscina's queue for
+ * the next worker that frees. That saves the round trip through the main thread between two tasks
+ * (for trivial and 1 ms tasks, the runtime's per-task cost against bare piscina and more:
+ * docs/benchmarks.md), but the prefetched task has left the queue: a more important task that arrives
+ * after it cannot overtake it, and its queue-wait bound no longer applies. So a lane prefetches only
+ * while its tasks end close together (the moving average of the time between two task ends is below
  * `prefetchBelowMs`, and so is the time since the last one): the wait of a prefetched task is about
  * that interval. A node that queues nothing (`maxQueuedTasks: 0`) prefetches nothing: a prefetched
  * task waits, and such a node refuses rather than lets a task wait. It also needs every
@@ -48,7 +49,7 @@ export class PrefetchPolicy {
   }
 
   /**
-   * Tasks lane `lane` may prefetch at `nowMs`: `prefetchTasks` while its tasks end less than
+   * Tasks each worker of lane `lane` may prefetch at `nowMs`: `prefetchTasks` while its tasks end less than
    * `prefetchBelowMs` apart on average, its last one ended less than that ago (a lane whose workers
    * all run long tasks stops at once, whatever its average), and it is `staffed` (every one of its
    * workers loaded); else 0.

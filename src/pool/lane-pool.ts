@@ -32,7 +32,7 @@ export interface LanePoolOptions {
   readonly lanes: readonly PoolLane[];
   /** Tasks handed to piscina per worker at most (slots are sized for it). */
   readonly depthPerWorker: number;
-  /** Tasks each lane may hand piscina beyond its workers (`prefetchTasks`; slots are sized for it). Default 0. */
+  /** Tasks each worker of a lane may be handed beyond the one it runs (`prefetchTasks`; slots are sized for it). Default 0. */
   readonly prefetchTasks?: number;
   /** Called when a replacement worker of lane `lane` (its index) has loaded the engine. */
   readonly onReplacement?: (lane: number, report: WorkerStartupReport) => void;
@@ -60,6 +60,10 @@ export interface PoolLaneStats {
   readonly loadingWorkers: number;
   /** Workers started since start-up beyond the lane's initial ones (replacements). */
   readonly replacedWorkers: number;
+  /** Tasks pipelined to a busy worker of the lane since start-up (prefetch: `WorkerPool`). */
+  readonly pipelinedTasks: number;
+  /** Of those, taken back before they began and handed to a worker that went idle. */
+  readonly stolenTasks: number;
 }
 
 export class LanePool {
@@ -82,7 +86,8 @@ export class LanePool {
     if (options.lanes.length === 0) throw new RangeError('a pool needs at least one lane');
     let made: LanePool | undefined;
     const slotCount = options.lanes.reduce(
-      (sum, l) => sum + (l.workers + l.spareWorkers) * options.depthPerWorker + (options.prefetchTasks ?? 0),
+      (sum, l) =>
+        sum + (l.workers + l.spareWorkers) * options.depthPerWorker + (options.prefetchTasks ?? 0) * l.workers,
       0,
     );
     const slots = allocateTaskSlotBuffers(slotCount);
@@ -207,6 +212,8 @@ export class LanePool {
         liveWorkers: pool.liveWorkers,
         loadingWorkers: pool.loadingWorkers,
         replacedWorkers: Math.max(0, pool.workersStarted - pool.threads),
+        pipelinedTasks: pool.tasksPipelined,
+        stolenTasks: pool.tasksStolen,
       };
     });
   }

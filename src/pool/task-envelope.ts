@@ -13,6 +13,21 @@ export interface TaskEnvelope {
   readonly request: EngineRequest;
 }
 
+/**
+ * What the worker is posted for one hand-over of a task: the envelope and the hand-over's number
+ * (`TaskSlots.offer`). A task taken back from a worker that had not begun it is posted again, to
+ * another, under a new number.
+ */
+export interface TaskMessage extends TaskEnvelope {
+  readonly dispatch: number;
+}
+
+/** A worker's answer to a hand-over it found revoked: it did not run the task. Never leaves `WorkerPool`. */
+export interface RevokedOutcome {
+  readonly ok: false;
+  readonly revoked: true;
+}
+
 /** An error as it crosses threads: enough to rebuild a typed error in the main thread. */
 export interface SerializedError {
   readonly name: string;

@@ -4,9 +4,10 @@
  * task settles), so a slot's owner is always known without tracking worker lifecycles.
  *
  * Layout per slot:
- * - control (Int32Array, 5 words): `taskId`, `state` (FREE, ASSIGNED, RUNNING, DONE), `cancel` (0 or a
+ * - control (Int32Array, 6 words): `taskId`, `state` (FREE, ASSIGNED, RUNNING, DONE), `cancel` (0 or a
  *   CancelRequest code), `tid` (kernel thread id of the worker that runs the task), `threadId` (its
- *   worker_threads id, for the inspector heap probe).
+ *   worker_threads id, for the inspector heap probe), `claim` (the number of the task's current
+ *   hand-over to a worker while no worker has begun it, else 0: see `offer`).
  * - figures (Float64Array, 5 words): `startCpuNs`, `endCpuNs` (worker's own thread clock),
  *   `heapBaselineBytes` (heap + external at task start), `heapBytes` (last checkpoint),
  *   `checkpointAtMs` (wall clock, ms since the epoch, of the last checkpoint).
@@ -18,12 +19,13 @@
 export const SlotState = { FREE: 0, ASSIGNED: 1, RUNNING: 2, DONE: 3 } as const;
 export type SlotState = (typeof SlotState)[keyof typeof SlotState];
 
-const CONTROL_WORDS = 5;
+const CONTROL_WORDS = 6;
 const C_TASK_ID = 0;
 const C_STATE = 1;
 const C_CANCEL = 2;
 const C_TID = 3;
 const C_THREAD_ID = 4;
+const C_CLAIM = 5;
 
 const FIGURE_WORDS = 5;
 const F_START_CPU = 0;
@@ -73,8 +75,32 @@ export class TaskSlots {
     Atomics.store(this.#control, c + C_CANCEL, 0);
     Atomics.store(this.#control, c + C_TID, 0);
     Atomics.store(this.#control, c + C_THREAD_ID, 0);
+    Atomics.store(this.#control, c + C_CLAIM, 0);
     Atomics.store(this.#control, c + C_TASK_ID, taskId);
     Atomics.store(this.#control, c + C_STATE, SlotState.ASSIGNED);
+  }
+
+  /**
+   * Hands the task in `slot` over to a worker as hand-over number `dispatch` (an integer in
+   * 1..2^31-1, new for each hand-over): the worker that reads a message carrying that number runs the
+   * task only if it `claim`s it first; until then the main thread may take it back with `revoke` and
+   * hand it over again under a new number. The two compete for the same word, so exactly one wins.
+   */
+  offer(slot: number, dispatch: number): void {
+    Atomics.store(this.#control, slot * CONTROL_WORDS + C_CLAIM, dispatch);
+  }
+
+  /**
+   * Takes hand-over `dispatch` of the task in `slot` back: true when no worker has claimed it (none
+   * will now), false when a worker has begun it or it was taken back before.
+   */
+  revoke(slot: number, dispatch: number): boolean {
+    return dispatch > 0 && Atomics.compareExchange(this.#control, slot * CONTROL_WORDS + C_CLAIM, dispatch, 0) === dispatch;
+  }
+
+  /** True once hand-over `dispatch` of the task in `slot` was claimed by a worker or revoked. */
+  taken(slot: number, dispatch: number): boolean {
+    return Atomics.load(this.#control, slot * CONTROL_WORDS + C_CLAIM) !== dispatch;
   }
 
   /** Frees `slot`; later writes by the old task's worker are ignored. */
@@ -141,6 +167,15 @@ export class TaskSlots {
   }
 
   // ---- worker ----
+
+  /**
+   * Worker: claims hand-over `dispatch` of the task in `slot` before running it. False when the main
+   * thread revoked it (the task was handed to another worker, or the slot is no longer the task's):
+   * the worker must not run it.
+   */
+  claim(slot: number, dispatch: number): boolean {
+    return dispatch > 0 && Atomics.compareExchange(this.#control, slot * CONTROL_WORDS + C_CLAIM, dispatch, 0) === dispatch;
+  }
 
   /** Worker: records the start of `taskId` in `slot`. Returns false when the slot is no longer its. */
   begin(

@@ -24,8 +24,9 @@ import {
 } from './engine-module.js';
 import type {
   HarnessWorkerData,
+  RevokedOutcome,
   SerializedError,
-  TaskEnvelope,
+  TaskMessage,
   TaskOutcome,
   WorkerStartupReport,
 } from './task-envelope.js';
@@ -257,14 +258,43 @@ function endTask(context: HarnessTaskContext, slot: number): void {
   context.ended = true;
   lastEndCpuNs = currentThreadCpuTimeNs();
   slots.end(slot, context.taskId, lastEndCpuNs, heapNow());
+  active = false;
+  // A task posted while an asynchronous one ran starts in a later turn, once piscina has posted this
+  // one's outcome (starting it in this turn would hold that outcome back for its whole run).
+  if (waiting.length > 0) setImmediate(startWaiting);
+}
+
+const REVOKED: RevokedOutcome = { ok: false, revoked: true };
+
+/** True while a task runs on this thread (begun and not ended). */
+let active = false;
+/** Tasks posted while another ran (only behind an asynchronous handler): started in order, one at a time. */
+const waiting: (() => void)[] = [];
+
+function startWaiting(): void {
+  if (!active) waiting.shift()?.();
 }
 
 /**
  * The piscina task handler. Returns the outcome at once for a synchronous engine handler (no promise
  * in between: piscina awaits whatever it gets) and a promise for an asynchronous one.
  */
-export default function runTask(envelope: TaskEnvelope): TaskOutcome | Promise<TaskOutcome> {
-  const { taskId, slot } = envelope;
+export default function runTask(
+  message: TaskMessage,
+): TaskOutcome | RevokedOutcome | Promise<TaskOutcome | RevokedOutcome> {
+  // The pool hands a busy worker its next task while it runs one (`WorkerPool`, "pipelining"); a
+  // synchronous handler keeps the thread, so that task arrives after this one's end. Behind an
+  // asynchronous handler it arrives at once and waits here, still revocable, until the thread is free.
+  if (active) {
+    return new Promise((resolve) => waiting.push(() => resolve(runTask(message))));
+  }
+  const { taskId, slot } = message;
+  // Not claimed: the main thread took it back to run it elsewhere; this worker must not run it.
+  if (!slots.claim(slot, message.dispatch)) {
+    if (waiting.length > 0) setImmediate(startWaiting);
+    return REVOKED;
+  }
+  active = true;
   // The task's CPU window opens where the previous task's closed: the worker's CPU between two tasks
   // (piscina receiving this task, posting the previous result, waking up) is per-task overhead that
   // the handler alone does not show; an idle worker blocks in Atomics.wait and adds nothing. So the
@@ -275,7 +305,7 @@ export default function runTask(envelope: TaskEnvelope): TaskOutcome | Promise<T
   let pending: unknown;
   try {
     context.throwIfCancelled();
-    pending = engine.handle(envelope.request, context);
+    pending = engine.handle(message.request, context);
   } catch (error) {
     const outcome = failedOutcome(context, slot, error);
     endTask(context, slot);

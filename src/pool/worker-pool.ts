@@ -12,7 +12,14 @@ import { Piscina } from 'piscina';
 import type { ThreadWeight } from '../../native-shim/index.js';
 import { compiledModuleUrl } from './compiled-module-url.js';
 import { noteLaneWorker } from './helper-threads.js';
-import type { HarnessWorkerData, TaskEnvelope, TaskOutcome, WorkerStartupReport } from './task-envelope.js';
+import type {
+  HarnessWorkerData,
+  RevokedOutcome,
+  TaskEnvelope,
+  TaskMessage,
+  TaskOutcome,
+  WorkerStartupReport,
+} from './task-envelope.js';
 import { allocateTaskSlotBuffers, type TaskSlotBuffers, TaskSlots } from './task-slots.js';
 
 export interface WorkerPoolOptions {
@@ -25,8 +32,8 @@ export interface WorkerPoolOptions {
   readonly threads: number;
   /**
    * Tasks run at once, at most, 1..threads (default `threads`): a lane's `workers`, the rest of its
-   * threads being spares that stand in for workers gone or loading. Tasks handed over beyond it wait
-   * in piscina's queue.
+   * threads being spares that stand in for workers gone or loading. A task handed over beyond it is
+   * pipelined to a busy worker (see `WorkerPool`) or waits in piscina's queue.
    */
   readonly maxRunning?: number;
   /** Old-generation heap limit of each worker, MiB (`resourceLimits.maxOldGenerationSizeMb`). */
@@ -52,6 +59,51 @@ interface PiscinaWorkerView {
   readonly id: number;
   readonly currentUsage: number;
 }
+
+/**
+ * piscina's key for a task's queue options: its load balancer is given the task's value under it, so
+ * each hand-over's message carries itself there (structured cloning skips symbol keys).
+ */
+const HAND_OVER: symbol = Piscina.queueOptionsSymbol;
+
+/** A task given to `run`, until its outcome: handed to a worker once, or again when taken back. */
+class PendingTask {
+  /** The current hand-over; an answer to an earlier one is ignored. */
+  current: HandOver | undefined;
+  handOvers = 0;
+  constructor(
+    readonly envelope: TaskEnvelope,
+    readonly resolve: (outcome: TaskOutcome) => void,
+    readonly reject: (error: unknown) => void,
+  ) {}
+}
+
+/** One hand-over of a task to piscina, numbered as `TaskSlots.offer` asks. */
+class HandOver {
+  /** threadId of the worker piscina gave it to; 0 while it waits in piscina's queue. */
+  worker = 0;
+  /** Given to a worker that was running another task (pipelined). */
+  pipelined = false;
+  constructor(
+    readonly task: PendingTask,
+    readonly dispatch: number,
+  ) {}
+}
+
+let lastDispatch = 0;
+
+/** A hand-over number, 1..2^31-1, unique among the hand-overs alive in the process. */
+function nextDispatch(): number {
+  lastDispatch = lastDispatch >= 0x7fff_ffff ? 1 : lastDispatch + 1;
+  return lastDispatch;
+}
+
+/**
+ * Hand-overs of one task at most: a task is handed over again when taken back from a worker that had
+ * not begun it (stolen for an idle worker, or its worker went); a task whose workers keep going is
+ * then failed with piscina's error rather than handed round for ever.
+ */
+const MAX_HAND_OVERS = 8;
 
 /** How many start-up reports are kept for stats. */
 const KEPT_STARTUPS = 64;
@@ -85,6 +137,17 @@ export function pinWorkerView(view: object): boolean {
   return true;
 }
 
+/**
+ * One lane's piscina pool. A task handed over while every worker the lane may run is busy (a lane's
+ * prefetch) is **pipelined**: posted to a busy worker whose current task has begun, it starts the
+ * moment that one ends, on the worker itself, without the round trip through the main thread that
+ * bare piscina makes between two tasks (about 100 µs here: docs/lanes.md, "Prefetch"). A worker
+ * holds at most one such task. It must claim the task before running it (`TaskSlots.claim`), so the
+ * main thread can still take it back (`TaskSlots.revoke`): when another worker of the pool goes idle
+ * while it waits (its worker is still on a long task), it is handed to that one instead; and before a
+ * worker is terminated for hard cancellation. A pipelined task whose worker goes before it began is
+ * handed over again, not failed.
+ */
 export class WorkerPool {
   readonly slots: TaskSlots;
   readonly threads: number;
@@ -92,7 +155,15 @@ export class WorkerPool {
   readonly maxRunning: number;
   readonly name: string;
   readonly weight: ThreadWeight;
-  readonly #piscina: Piscina<TaskEnvelope, TaskOutcome>;
+  readonly #piscina: Piscina<TaskMessage, TaskOutcome | RevokedOutcome>;
+  /** Each live worker's piscina view, by threadId. */
+  readonly #views = new Map<number, PiscinaWorkerView>();
+  /** The last hand-over piscina gave each worker, by threadId: with one task on it, its current one. */
+  readonly #lastOn = new Map<number, HandOver>();
+  /** Pipelined hand-overs not yet known to have begun: what an idle worker may take. */
+  readonly #pipelined = new Set<HandOver>();
+  #pipelinedTotal = 0;
+  #stolenTotal = 0;
   readonly #channel: BroadcastChannel;
   readonly #startups: WorkerStartupReport[] = [];
   /** threadIds of workers that reported ready and have not exited. */
@@ -133,22 +204,26 @@ export class WorkerPool {
       channelName,
       weight: this.weight,
     };
-    this.#piscina = new Piscina<TaskEnvelope, TaskOutcome>({
+    this.#piscina = new Piscina<TaskMessage, TaskOutcome | RevokedOutcome>({
       filename: compiledModuleUrl('./worker-harness.js', import.meta.url),
       minThreads: options.threads,
       maxThreads: options.threads,
       idleTimeout: Number.MAX_SAFE_INTEGER,
-      concurrentTasksPerWorker: 1,
-      loadBalancer: (_task, workers) => this.#pick(workers),
+      // One running and one pipelined; the balancer below decides which worker takes what.
+      concurrentTasksPerWorker: 2,
+      loadBalancer: (task, workers) => this.#pick(task as unknown as Record<symbol, unknown>, workers),
       resourceLimits: { maxOldGenerationSizeMb: options.workerHeapMb },
       workerData,
     });
-    const forget = (): void => {
+    const forget = (view: PiscinaWorkerView): void => {
       this.#readyCached = undefined;
+      this.#views.delete(view.id);
+      this.#lastOn.delete(view.id);
     };
-    this.#piscina.on('workerCreate', (view: object) => {
+    this.#piscina.on('workerCreate', (view: PiscinaWorkerView) => {
       this.#readyCached = undefined;
       if (pinWorkerView(view)) this.#viewsPinned++;
+      this.#views.set(view.id, view);
     });
     this.#piscina.on('workerDestroy', forget);
     // A worker whose start-up throws surfaces here; the failed report carries the reason.
@@ -193,19 +268,102 @@ export class WorkerPool {
   /**
    * piscina's load balancer: at most `maxRunning` tasks run at once, on idle workers, one that has
    * reported its engine loaded first; the spares only stand in for workers that are gone or loading.
-   * A task handed over beyond that (a lane's prefetch) waits in piscina's queue, and piscina gives it
-   * to the next worker that frees in the same turn in which it takes that worker's result.
+   * A task handed over beyond that (a lane's prefetch) is pipelined to a loaded worker that runs one
+   * task, begun; with none, it waits in piscina's queue, and piscina gives it to the next worker that
+   * frees in the same turn in which it takes that worker's result.
    */
-  #pick<W extends PiscinaWorkerView>(workers: readonly W[]): W | null {
+  #pick<W extends PiscinaWorkerView>(task: Record<symbol, unknown>, workers: readonly W[]): W | null {
     let running = 0;
     let loaded: W | null = null;
     let other: W | null = null;
+    let pipe: W | null = null;
     for (const worker of workers) {
-      if (worker.currentUsage > 0) running++;
-      else if (loaded === null && this.#ready.has(worker.id)) loaded = worker;
+      const usage = worker.currentUsage;
+      if (usage > 0) {
+        running++;
+        if (usage === 1 && pipe === null && this.#pipeable(worker.id)) pipe = worker;
+      } else if (loaded === null && this.#ready.has(worker.id)) loaded = worker;
       else other ??= worker;
     }
-    return running >= this.maxRunning ? null : (loaded ?? other);
+    const chosen = running < this.maxRunning ? (loaded ?? other) : pipe;
+    const handOver = task[HAND_OVER];
+    if (chosen !== null && handOver instanceof HandOver) {
+      handOver.worker = chosen.id;
+      this.#lastOn.set(chosen.id, handOver);
+      if (chosen === pipe) {
+        handOver.pipelined = true;
+        this.#pipelined.add(handOver);
+        this.#pipelinedTotal++;
+      }
+    }
+    return chosen;
+  }
+
+  /**
+   * Whether worker `id`, running one task, may be given the next: it is loaded and has begun that
+   * task (claimed it), so the new one cannot reach it in the same read as the current one (piscina's
+   * worker would run both before posting the first's outcome).
+   */
+  #pipeable(id: number): boolean {
+    const last = this.#lastOn.get(id);
+    return (
+      last !== undefined &&
+      last.task.current === last &&
+      this.#ready.has(id) &&
+      this.slots.taken(last.task.envelope.slot, last.dispatch)
+    );
+  }
+
+  #handOver(task: PendingTask): void {
+    const dispatch = nextDispatch();
+    const handOver = new HandOver(task, dispatch);
+    task.current = handOver;
+    task.handOvers++;
+    const { taskId, slot, request } = task.envelope;
+    this.slots.offer(slot, dispatch);
+    const message: TaskMessage & Record<symbol, unknown> = { taskId, slot, request, dispatch };
+    message[HAND_OVER] = handOver;
+    this.#piscina.run(message).then(
+      (outcome) => this.#onOutcome(handOver, outcome),
+      (error: unknown) => this.#onError(handOver, error),
+    );
+  }
+
+  #onOutcome(handOver: HandOver, outcome: TaskOutcome | RevokedOutcome): void {
+    // A revoked hand-over's task runs elsewhere (its worker ran nothing).
+    if ((outcome as RevokedOutcome).revoked === true) return;
+    if (handOver.pipelined) this.#pipelined.delete(handOver);
+    // Its worker is idle while another holds a pipelined task it has not begun: that one moves here.
+    if (this.#pipelined.size > 0 && this.#views.get(handOver.worker)?.currentUsage === 0) this.#steal();
+    handOver.task.resolve(outcome as TaskOutcome);
+  }
+
+  #onError(handOver: HandOver, error: unknown): void {
+    const { task } = handOver;
+    if (task.current !== handOver) return;
+    if (handOver.pipelined) this.#pipelined.delete(handOver);
+    // Its worker went before it began the task (terminated for another task, or crashed): hand it on.
+    if (
+      !this.#closed &&
+      task.handOvers < MAX_HAND_OVERS &&
+      this.slots.revoke(task.envelope.slot, handOver.dispatch)
+    ) {
+      this.#handOver(task);
+      return;
+    }
+    task.reject(error);
+  }
+
+  /** Takes one pipelined task that no worker has begun back and hands it over again (to an idle worker). */
+  #steal(): void {
+    for (const handOver of this.#pipelined) {
+      this.#pipelined.delete(handOver);
+      if (this.slots.revoke(handOver.task.envelope.slot, handOver.dispatch)) {
+        this.#stolenTotal++;
+        this.#handOver(handOver.task);
+        return;
+      }
+    }
   }
 
   #onReport(report: WorkerStartupReport): void {
@@ -224,23 +382,41 @@ export class WorkerPool {
   }
 
   /**
-   * Runs one task. Resolves with the harness's outcome; rejects when its worker exits (terminated by
-   * `terminateWorkerOf`, out of memory, or crashed) with piscina's error.
+   * Runs one task. Resolves with the harness's outcome; rejects when the worker running it exits
+   * (terminated by `terminateWorkerOf`, out of memory, or crashed) with piscina's error. A task whose
+   * worker exits before it began is handed to another worker, up to 8 hand-overs.
    */
   run(envelope: TaskEnvelope): Promise<TaskOutcome> {
-    return this.#piscina.run(envelope);
+    return new Promise((resolve, reject) => this.#handOver(new PendingTask(envelope, resolve, reject)));
+  }
+
+  /** Tasks pipelined to a busy worker since the pool started (see `WorkerPool`). */
+  get tasksPipelined(): number {
+    return this.#pipelinedTotal;
+  }
+
+  /** Pipelined tasks taken back from a busy worker and handed to an idle one since the pool started. */
+  get tasksStolen(): number {
+    return this.#stolenTotal;
   }
 
   /**
    * Hard cancellation: terminates the worker running task `taskId` in `slot`, if the task has begun
    * there (its slot names the worker's thread). piscina then rejects the task and replaces the worker.
-   * Safe against a task that just ended: the main thread has not yet handled its result, so piscina
-   * has not handed that worker another task. @returns false when the task has not begun or has gone.
+   * A task handed to that worker after it (pipelined, or from piscina's queue once it ended) is taken
+   * back first and handed over again; when the worker has begun that one, `taskId` has ended and
+   * nothing is terminated. @returns false when the task has not begun, has ended that way, or has gone.
    */
   terminateWorkerOf(slot: number, taskId: number): boolean {
     if (this.slots.taskId(slot) !== taskId) return false;
     const threadId = this.slots.threadId(slot);
     if (threadId === 0) return false;
+    const next = this.#lastOn.get(threadId);
+    if (next !== undefined && next.task.current === next && next.task.envelope.taskId !== taskId) {
+      if (!this.slots.revoke(next.task.envelope.slot, next.dispatch)) return false;
+      if (next.pipelined) this.#pipelined.delete(next);
+      this.#handOver(next.task);
+    }
     for (const worker of this.#piscina.threads) {
       if (worker.threadId === threadId) {
         void worker.terminate();

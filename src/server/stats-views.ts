@@ -118,6 +118,8 @@ export function nodeStatsView(runtime: Runtime): Record<string, unknown> {
           live: l.liveWorkers,
           loading: l.loadingWorkers,
           replaced: l.replacedWorkers,
+          pipelined: l.pipelinedTasks,
+          stolen: l.stolenTasks,
           busy: l.busy,
           queued: l.queued,
         })),

@@ -58,6 +58,29 @@ describe('TaskSlots', () => {
     expect(slots.cancelCode(0, 2)).toBe(0);
   });
 
+  it('lets exactly one of the worker and the main thread take a hand-over, and only the current one', () => {
+    const slots = new TaskSlots(allocateTaskSlotBuffers(2));
+    slots.assign(0, 1);
+    slots.offer(0, 7);
+    expect(slots.taken(0, 7)).toBe(false);
+    expect(slots.claim(0, 7)).toBe(true); // the worker begins it
+    expect(slots.taken(0, 7)).toBe(true);
+    expect(slots.revoke(0, 7)).toBe(false); // too late to take back
+    expect(slots.claim(0, 7)).toBe(false); // and nobody runs it twice
+    slots.assign(1, 2);
+    slots.offer(1, 8);
+    expect(slots.revoke(1, 8)).toBe(true); // taken back before any worker began it
+    expect(slots.claim(1, 8)).toBe(false); // the stale message is not run
+    slots.offer(1, 9); // handed over again
+    expect(slots.claim(1, 8)).toBe(false);
+    expect(slots.claim(1, 9)).toBe(true);
+    // A slot assigned afresh has no hand-over: a message without a number claims nothing.
+    slots.assign(1, 3);
+    expect(slots.claim(1, 0)).toBe(false);
+    expect(slots.revoke(1, 0)).toBe(false);
+    expect(slots.claim(1, 9)).toBe(false);
+  });
+
   it('refuses a slot count outside 1..65536', () => {
     expect(() => allocateTaskSlotBuffers(0)).toThrow('slotCount must be an integer in 1..65536; received 0');
   });

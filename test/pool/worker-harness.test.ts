@@ -1,18 +1,19 @@
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compiledModuleUrl } from '../../src/pool/compiled-module-url.js';
-import { allocateTaskSlotBuffers } from '../../src/pool/task-slots.js';
+import { allocateTaskSlotBuffers, SlotState } from '../../src/pool/task-slots.js';
 import type { HarnessWorkerData } from '../../src/pool/task-envelope.js';
 
 interface Answer {
   readonly isPromise: boolean;
   readonly outcome: {
     ok: boolean;
+    revoked: boolean | undefined;
     result: unknown;
     cancelCode: number | undefined;
     message: string | undefined;
   };
-  readonly cpu: { start: number; end: number };
+  readonly cpu: { start: number; end: number; state: number };
 }
 
 describe('the worker harness, called as piscina calls it', () => {
@@ -51,6 +52,14 @@ describe('the worker harness, called as piscina calls it', () => {
     expect(a!.outcome).toMatchObject({ ok: true, result: { echo: 1, indices: ['alpha'] } });
     expect(a!.cpu.end).toBeGreaterThanOrEqual(a!.cpu.start);
     expect(b!.cpu.start).toBe(a!.cpu.end);
+  });
+
+  it('runs nothing for a hand-over the main thread took back, and leaves its slot as assigned', async () => {
+    const [a, b] = await ask([{ revoked: true, fail: true }, { echo: 3 }]);
+    expect(a!.isPromise).toBe(false);
+    expect(a!.outcome).toMatchObject({ ok: false, revoked: true });
+    expect(a!.cpu).toEqual({ start: 0, end: 0, state: SlotState.ASSIGNED });
+    expect(b!.outcome).toMatchObject({ ok: true, result: { echo: 3 } });
   });
 
   it('answers a handler that throws with a failed outcome, synchronously, not cancelled', async () => {

@@ -27,6 +27,45 @@ function startPool(maxRunning?: number): Promise<WorkerPool> {
   });
 }
 
+interface Blocked extends Slept {
+  readonly threadId: number;
+}
+
+interface Handed {
+  readonly slot: number;
+  readonly taskId: number;
+  readonly done: Promise<Blocked>;
+}
+
+/** Hands `pool` tasks of the sync engine, each in its own slot, freed when it settles unless kept. */
+function handing(pool: WorkerPool): (body: Record<string, unknown>, keepSlot?: boolean) => Handed {
+  const allocator = new SlotAllocator(4);
+  let taskId = 0;
+  return (body, keepSlot = false) => {
+    const slot = allocator.acquire();
+    const id = ++taskId;
+    pool.slots.assign(slot, id);
+    const outcome = pool.run({ taskId: id, slot, request: { indices: ['a'], body } }).then((o) => {
+      if (!o.ok) throw new Error(o.error.message);
+      return o.result as Blocked;
+    });
+    const release = (): void => {
+      pool.slots.release(slot);
+      allocator.release(slot);
+    };
+    return { slot, taskId: id, done: keepSlot ? outcome : outcome.finally(release) };
+  };
+}
+
+/** Resolves once the task in `slot` has begun on a worker (its slot names the worker's thread). */
+async function begun(pool: WorkerPool, slot: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (pool.slots.threadId(slot) === 0) {
+    if (Date.now() > deadline) throw new Error(`the task in slot ${slot} did not begin`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
 describe('WorkerPool', () => {
   it('runs at most maxRunning tasks at once, the spare idle, and starts a task handed over beyond it on the worker that frees', async () => {
     const pool = await startPool(1);
@@ -55,6 +94,108 @@ describe('WorkerPool', () => {
       // One at a time, in the order handed over, though a second worker sat idle.
       expect(b!.startedAt).toBeGreaterThanOrEqual(a!.endedAt);
       expect(c!.startedAt).toBeGreaterThanOrEqual(b!.endedAt);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('pipelines a task handed over beyond maxRunning to a busy worker, one per worker, run after its current one', async () => {
+    const pool = await startPool();
+    const run = handing(pool);
+    try {
+      const first = [run({ blockMs: 80 }), run({ blockMs: 80 })];
+      for (const t of first) await begun(pool, t.slot);
+      const next = [run({ blockMs: 20 }), run({ blockMs: 20 })];
+      // Both workers busy with begun tasks: each is given one more, none waits in piscina's queue.
+      expect(pool.tasksPipelined).toBe(2);
+      const [a, b] = await Promise.all(first.map((t) => t.done));
+      const [c, d] = await Promise.all(next.map((t) => t.done));
+      expect(new Set([c!.threadId, d!.threadId])).toEqual(new Set([a!.threadId, b!.threadId]));
+      for (const later of [c!, d!]) {
+        const before = [a!, b!].find((t) => t.threadId === later.threadId)!;
+        expect(later.startedAt).toBeGreaterThanOrEqual(before.endedAt);
+      }
+      expect(pool.tasksStolen).toBe(0);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('moves a pipelined task not yet begun to a worker that goes idle, away from a long task', async () => {
+    const pool = await startPool();
+    const run = handing(pool);
+    try {
+      const long = run({ blockMs: 1_500 });
+      await begun(pool, long.slot);
+      let longDone = false;
+      void long.done.then(() => (longDone = true));
+      // In one turn: the short task goes to the idle worker, which has not begun it, so the next one
+      // can only be pipelined behind the long task.
+      const short = run({ blockMs: 30 });
+      const behind = run({ blockMs: 10 });
+      expect(pool.tasksPipelined).toBe(1);
+      const [s, p] = await Promise.all([short.done, behind.done]);
+      expect(longDone).toBe(false);
+      expect(pool.tasksStolen).toBe(1);
+      expect(p!.threadId).toBe(s!.threadId);
+      expect(p!.startedAt).toBeGreaterThanOrEqual(s!.endedAt);
+      const l = await long.done;
+      expect(l.threadId).not.toBe(p!.threadId);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('hands a pipelined task on when its worker is terminated for the task before it', async () => {
+    const pool = await startPool();
+    const run = handing(pool);
+    try {
+      const doomed = run({ blockMs: 5_000 }, true);
+      await begun(pool, doomed.slot);
+      const doomedThread = pool.slots.threadId(doomed.slot);
+      const other = run({ blockMs: 100 });
+      const behind = run({ blockMs: 10 });
+      expect(pool.tasksPipelined).toBe(1);
+      expect(pool.terminateWorkerOf(doomed.slot, doomed.taskId)).toBe(true);
+      await expect(doomed.done).rejects.toThrow();
+      const p = await behind.done;
+      expect(p.threadId).not.toBe(doomedThread);
+      await other.done;
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('terminates nothing once the worker has begun the task pipelined after the one to cancel', async () => {
+    const pool = await startPool(1);
+    const run = handing(pool);
+    try {
+      const ended = run({ blockMs: 50 }, true);
+      await begun(pool, ended.slot);
+      const next = run({ blockMs: 300 });
+      expect(pool.tasksPipelined).toBe(1);
+      await begun(pool, next.slot);
+      // The task to cancel has ended (its slot not yet freed): its worker now runs an innocent one.
+      expect(pool.terminateWorkerOf(ended.slot, ended.taskId)).toBe(false);
+      await ended.done;
+      await expect(next.done).resolves.toMatchObject({ blocked: 300 });
+      expect(pool.workersStarted).toBe(2);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('starts a task pipelined behind an asynchronous one only once that one has ended', async () => {
+    const pool = await startPool(1);
+    const run = handing(pool);
+    try {
+      const slow = run({ sleepMs: 100 });
+      await begun(pool, slow.slot);
+      const next = run({ blockMs: 10 });
+      expect(pool.tasksPipelined).toBe(1);
+      const [a, b] = await Promise.all([slow.done, next.done]);
+      expect(b!.threadId).toBe(a!.threadId);
+      expect(b!.startedAt).toBeGreaterThanOrEqual(a!.endedAt);
     } finally {
       await pool.close();
     }
