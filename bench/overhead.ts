@@ -11,9 +11,11 @@
  * as Prometheus would; `metricsTimeRatio` = governed throughput / metered throughput (above 1: metrics
  * cost time per task). All three sides take turns in every round.
  *
- * Context, in the same rounds: the runtime with `prefetchTasks: 0` (docs/lanes.md, "Prefetch"), and
- * bare piscina fed from a FIFO queue in front of it, one task per free worker (what any runtime that
- * orders tasks itself must do without prefetch): `unprefetchedTimeRatio`, `fedTimeRatio`.
+ * Context, in the same rounds: the runtime with `prefetchTasks: 0` (docs/lanes.md, "Prefetch"), bare
+ * piscina fed from a FIFO queue in front of it, one task per free worker (what any runtime that
+ * orders tasks itself must do without prefetch), and bare piscina with `concurrentTasksPerWorker: 2`
+ * (piscina's own pipelining, which the runtime's prefetch does too, revocably):
+ * `unprefetchedTimeRatio`, `fedTimeRatio`, `pipelinedBareTimeRatio`.
  *
  * Usage: part of `npm run bench`; alone: `node --single-threaded-gc dist/bench/overhead.js [--full]
  * [--round-seconds S]` (`npm run bench:overhead`).
@@ -133,6 +135,14 @@ export async function run(full: boolean, roundSeconds?: number): Promise<Record<
     idleTimeout: 60_000,
   });
   const fed = fedPiscina(fedPool, threads);
+  // piscina pipelining itself: each worker takes a second task while it runs one (its least-busy balancer).
+  const pipelinedPool = new Piscina({
+    filename: workerFile,
+    minThreads: threads,
+    maxThreads: threads,
+    idleTimeout: 60_000,
+    concurrentTasksPerWorker: 2,
+  });
   const cases = [
     { name: 'trivial task', spinMs: 0, count: full ? 20_000 : 5_000, target: 1.1 },
     { name: '1 ms task', spinMs: 1, count: full ? 4_000 : 1_000, target: 1.02 },
@@ -147,12 +157,14 @@ export async function run(full: boolean, roundSeconds?: number): Promise<Record<
       const runMetered = (n: number) => metered.search({ index: 'bench', body: body(n) });
       const runUnprefetched = (n: number) => unprefetched.search({ index: 'bench', body: body(n) });
       const runFed = (n: number) => fed(body(n));
+      const runPipelined = (n: number) => pipelinedPool.run(body(n));
       // Warm-up, every side.
       await drive(runBare, 500, inFlight);
       await drive(runGoverned, 500, inFlight);
       await drive(runMetered, 500, inFlight);
       await drive(runUnprefetched, 500, inFlight);
       await drive(runFed, 500, inFlight);
+      await drive(runPipelined, 500, inFlight);
       // With --round-seconds: bare piscina's rate, warm, over the default count, sets the count.
       const count =
         roundSeconds === undefined
@@ -166,12 +178,14 @@ export async function run(full: boolean, roundSeconds?: number): Promise<Record<
       const meteredRounds: RoundResult[] = [];
       const unprefetchedRounds: RoundResult[] = [];
       const fedRounds: RoundResult[] = [];
+      const pipelinedRounds: RoundResult[] = [];
       const sides = [
         () => drive(runBare, count, inFlight).then((x) => bareRounds.push(x)),
         () => drive(runGoverned, count, inFlight).then((x) => governedRounds.push(x)),
         () => drive(runMetered, count, inFlight).then((x) => meteredRounds.push(x)),
         () => drive(runUnprefetched, count, inFlight).then((x) => unprefetchedRounds.push(x)),
         () => drive(runFed, count, inFlight).then((x) => fedRounds.push(x)),
+        () => drive(runPipelined, count, inFlight).then((x) => pipelinedRounds.push(x)),
       ];
       for (let r = 0; r < rounds; r++) {
         // Rotate which side goes first so that drift is shared.
@@ -185,6 +199,7 @@ export async function run(full: boolean, roundSeconds?: number): Promise<Record<
       const meteredP50 = median(meteredRounds.map((r) => r.p50LatencyMs));
       const unprefetchedTps = median(unprefetchedRounds.map((r) => r.tasksPerSecond));
       const fedTps = median(fedRounds.map((r) => r.tasksPerSecond));
+      const pipelinedTps = median(pipelinedRounds.map((r) => r.tasksPerSecond));
       results.push({
         case: c.name,
         tasks: count,
@@ -193,9 +208,11 @@ export async function run(full: boolean, roundSeconds?: number): Promise<Record<
         metered: { tasksPerSecond: meteredTps, p50LatencyMs: meteredP50 },
         unprefetched: { tasksPerSecond: unprefetchedTps },
         fed: { tasksPerSecond: fedTps },
+        pipelinedBare: { tasksPerSecond: pipelinedTps },
         // The runtime without prefetch, and bare piscina fed one task per free worker, against bare piscina.
         unprefetchedTimeRatio: bareTps / unprefetchedTps,
         fedTimeRatio: bareTps / fedTps,
+        pipelinedBareTimeRatio: bareTps / pipelinedTps,
         // Above 1: the governed runtime takes longer per task.
         timeRatio: bareTps / govTps,
         latencyRatio: govP50 / bareP50,
@@ -212,6 +229,7 @@ export async function run(full: boolean, roundSeconds?: number): Promise<Record<
     await unprefetched.close();
     await bare.destroy();
     await fedPool.destroy();
+    await pipelinedPool.destroy();
   }
   console.log(
     `\noverhead: governed runtime vs bare piscina, ${threads} workers, ${inFlight} in flight, median of ${rounds} interleaved rounds` +
@@ -243,7 +261,8 @@ export async function run(full: boolean, roundSeconds?: number): Promise<Record<
   );
   console.log(
     `time ratio without prefetch: ${results.map((r) => `${r.case} ${r.unprefetchedTimeRatio.toFixed(2)}x`).join(', ')}; ` +
-      `bare piscina fed one task per free worker from a queue in front of it: ${results.map((r) => `${r.case} ${r.fedTimeRatio.toFixed(2)}x`).join(', ')}`,
+      `bare piscina fed one task per free worker from a queue in front of it: ${results.map((r) => `${r.case} ${r.fedTimeRatio.toFixed(2)}x`).join(', ')}; ` +
+      `bare piscina with concurrentTasksPerWorker 2: ${results.map((r) => `${r.case} ${r.pipelinedBareTimeRatio.toFixed(3)}x`).join(', ')}`,
   );
   console.log(
     `metrics on / off: ${results.map((r) => `${r.case} time ${r.metricsTimeRatio.toFixed(3)}x, p50 ${r.metricsLatencyRatio.toFixed(3)}x`).join('; ')} ` +
