@@ -301,57 +301,43 @@ describe('runtime: prefetch', () => {
     return { ok: results.filter(Boolean).length, maxBusy, maxPrefetch };
   }
 
-  it('hands a lane of short tasks one task beyond its worker, loses none, and never uses the spare for it', async () => {
-    const runtime = await createRuntime({
-      engine: echoEngine,
-      threads: 1,
-      spareWorkers: 1,
-      lanes: false,
-      prefetchBelowMs: 50,
-    });
+  /** Runs `body` with a runtime of the echo engine, one lane (lanes off) with one spare; closes it after. */
+  async function withEchoLane(
+    options: Parameters<typeof createRuntime>[0],
+    body: (runtime: Runtime) => Promise<void>,
+  ): Promise<void> {
+    const runtime = await createRuntime({ engine: echoEngine, spareWorkers: 1, lanes: false, ...options });
     try {
+      await body(runtime);
+    } finally {
+      await runtime.close();
+    }
+  }
+
+  it('hands a lane of short tasks one task beyond its worker, loses none, and never uses the spare for it', async () => {
+    await withEchoLane({ threads: 1, prefetchBelowMs: 50 }, async (runtime) => {
       const r = await flood(runtime, 300);
       expect(r).toEqual({ ok: 300, maxBusy: 2, maxPrefetch: 1 });
       expect(runtime.nodeStats().lanes[0]).toMatchObject({ workers: 1, spareWorkers: 1 });
       // Idle for longer than prefetchBelowMs: the lane no longer prefetches, and its stats say so.
       await new Promise((r) => setTimeout(r, 120));
       expect(runtime.schedulerStats().lanes[0]!.prefetch).toBe(0);
-    } finally {
-      await runtime.close();
-    }
+    });
   });
 
   it('prefetches per worker: a lane of 2 hands 2 beyond its workers, pipelined to them, and loses none', async () => {
-    const runtime = await createRuntime({
-      engine: echoEngine,
-      threads: 2,
-      spareWorkers: 1,
-      lanes: false,
-      prefetchBelowMs: 50,
-    });
-    try {
+    await withEchoLane({ threads: 2, prefetchBelowMs: 50 }, async (runtime) => {
       expect(await flood(runtime, 600)).toEqual({ ok: 600, maxBusy: 4, maxPrefetch: 2 });
       const lane = runtime.nodeStats().lanes[0]!;
       expect(lane.pipelinedTasks).toBeGreaterThan(0);
       expect(lane.stolenTasks).toBeLessThanOrEqual(lane.pipelinedTasks);
-    } finally {
-      await runtime.close();
-    }
+    });
   });
 
   it('with prefetchTasks 0 hands a lane no more tasks than its workers', async () => {
-    const runtime = await createRuntime({
-      engine: echoEngine,
-      threads: 1,
-      spareWorkers: 1,
-      lanes: false,
-      prefetchTasks: 0,
-    });
-    try {
+    await withEchoLane({ threads: 1, prefetchTasks: 0 }, async (runtime) => {
       expect(await flood(runtime, 300)).toEqual({ ok: 300, maxBusy: 1, maxPrefetch: 0 });
-    } finally {
-      await runtime.close();
-    }
+    });
   });
 });
 

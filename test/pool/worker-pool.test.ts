@@ -66,6 +66,19 @@ async function begun(pool: WorkerPool, slot: number): Promise<void> {
   }
 }
 
+/** Runs `body` with a pool from `startPool(maxRunning)` and its `handing` runner; closes the pool after. */
+async function withPool(
+  maxRunning: number | undefined,
+  body: (pool: WorkerPool, run: ReturnType<typeof handing>) => Promise<void>,
+): Promise<void> {
+  const pool = await startPool(maxRunning);
+  try {
+    await body(pool, handing(pool));
+  } finally {
+    await pool.close();
+  }
+}
+
 describe('WorkerPool', () => {
   it('runs at most maxRunning tasks at once, the spare idle, and starts a task handed over beyond it on the worker that frees', async () => {
     const pool = await startPool(1);
@@ -100,9 +113,7 @@ describe('WorkerPool', () => {
   });
 
   it('pipelines a task handed over beyond maxRunning to a busy worker, one per worker, run after its current one', async () => {
-    const pool = await startPool();
-    const run = handing(pool);
-    try {
+    await withPool(undefined, async (pool, run) => {
       const first = [run({ blockMs: 80 }), run({ blockMs: 80 })];
       for (const t of first) await begun(pool, t.slot);
       const next = [run({ blockMs: 20 }), run({ blockMs: 20 })];
@@ -116,15 +127,11 @@ describe('WorkerPool', () => {
         expect(later.startedAt).toBeGreaterThanOrEqual(before.endedAt);
       }
       expect(pool.tasksStolen).toBe(0);
-    } finally {
-      await pool.close();
-    }
+    });
   });
 
   it('moves a pipelined task not yet begun to a worker that goes idle, away from a long task', async () => {
-    const pool = await startPool();
-    const run = handing(pool);
-    try {
+    await withPool(undefined, async (pool, run) => {
       const long = run({ blockMs: 1_500 });
       await begun(pool, long.slot);
       let longDone = false;
@@ -141,15 +148,11 @@ describe('WorkerPool', () => {
       expect(p!.startedAt).toBeGreaterThanOrEqual(s!.endedAt);
       const l = await long.done;
       expect(l.threadId).not.toBe(p!.threadId);
-    } finally {
-      await pool.close();
-    }
+    });
   });
 
   it('hands a pipelined task on when its worker is terminated for the task before it', async () => {
-    const pool = await startPool();
-    const run = handing(pool);
-    try {
+    await withPool(undefined, async (pool, run) => {
       const doomed = run({ blockMs: 5_000 }, true);
       await begun(pool, doomed.slot);
       const doomedThread = pool.slots.threadId(doomed.slot);
@@ -161,15 +164,11 @@ describe('WorkerPool', () => {
       const p = await behind.done;
       expect(p.threadId).not.toBe(doomedThread);
       await other.done;
-    } finally {
-      await pool.close();
-    }
+    });
   });
 
   it('terminates nothing once the worker has begun the task pipelined after the one to cancel', async () => {
-    const pool = await startPool(1);
-    const run = handing(pool);
-    try {
+    await withPool(1, async (pool, run) => {
       const ended = run({ blockMs: 50 }, true);
       await begun(pool, ended.slot);
       const next = run({ blockMs: 300 });
@@ -180,15 +179,11 @@ describe('WorkerPool', () => {
       await ended.done;
       await expect(next.done).resolves.toMatchObject({ blocked: 300 });
       expect(pool.workersStarted).toBe(2);
-    } finally {
-      await pool.close();
-    }
+    });
   });
 
   it('starts a task pipelined behind an asynchronous one only once that one has ended', async () => {
-    const pool = await startPool(1);
-    const run = handing(pool);
-    try {
+    await withPool(1, async (pool, run) => {
       const slow = run({ sleepMs: 100 });
       await begun(pool, slow.slot);
       const next = run({ blockMs: 10 });
@@ -196,9 +191,7 @@ describe('WorkerPool', () => {
       const [a, b] = await Promise.all([slow.done, next.done]);
       expect(b!.threadId).toBe(a!.threadId);
       expect(b!.startedAt).toBeGreaterThanOrEqual(a!.endedAt);
-    } finally {
-      await pool.close();
-    }
+    });
   });
 
   // The pinned views are read live: the maxRunning test above fails if currentUsage were a snapshot.
