@@ -173,6 +173,7 @@ export async function run(full: boolean, roundSeconds?: number): Promise<Record<
               c.count,
               Math.ceil(roundSeconds * (await drive(runBare, c.count, inFlight)).tasksPerSecond),
             );
+      const lanesBefore = governed.nodeStats().lanes;
       const bareRounds: RoundResult[] = [];
       const governedRounds: RoundResult[] = [];
       const meteredRounds: RoundResult[] = [];
@@ -191,6 +192,13 @@ export async function run(full: boolean, roundSeconds?: number): Promise<Record<
         // Rotate which side goes first so that drift is shared.
         for (let k = 0; k < sides.length; k++) await sides[(r + k) % sides.length]!();
       }
+      // How the governed runtime's prefetch went in this case's rounds: tasks pipelined, and stolen.
+      const lanesAfter = governed.nodeStats().lanes;
+      const pipelined = lanesAfter.reduce(
+        (n, l, i) => n + l.pipelinedTasks - lanesBefore[i]!.pipelinedTasks,
+        0,
+      );
+      const stolen = lanesAfter.reduce((n, l, i) => n + l.stolenTasks - lanesBefore[i]!.stolenTasks, 0);
       const bareTps = median(bareRounds.map((r) => r.tasksPerSecond));
       const govTps = median(governedRounds.map((r) => r.tasksPerSecond));
       const bareP50 = median(bareRounds.map((r) => r.p50LatencyMs));
@@ -220,6 +228,9 @@ export async function run(full: boolean, roundSeconds?: number): Promise<Record<
         metricsTimeRatio: govTps / meteredTps,
         metricsLatencyRatio: meteredP50 / govP50,
         target: c.target,
+        governedPipelinedTasks: pipelined,
+        governedStolenTasks: stolen,
+        governedTasks: count * rounds,
       });
     }
   } finally {
@@ -265,6 +276,9 @@ export async function run(full: boolean, roundSeconds?: number): Promise<Record<
       `bare piscina with concurrentTasksPerWorker 2: ${results.map((r) => `${r.case} ${r.pipelinedBareTimeRatio.toFixed(3)}x`).join(', ')}`,
   );
   console.log(
+    `governed runtime's prefetch: ${results.map((r) => `${r.case} ${r.governedPipelinedTasks} of ${r.governedTasks} tasks pipelined, ${r.governedStolenTasks} of them stolen`).join('; ')}`,
+  );
+  console.log(
     `metrics on / off: ${results.map((r) => `${r.case} time ${r.metricsTimeRatio.toFixed(3)}x, p50 ${r.metricsLatencyRatio.toFixed(3)}x`).join('; ')} ` +
       `(${scrapes} scrapes of ${scrapeBytes} bytes during the run)`,
   );
@@ -280,7 +294,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const seconds = at < 0 ? undefined : Number(given);
   const unknown = args.filter((a, i) => a !== '--full' && i !== at && !(at >= 0 && i === at + 1));
   if (unknown.length > 0) {
-    console.error(`overhead: unknown argument ${unknown[0]}; usage: overhead.js [--full] [--round-seconds S]`);
+    console.error(
+      `overhead: unknown argument ${unknown[0]}; usage: overhead.js [--full] [--round-seconds S]`,
+    );
     process.exit(2);
   }
   if (seconds !== undefined && !(Number.isFinite(seconds) && seconds >= 1 && seconds <= 600)) {

@@ -162,6 +162,8 @@ export class WorkerPool {
   readonly #lastOn = new Map<number, HandOver>();
   /** Pipelined hand-overs not yet known to have begun: what an idle worker may take. */
   readonly #pipelined = new Set<HandOver>();
+  /** When each busy worker began its current task, about (performance.now(), ms), by threadId. */
+  readonly #since = new Map<number, number>();
   #pipelinedTotal = 0;
   #stolenTotal = 0;
   readonly #channel: BroadcastChannel;
@@ -219,6 +221,7 @@ export class WorkerPool {
       this.#readyCached = undefined;
       this.#views.delete(view.id);
       this.#lastOn.delete(view.id);
+      this.#since.delete(view.id);
     };
     this.#piscina.on('workerCreate', (view: PiscinaWorkerView) => {
       this.#readyCached = undefined;
@@ -294,6 +297,8 @@ export class WorkerPool {
         handOver.pipelined = true;
         this.#pipelined.add(handOver);
         this.#pipelinedTotal++;
+      } else {
+        this.#since.set(chosen.id, performance.now());
       }
     }
     return chosen;
@@ -333,8 +338,16 @@ export class WorkerPool {
     // A revoked hand-over's task runs elsewhere (its worker ran nothing).
     if ((outcome as RevokedOutcome).revoked === true) return;
     if (handOver.pipelined) this.#pipelined.delete(handOver);
-    // Its worker is idle while another holds a pipelined task it has not begun: that one moves here.
-    if (this.#pipelined.size > 0 && this.#views.get(handOver.worker)?.currentUsage === 0) this.#steal();
+    const worker = handOver.worker;
+    const endedSince = this.#since.get(worker) ?? 0;
+    // The task pipelined to this worker, if any, began as this one ended.
+    const next = this.#lastOn.get(worker);
+    if (next !== undefined && next !== handOver && next.task.current === next) {
+      this.#since.set(worker, performance.now());
+    } else {
+      this.#since.delete(worker);
+    }
+    if (this.#pipelined.size > 0) this.#steal(worker, endedSince);
     handOver.task.resolve(outcome as TaskOutcome);
   }
 
@@ -354,11 +367,28 @@ export class WorkerPool {
     task.reject(error);
   }
 
-  /** Takes one pipelined task that no worker has begun back and hands it over again (to an idle worker). */
-  #steal(): void {
+  /**
+   * After a task of worker `thief` ended (it had begun at `endedSince`): takes back one pipelined
+   * task that no worker has begun and hands it over again, if `thief` is now idle, or if the task
+   * waits on a worker whose current task has run more than twice as long as the one that just ended
+   * did (a long task holding it up while this worker gets through short ones). Between workers of like
+   * tasks nothing moves.
+   */
+  #steal(thief: number, endedSince: number): void {
+    const idle = this.#views.get(thief)?.currentUsage === 0;
+    const now = performance.now();
+    // A victim's current task must have begun before this: run more than twice as long as the thief's.
+    const before = now - 2 * (now - endedSince);
     for (const handOver of this.#pipelined) {
+      const slot = handOver.task.envelope.slot;
+      if (this.slots.taken(slot, handOver.dispatch)) {
+        this.#pipelined.delete(handOver); // begun: nothing to take back
+        continue;
+      }
+      if (handOver.worker === thief) continue;
+      if (!idle && (this.#since.get(handOver.worker) ?? Number.POSITIVE_INFINITY) >= before) continue;
       this.#pipelined.delete(handOver);
-      if (this.slots.revoke(handOver.task.envelope.slot, handOver.dispatch)) {
+      if (this.slots.revoke(slot, handOver.dispatch)) {
         this.#stolenTotal++;
         this.#handOver(handOver.task);
         return;

@@ -151,6 +151,32 @@ describe('WorkerPool', () => {
     });
   });
 
+  it('moves a pipelined task away from a long task to a busy worker whose shorter task just ended', async () => {
+    await withPool(undefined, async (pool, run) => {
+      const long = run({ blockMs: 3_000 });
+      await begun(pool, long.slot);
+      let longDone = false;
+      void long.done.then(() => (longDone = true));
+      // The long task has run far longer than twice the short one by the time that ends.
+      await new Promise((r) => setTimeout(r, 400));
+      const short = run({ blockMs: 60 });
+      const behind = run({ blockMs: 10 }); // pipelined behind the long task (the short one not begun)
+      await begun(pool, short.slot);
+      const after = run({ blockMs: 60 }); // pipelined behind the short one: that worker never idles
+      expect(pool.tasksPipelined).toBe(2);
+      await short.done;
+      // Taken back as the short task ended, while its worker went on to the next: not idle.
+      expect(pool.tasksStolen).toBe(1);
+      const p = await behind.done;
+      expect(longDone).toBe(false);
+      const [s, a] = await Promise.all([short.done, after.done]);
+      expect(p.threadId).toBe(s.threadId);
+      expect(a.threadId).toBe(s.threadId);
+      expect(p.startedAt).toBeGreaterThanOrEqual(a.endedAt);
+      await long.done;
+    });
+  });
+
   it('hands a pipelined task on when its worker is terminated for the task before it', async () => {
     await withPool(undefined, async (pool, run) => {
       const doomed = run({ blockMs: 5_000 }, true);
