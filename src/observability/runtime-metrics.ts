@@ -29,7 +29,7 @@
  * | `pool_last_replacement_startup_seconds` | gauge | |
  * | `lane_info` | gauge (1) | lane, weight (nice or `idle`), weighted, min_priority (`none`: the lowest lane) |
  * | `lane_workers`, `lane_busy_workers`, `lane_queued_tasks`, `lane_live_workers`, `lane_loading_workers` | gauge | lane |
- * | `lane_workers_replaced_total` | counter | lane |
+ * | `lane_workers_replaced_total`, `lane_pipelined_tasks_total`, `lane_stolen_tasks_total` | counter | lane |
  * | `lane_isolation` | gauge (1) | isolation (`weighted`, `unweighted`, `single_lane`) |
  * | `gc_threads` | gauge (1) | mode (`per_isolate`, `shared`) |
  * | `reservation_workers`, `reservation_busy_workers` | gauge | lane, min_priority (`none`: not reserved) |
@@ -272,7 +272,12 @@ function poolSeries(m: SnapshotMetrics<RuntimeSnapshot>): void {
   m.gauge('pool_workers', 'Workers alive (loaded, loading, spare).', [], (emit, s) =>
     emit({}, s.node.liveWorkers),
   );
-  m.gauge('pool_busy_workers', 'Workers running a task.', [], (emit, s) => emit({}, s.node.running));
+  m.gauge(
+    'pool_busy_workers',
+    "Tasks handed to workers: running, or prefetched to a busy worker (up to threads plus the lanes' prefetch).",
+    [],
+    (emit, s) => emit({}, s.node.running),
+  );
   m.gauge('pool_loading_workers', 'Workers still loading the engine (replacements).', [], (emit, s) =>
     emit({}, s.node.loadingWorkers),
   );
@@ -335,9 +340,14 @@ function laneSeries(m: SnapshotMetrics<RuntimeSnapshot>): void {
       for (const l of s.node.lanes) emit({ lane: l.name }, l.workers);
     },
   );
-  m.gauge('lane_busy_workers', 'Of lane_workers, those running a task.', ['lane'], (emit, s) => {
-    for (const l of s.node.lanes) emit({ lane: l.name }, l.busy);
-  });
+  m.gauge(
+    'lane_busy_workers',
+    "Tasks handed to the lane's workers, running or prefetched (up to lane_workers plus its prefetch).",
+    ['lane'],
+    (emit, s) => {
+      for (const l of s.node.lanes) emit({ lane: l.name }, l.busy);
+    },
+  );
   m.gauge('lane_queued_tasks', 'Tasks waiting for a worker of the lane.', ['lane'], (emit, s) => {
     for (const l of s.node.lanes) emit({ lane: l.name }, l.queued);
   });
@@ -350,6 +360,22 @@ function laneSeries(m: SnapshotMetrics<RuntimeSnapshot>): void {
     ['lane'],
     (emit, s) => {
       for (const l of s.node.lanes) emit({ lane: l.name }, l.loadingWorkers);
+    },
+  );
+  m.counter(
+    'lane_pipelined_tasks_total',
+    'Tasks pipelined to a busy worker of the lane (prefetch), to start as its current one ends.',
+    ['lane'],
+    (emit, s) => {
+      for (const l of s.node.lanes) emit({ lane: l.name }, l.pipelinedTasks);
+    },
+  );
+  m.counter(
+    'lane_stolen_tasks_total',
+    'Pipelined tasks taken back before they began and handed to another worker of the lane.',
+    ['lane'],
+    (emit, s) => {
+      for (const l of s.node.lanes) emit({ lane: l.name }, l.stolenTasks);
     },
   );
   m.counter(

@@ -335,8 +335,11 @@ export class WorkerPool {
   }
 
   #onOutcome(handOver: HandOver, outcome: TaskOutcome | RevokedOutcome): void {
-    // A revoked hand-over's task runs elsewhere (its worker ran nothing).
-    if ((outcome as RevokedOutcome).revoked === true) return;
+    // A revoked hand-over's task runs elsewhere (its worker ran nothing), but the worker may be idle now.
+    if ((outcome as RevokedOutcome).revoked === true) {
+      if (this.#pipelined.size > 0) this.#steal(handOver.worker, Number.NaN);
+      return;
+    }
     if (handOver.pipelined) this.#pipelined.delete(handOver);
     const worker = handOver.worker;
     const endedSince = this.#since.get(worker) ?? 0;
@@ -368,7 +371,8 @@ export class WorkerPool {
   }
 
   /**
-   * After a task of worker `thief` ended (it had begun at `endedSince`): takes back one pipelined
+   * After a task of worker `thief` ended (it had begun at `endedSince`; NaN: it ran nothing, so only
+   * an idle `thief` takes anything): takes back one pipelined
    * task that no worker has begun and hands it over again, if `thief` is now idle, or if the task
    * waits on a worker whose current task has run more than twice as long as the one that just ended
    * did (a long task holding it up while this worker gets through short ones). Between workers of like
@@ -386,7 +390,8 @@ export class WorkerPool {
         continue;
       }
       if (handOver.worker === thief) continue;
-      if (!idle && (this.#since.get(handOver.worker) ?? Number.POSITIVE_INFINITY) >= before) continue;
+      // (Written so that a NaN `before` moves nothing.)
+      if (!idle && !((this.#since.get(handOver.worker) ?? Number.POSITIVE_INFINITY) < before)) continue;
       this.#pipelined.delete(handOver);
       if (this.slots.revoke(slot, handOver.dispatch)) {
         this.#stolenTotal++;

@@ -225,6 +225,8 @@ describe('Prometheus metrics of the lanes', () => {
         expect(samplesOf(m, `${P}lane_workers`, { lane })[0]?.value).toBe(1);
         expect(samplesOf(m, `${P}lane_live_workers`, { lane })[0]?.value).toBe(2);
         expect(samplesOf(m, `${P}lane_workers_replaced_total`, { lane })[0]?.value).toBe(0);
+        expect(samplesOf(m, `${P}lane_pipelined_tasks_total`, { lane })[0]?.value).toBe(0);
+        expect(samplesOf(m, `${P}lane_stolen_tasks_total`, { lane })[0]?.value).toBe(0);
         expect(samplesOf(m, `${P}reservation_workers`, { lane, min_priority: 'none' })[0]?.value).toBe(1);
       }
       expect(samplesOf(m, `${P}lane_isolation`, { isolation: 'weighted' })[0]?.value).toBe(1);

@@ -177,6 +177,29 @@ describe('WorkerPool', () => {
     });
   });
 
+  it('lets a worker left idle by a task it found taken back take a task waiting behind a long one', async () => {
+    await withPool(undefined, async (pool, run) => {
+      const first = run({ blockMs: 600 });
+      await begun(pool, first.slot);
+      const short = run({ blockMs: 30 });
+      const moved = run({ blockMs: 10 }); // pipelined behind the first, taken by the short one's worker
+      await moved.done;
+      expect(pool.tasksStolen).toBe(1);
+      // The first's worker still holds the taken-back message behind the first task.
+      const long = run({ blockMs: 3_000 });
+      await begun(pool, long.slot);
+      let longDone = false;
+      void long.done.then(() => (longDone = true));
+      const waiting = run({ blockMs: 10 }); // pipelined behind the long task
+      expect(pool.tasksPipelined).toBe(2);
+      const [f, w] = await Promise.all([first.done, waiting.done]);
+      expect(longDone).toBe(false);
+      expect(pool.tasksStolen).toBe(2);
+      expect(w!.threadId).toBe(f!.threadId);
+      await Promise.all([short.done, long.done]);
+    });
+  });
+
   it('hands a pipelined task on when its worker is terminated for the task before it', async () => {
     await withPool(undefined, async (pool, run) => {
       const doomed = run({ blockMs: 5_000 }, true);
