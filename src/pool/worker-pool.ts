@@ -2,7 +2,8 @@
  * The piscina wrapper of one lane: with `lane-pool.ts`, the only code that imports piscina. Starts a
  * fixed-size pool of workers running `worker-harness`, each of which first gives its own thread the
  * lane's OS scheduling weight and then loads the engine; waits until every worker has loaded; runs
- * one task per worker at a time. A task is hard-cancelled by terminating the worker that runs it
+ * one task per worker at a time, a busy worker holding at most one more, pipelined (`WorkerPool`).
+ * A task is hard-cancelled by terminating the worker that runs it
  * (`terminateWorkerOf`): piscina rejects the task and starts a replacement in the same lane (which
  * sets the same weight and loads the engine again; its start-up is reported). Tasks carry no
  * AbortSignal: piscina's per-task signal handling cost about as much as a trivial task.
