@@ -332,60 +332,62 @@ function laneSeries(m: SnapshotMetrics<RuntimeSnapshot>): void {
       }
     },
   );
-  m.gauge(
-    'lane_workers',
-    'Tasks the lane runs at once (its workers, spares excluded).',
-    ['lane'],
-    (emit, s) => {
-      for (const l of s.node.lanes) emit({ lane: l.name }, l.workers);
-    },
-  );
-  m.gauge(
-    'lane_busy_workers',
-    "Tasks handed to the lane's workers, running or prefetched (up to lane_workers plus its prefetch).",
-    ['lane'],
-    (emit, s) => {
-      for (const l of s.node.lanes) emit({ lane: l.name }, l.busy);
-    },
-  );
-  m.gauge('lane_queued_tasks', 'Tasks waiting for a worker of the lane.', ['lane'], (emit, s) => {
-    for (const l of s.node.lanes) emit({ lane: l.name }, l.queued);
-  });
-  m.gauge('lane_live_workers', 'Workers of the lane alive (loaded, loading, spare).', ['lane'], (emit, s) => {
-    for (const l of s.node.lanes) emit({ lane: l.name }, l.liveWorkers);
-  });
-  m.gauge(
-    'lane_loading_workers',
-    'Workers of the lane still loading the engine (replacements).',
-    ['lane'],
-    (emit, s) => {
-      for (const l of s.node.lanes) emit({ lane: l.name }, l.loadingWorkers);
-    },
-  );
-  m.counter(
-    'lane_pipelined_tasks_total',
-    'Tasks pipelined to a busy worker of the lane (prefetch), to start as its current one ends.',
-    ['lane'],
-    (emit, s) => {
-      for (const l of s.node.lanes) emit({ lane: l.name }, l.pipelinedTasks);
-    },
-  );
-  m.counter(
-    'lane_stolen_tasks_total',
-    'Pipelined tasks taken back before they began and handed to another worker of the lane.',
-    ['lane'],
-    (emit, s) => {
-      for (const l of s.node.lanes) emit({ lane: l.name }, l.stolenTasks);
-    },
-  );
-  m.counter(
-    'lane_workers_replaced_total',
-    'Replacement workers the lane started (hard cancellation, out of memory, crash).',
-    ['lane'],
-    (emit, s) => {
-      for (const l of s.node.lanes) emit({ lane: l.name }, l.replacedWorkers);
-    },
-  );
+  // One series per lane, each read from the lane's stats: [kind, name, help, value].
+  const perLane: readonly [
+    'gauge' | 'counter',
+    string,
+    string,
+    (lane: RuntimeSnapshot['node']['lanes'][number]) => number,
+  ][] = [
+    [
+      'gauge',
+      'lane_workers',
+      'Tasks the lane runs at once (its workers, spares excluded).',
+      (l) => l.workers,
+    ],
+    [
+      'gauge',
+      'lane_busy_workers',
+      "Tasks handed to the lane's workers, running or prefetched (up to lane_workers plus its prefetch).",
+      (l) => l.busy,
+    ],
+    ['gauge', 'lane_queued_tasks', 'Tasks waiting for a worker of the lane.', (l) => l.queued],
+    [
+      'gauge',
+      'lane_live_workers',
+      'Workers of the lane alive (loaded, loading, spare).',
+      (l) => l.liveWorkers,
+    ],
+    [
+      'gauge',
+      'lane_loading_workers',
+      'Workers of the lane still loading the engine (replacements).',
+      (l) => l.loadingWorkers,
+    ],
+    [
+      'counter',
+      'lane_pipelined_tasks_total',
+      'Tasks pipelined to a busy worker of the lane (prefetch), to start as its current one ends.',
+      (l) => l.pipelinedTasks,
+    ],
+    [
+      'counter',
+      'lane_stolen_tasks_total',
+      'Pipelined tasks taken back before they began and handed to another worker of the lane.',
+      (l) => l.stolenTasks,
+    ],
+    [
+      'counter',
+      'lane_workers_replaced_total',
+      'Replacement workers the lane started (hard cancellation, out of memory, crash).',
+      (l) => l.replacedWorkers,
+    ],
+  ];
+  for (const [kind, name, help, value] of perLane) {
+    m[kind](name, help, ['lane'], (emit, s) => {
+      for (const l of s.node.lanes) emit({ lane: l.name }, value(l));
+    });
+  }
   m.gauge(
     'lane_isolation',
     'What the lanes give (1 for the current one): weighted, unweighted or single_lane.',

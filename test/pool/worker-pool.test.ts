@@ -66,6 +66,19 @@ async function begun(pool: WorkerPool, slot: number): Promise<void> {
   }
 }
 
+/** Hands `pool` a task that blocks its worker `ms` and resolves once it has begun; `ended()` says whether it has ended. */
+async function begunLong(
+  pool: WorkerPool,
+  run: ReturnType<typeof handing>,
+  ms: number,
+): Promise<Handed & { ended: () => boolean }> {
+  const long = run({ blockMs: ms });
+  await begun(pool, long.slot);
+  let ended = false;
+  void long.done.then(() => (ended = true));
+  return { ...long, ended: () => ended };
+}
+
 /** Runs `body` with a pool from `startPool(maxRunning)` and its `handing` runner; closes the pool after. */
 async function withPool(
   maxRunning: number | undefined,
@@ -132,17 +145,14 @@ describe('WorkerPool', () => {
 
   it('moves a pipelined task not yet begun to a worker that goes idle, away from a long task', async () => {
     await withPool(undefined, async (pool, run) => {
-      const long = run({ blockMs: 1_500 });
-      await begun(pool, long.slot);
-      let longDone = false;
-      void long.done.then(() => (longDone = true));
+      const long = await begunLong(pool, run, 1_500);
       // In one turn: the short task goes to the idle worker, which has not begun it, so the next one
       // can only be pipelined behind the long task.
       const short = run({ blockMs: 30 });
       const behind = run({ blockMs: 10 });
       expect(pool.tasksPipelined).toBe(1);
       const [s, p] = await Promise.all([short.done, behind.done]);
-      expect(longDone).toBe(false);
+      expect(long.ended()).toBe(false);
       expect(pool.tasksStolen).toBe(1);
       expect(p!.threadId).toBe(s!.threadId);
       expect(p!.startedAt).toBeGreaterThanOrEqual(s!.endedAt);
@@ -153,10 +163,7 @@ describe('WorkerPool', () => {
 
   it('moves a pipelined task away from a long task to a busy worker whose shorter task just ended', async () => {
     await withPool(undefined, async (pool, run) => {
-      const long = run({ blockMs: 3_000 });
-      await begun(pool, long.slot);
-      let longDone = false;
-      void long.done.then(() => (longDone = true));
+      const long = await begunLong(pool, run, 3_000);
       // The long task has run far longer than twice the short one by the time that ends.
       await new Promise((r) => setTimeout(r, 400));
       const short = run({ blockMs: 60 });
@@ -168,7 +175,7 @@ describe('WorkerPool', () => {
       // Taken back as the short task ended, while its worker went on to the next: not idle.
       expect(pool.tasksStolen).toBe(1);
       const p = await behind.done;
-      expect(longDone).toBe(false);
+      expect(long.ended()).toBe(false);
       const [s, a] = await Promise.all([short.done, after.done]);
       expect(p.threadId).toBe(s.threadId);
       expect(a.threadId).toBe(s.threadId);
@@ -186,14 +193,11 @@ describe('WorkerPool', () => {
       await moved.done;
       expect(pool.tasksStolen).toBe(1);
       // The first's worker still holds the taken-back message behind the first task.
-      const long = run({ blockMs: 3_000 });
-      await begun(pool, long.slot);
-      let longDone = false;
-      void long.done.then(() => (longDone = true));
+      const long = await begunLong(pool, run, 3_000);
       const waiting = run({ blockMs: 10 }); // pipelined behind the long task
       expect(pool.tasksPipelined).toBe(2);
       const [f, w] = await Promise.all([first.done, waiting.done]);
-      expect(longDone).toBe(false);
+      expect(long.ended()).toBe(false);
       expect(pool.tasksStolen).toBe(2);
       expect(w!.threadId).toBe(f!.threadId);
       await Promise.all([short.done, long.done]);
