@@ -95,7 +95,15 @@ export class TaskSlots {
    * will now), false when a worker has begun it or it was taken back before.
    */
   revoke(slot: number, dispatch: number): boolean {
-    return dispatch > 0 && Atomics.compareExchange(this.#control, slot * CONTROL_WORDS + C_CLAIM, dispatch, 0) === dispatch;
+    return this.#take(slot, dispatch);
+  }
+
+  /** The swap `revoke` and `claim` compete with: hand-over `dispatch` of `slot`'s task, taken by whoever swaps first. */
+  #take(slot: number, dispatch: number): boolean {
+    return (
+      dispatch > 0 &&
+      Atomics.compareExchange(this.#control, slot * CONTROL_WORDS + C_CLAIM, dispatch, 0) === dispatch
+    );
   }
 
   /** True once hand-over `dispatch` of the task in `slot` was claimed by a worker or revoked. */
@@ -174,7 +182,7 @@ export class TaskSlots {
    * the worker must not run it.
    */
   claim(slot: number, dispatch: number): boolean {
-    return dispatch > 0 && Atomics.compareExchange(this.#control, slot * CONTROL_WORDS + C_CLAIM, dispatch, 0) === dispatch;
+    return this.#take(slot, dispatch);
   }
 
   /** Worker: records the start of `taskId` in `slot`. Returns false when the slot is no longer its. */

@@ -335,12 +335,22 @@ export class WorkerPool {
     task.handOvers++;
     const { taskId, slot, request } = task.envelope;
     this.slots.offer(slot, dispatch);
-    const message: TaskMessage & Record<symbol, unknown> = { taskId, slot, request, dispatch };
-    message[HAND_OVER] = handOver;
+    const message: TaskMessage = { taskId, slot, request, dispatch, [HAND_OVER]: handOver };
     this.#piscina.run(message).then(
       (outcome) => this.#onOutcome(handOver, outcome),
       (error: unknown) => this.#onError(handOver, error),
     );
+  }
+
+  /**
+   * Takes `handOver` back from its worker, if no worker has begun it (`TaskSlots.revoke`), and hands
+   * its task over again under a new number. @returns false when a worker has begun it.
+   */
+  #takeBack(handOver: HandOver): boolean {
+    if (!this.slots.revoke(handOver.task.envelope.slot, handOver.dispatch)) return false;
+    if (handOver.pipelined) this.#pipelined.delete(handOver);
+    this.#handOver(handOver.task);
+    return true;
   }
 
   #onOutcome(handOver: HandOver, outcome: TaskOutcome | RevokedOutcome): void {
@@ -366,16 +376,9 @@ export class WorkerPool {
   #onError(handOver: HandOver, error: unknown): void {
     const { task } = handOver;
     if (task.current !== handOver) return;
-    if (handOver.pipelined) this.#pipelined.delete(handOver);
     // Its worker went before it began the task (terminated for another task, or crashed): hand it on.
-    if (
-      !this.#closed &&
-      task.handOvers < MAX_HAND_OVERS &&
-      this.slots.revoke(task.envelope.slot, handOver.dispatch)
-    ) {
-      this.#handOver(task);
-      return;
-    }
+    if (!this.#closed && task.handOvers < MAX_HAND_OVERS && this.#takeBack(handOver)) return;
+    if (handOver.pipelined) this.#pipelined.delete(handOver);
     task.reject(error);
   }
 
@@ -401,12 +404,11 @@ export class WorkerPool {
       if (handOver.worker === thief) continue;
       // (Written so that a NaN `before` moves nothing.)
       if (!idle && !((this.#since.get(handOver.worker) ?? Number.POSITIVE_INFINITY) < before)) continue;
-      this.#pipelined.delete(handOver);
-      if (this.slots.revoke(slot, handOver.dispatch)) {
+      if (this.#takeBack(handOver)) {
         this.#stolenTotal++;
-        this.#handOver(handOver.task);
         return;
       }
+      this.#pipelined.delete(handOver);
     }
   }
 
@@ -457,9 +459,7 @@ export class WorkerPool {
     if (threadId === 0) return false;
     const next = this.#lastOn.get(threadId);
     if (next !== undefined && next.task.current === next && next.task.envelope.taskId !== taskId) {
-      if (!this.slots.revoke(next.task.envelope.slot, next.dispatch)) return false;
-      if (next.pipelined) this.#pipelined.delete(next);
-      this.#handOver(next.task);
+      if (!this.#takeBack(next)) return false;
     }
     for (const worker of this.#piscina.threads) {
       if (worker.threadId === threadId) {
