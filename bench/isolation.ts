@@ -17,10 +17,17 @@
  * - (L+) lanes, the default configuration (the governor rejects and cancels `analysts`);
  * - (S) one lane (`lanes: false`, the pool before lanes), the default configuration;
  * - (S+) one lane with one worker reserved for priority 20 (`--full` only).
- * Each round also measures the flood's closed-loop capacity alone on the background lane against
- * bare piscina's, the two back to back, bare piscina first in odd rounds and second in even ones; the
- * figure is the median of the rounds' ratios (each pair run under the same host conditions; the
- * ratio of the two medians is printed beside it). The flood's throughput against bare piscina's is
+ * Each round also measures the flood's closed-loop capacity alone on the background lane, on bare
+ * piscina and on a second bare pool identical to the first (b'), in interleaved 1 s slices until each
+ * has had `--capacity-seconds` (default 30; `interleavedCapacity` in search-load.ts). The background
+ * lane's figure is the median of the rounds' ratios to the mean of the two bare pools; b' against b
+ * (an A/A comparison: the same code on both sides) is printed beside it as the measurement's own
+ * noise. Per side it prints the share of the wall time its workers ran and waited for a CPU and their
+ * CPU per query (from schedstat), which tell a host that took the cores from a pool that costs more
+ * per query. Why slices and a twin: the same bare pool's completions moved by up to 15 % from one
+ * 10 s to the next on this machine, and back-to-back 10 s phases put that into the ratio (per round
+ * 0.83-1.06x in one run; 0.88-1.10x for b' against b in 10 s of 1 s slices each). The flood's
+ * throughput against bare piscina's is
  * likewise the median of the rounds' ratios (`floodVsBareOfMedians` in the JSON: the ratio of the
  * medians). Other figures are medians over the rounds. Latency is open-loop, from each request's
  * intended send time (hdr-histogram), so a stalled sender does not hide queueing. The flood's
@@ -35,7 +42,7 @@
  * (`bench/bare-capacity.ts`), and the background lane alone is compared with both.
  *
  * Usage: part of `npm run bench`; alone: `node [--single-threaded-gc] dist/bench/isolation.js [--full]
- * [--rounds N] [--phase-seconds S] [--helper-thread-weight N]`.
+ * [--rounds N] [--phase-seconds S] [--capacity-seconds S] [--helper-thread-weight N]`.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,9 +59,11 @@ import {
   engineUrl,
   expensive,
   indexResolver,
+  interleavedCapacity,
   type PhaseResult,
   phase,
   poolTarget,
+  type SliceCapacity,
   type Target,
 } from './search-load.js';
 
@@ -96,6 +105,8 @@ interface Case {
 export async function run(full: boolean): Promise<Record<string, unknown>> {
   const rounds = numberArg('--rounds', full ? 5 : 3);
   const phaseMs = numberArg('--phase-seconds', full ? 20 : 10) * 1000;
+  // Per target per round: the background lane, bare piscina and its twin, 1 s slices each in turn.
+  const capacityMs = numberArg('--capacity-seconds', 30) * 1000;
   const cheapPerSecond = 20;
   // The bundled sandboxes; the stores are in memory, so nothing from earlier runs applies.
   // `node --single-threaded-gc dist/bench/isolation.js`: every isolate collects on its own thread.
@@ -118,6 +129,8 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   });
   const threads = single.options.threads;
   const bare = barePiscina(threads, DATA_DIR);
+  // The A/A control of the background lane's figure: the same pool again.
+  const bareTwin = barePiscina(threads, DATA_DIR);
   const backgroundWeight = laned.options.lanes.at(-1)!.weight;
   const twoPools = [0, backgroundWeight].map(
     (weight) =>
@@ -132,6 +145,7 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   const indices = laned.nodeStats().engineIndices!;
   const resolveIndex = indexResolver(indices);
   const bareTarget = poolTarget('bare piscina', resolveIndex, bare);
+  const bareTwinTarget = poolTarget("bare piscina's twin", resolveIndex, bareTwin);
   const twoPoolTarget = poolTarget('two bare pools', resolveIndex, twoPools[0]!, twoPools[1]!);
   const idle = (runtime: Runtime) => async () => {
     while (runtime.nodeStats().queued > 0 || runtime.nodeStats().running > 0)
@@ -207,15 +221,29 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     s.floodRefused.push(r.floodRefused);
     samples.set(key, s);
   };
-  // bareDefaultGc: bare piscina in a child process with node's default flags (only when this one runs
-  // under --single-threaded-gc, which applies to every pool of the process): bench/bare-capacity.ts.
-  const capacities = { bare: [] as number[], background: [] as number[], bareDefaultGc: [] as number[] };
+  // Per round: the closed-loop capacity alone of the background lane, bare piscina, its twin (the A/A
+  // control) and (bareDefaultGc, only when this process runs under --single-threaded-gc, which applies
+  // to every pool of the process) bare piscina in a child process with node's default flags
+  // (bench/bare-capacity.ts).
+  const capacities = {
+    bare: [] as number[],
+    bareTwin: [] as number[],
+    background: [] as number[],
+    bareDefaultGc: [] as number[],
+  };
+  /** Per round, per side: the workers' share of the wall time on a CPU and waiting, CPU per query. */
+  const workerTimes = {
+    bare: [] as SliceCapacity[],
+    bareTwin: [] as SliceCapacity[],
+    background: [] as SliceCapacity[],
+  };
   let floodCapacity = 0;
   /** Per round, the capacity its 1.2x and 2x floods are sized from (bare piscina's, that round). */
   const floodRates: number[] = [];
   try {
     // Warm up (the JIT, the workers' first queries), then measure the flood's rate on bare piscina.
     await capacity(bareTarget, threads, 1500);
+    await capacity(bareTwinTarget, threads, 1500);
     laned.setEnforcement('disabled');
     await capacity(lanedTarget, threads, 1500);
     await capacity(singleTarget, threads, 1500);
@@ -230,23 +258,39 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     console.log(
       `\nisolation: lanes ${lanes.map((l) => `${l.name} ${l.workers}+${l.spareWorkers} at ${l.weight === 'idle' ? 'SCHED_IDLE' : `nice ${l.weight}`}${l.weighted ? '' : ' (UNWEIGHTED)'}`).join(', ')}; ` +
         `one lane and bare piscina: ${threads} workers; flood capacity at the start ${floodCapacity.toFixed(1)}/s (bare, closed loop; each round's floods are sized from that round's); ` +
-        `cheap queries at ${cheapPerSecond}/s; ${rounds} rounds of ${phaseMs / 1000} s phases` +
+        `cheap queries at ${cheapPerSecond}/s; ${rounds} rounds of ${phaseMs / 1000} s phases, capacity alone ${capacityMs / 1000} s per side in 1 s slices` +
         (singleThreadedGc ? '; single-threaded GC (node --single-threaded-gc)' : '') +
         (helperThreadWeight !== undefined ? `; helper threads at nice ${helperThreadWeight}` : ''),
     );
     for (let round = 1; round <= rounds; round++) {
-      // The background lane alone (enforcement off) against bare piscina, closed loop.
+      // The background lane alone (enforcement off) against bare piscina and its twin, closed loop,
+      // in interleaved slices: a drift of the host hits every side alike.
       benchPhase(`round ${round}: flood capacity alone`);
       await configure(laned, 'disabled', {})();
-      // Back to back, in alternating order: a drift of the host hits both sides of the ratio alike.
-      if (round % 2 === 1) capacities.bare.push(await capacity(bareTarget, threads, phaseMs));
-      capacities.background.push(await capacity(lanedTarget, threads, phaseMs));
-      if (round % 2 === 0) capacities.bare.push(await capacity(bareTarget, threads, phaseMs));
+      const [background, bareSide, twinSide] = await interleavedCapacity(
+        [lanedTarget, bareTarget, bareTwinTarget],
+        threads,
+        capacityMs,
+        1000,
+        round - 1,
+      );
+      for (const [key, side] of [
+        ['background', background!],
+        ['bare', bareSide!],
+        ['bareTwin', twinSide!],
+      ] as const) {
+        capacities[key].push(side.perSecond);
+        workerTimes[key].push(side);
+      }
       await idle(laned)();
       if (singleThreadedGc)
         capacities.bareDefaultGc.push(await bareCapacityWithDefaultGc(threads, phaseMs, indices, DATA_DIR));
+      const workers = (s: SliceCapacity) =>
+        `workers ran ${pct(s.workerRunShare)}, waited ${pct(s.workerWaitShare)}, ${s.cpuPerQueryMs.toFixed(1)} ms CPU/query`;
       console.log(
-        `  round ${round}: flood capacity alone: bare ${capacities.bare.at(-1)!.toFixed(1)}/s, background lane ${capacities.background.at(-1)!.toFixed(1)}/s` +
+        `  round ${round}: flood capacity alone: bare ${bareSide!.perSecond.toFixed(1)}/s (${workers(bareSide!)}), ` +
+          `bare's twin ${twinSide!.perSecond.toFixed(1)}/s (${(twinSide!.perSecond / bareSide!.perSecond).toFixed(3)}x bare), ` +
+          `background lane ${background!.perSecond.toFixed(1)}/s (${(background!.perSecond / bareMean(capacities, -1)).toFixed(3)}x the bare pools; ${workers(background!)})` +
           (singleThreadedGc
             ? `, bare with the default GC (own process) ${capacities.bareDefaultGc.at(-1)!.toFixed(1)}/s`
             : ''),
@@ -254,7 +298,7 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       // The floods of this round are sized from bare piscina's capacity measured just now: the
       // host's speed moves between rounds (21.8-41.5/s here), so a rate measured once at the start
       // could make a "1.2x" flood one that bare piscina keeps up with.
-      const roundCapacity = capacities.bare.at(-1)!;
+      const roundCapacity = bareMean(capacities, -1);
       floodRates.push(roundCapacity);
       benchPhase(`round ${round}: (a) alone`);
       await configure(laned, 'disabled', {})();
@@ -289,6 +333,7 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     await laned.close();
     await single.close();
     await bare.destroy();
+    await bareTwin.destroy();
     for (const p of twoPools) await p.destroy();
   }
   const aloneP99 = median(samples.get('a')!.p99);
@@ -327,25 +372,51 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
       });
     }
   }
-  // The median of the rounds' paired ratios; the ratio of the medians beside it, for comparison.
-  const backgroundVsBare = median(capacities.background.map((b, i) => b / capacities.bare[i]!));
-  const backgroundVsBareOfMedians = median(capacities.background) / median(capacities.bare);
+  // The median of the rounds' ratios to the mean of the two bare pools; the ratio of the medians
+  // beside it, for comparison; and the A/A control, bare's twin against bare, as its noise.
+  const bareMeans = capacities.bare.map((_, i) => bareMean(capacities, i));
+  const backgroundRatios = capacities.background.map((b, i) => b / bareMeans[i]!);
+  const backgroundVsBare = median(backgroundRatios);
+  const backgroundVsBareOfMedians = median(capacities.background) / median(bareMeans);
+  const twinRatios = capacities.bareTwin.map((t, i) => t / capacities.bare[i]!);
+  const bareTwinVsBare = median(twinRatios);
   // Against bare piscina with node's default GC (null when this run used the default GC itself).
   const backgroundVsBareDefaultGc = singleThreadedGc
     ? median(capacities.background) / median(capacities.bareDefaultGc)
     : null;
-  const bareVsBareDefaultGc = singleThreadedGc
-    ? median(capacities.bare) / median(capacities.bareDefaultGc)
-    : null;
+  const bareVsBareDefaultGc = singleThreadedGc ? median(bareMeans) / median(capacities.bareDefaultGc) : null;
+  const sideFigures = (sides: readonly SliceCapacity[]) => ({
+    workerRunShare: median(sides.map((s) => s.workerRunShare)),
+    workerWaitShare: median(sides.map((s) => s.workerWaitShare)),
+    cpuPerQueryMs: median(sides.map((s) => s.cpuPerQueryMs)),
+  });
+  const workerFigures = {
+    bare: sideFigures(workerTimes.bare),
+    bareTwin: sideFigures(workerTimes.bareTwin),
+    background: sideFigures(workerTimes.background),
+  };
+  const spread = (xs: readonly number[]) =>
+    `${Math.min(...xs).toFixed(3)}-${Math.max(...xs).toFixed(3)}x by round`;
   console.log(
-    `\nmedians of ${rounds} rounds: cheap p99 alone ${aloneP99.toFixed(2)} ms; flood capacity alone: bare ${median(capacities.bare).toFixed(1)}/s, ` +
-      `background lane ${median(capacities.background).toFixed(1)}/s (${backgroundVsBare.toFixed(3)}x, the median of the rounds' ratios; ` +
-      `${backgroundVsBareOfMedians.toFixed(3)}x the ratio of the medians)` +
+    `\nmedians of ${rounds} rounds: cheap p99 alone ${aloneP99.toFixed(2)} ms; flood capacity alone (${capacityMs / 1000} s per side per round, 1 s slices): ` +
+      `bare ${median(capacities.bare).toFixed(1)}/s, bare's twin ${median(capacities.bareTwin).toFixed(1)}/s, ` +
+      `background lane ${median(capacities.background).toFixed(1)}/s: ${backgroundVsBare.toFixed(3)}x the bare pools (the median of the rounds' ratios, ${spread(backgroundRatios)}; ` +
+      `${backgroundVsBareOfMedians.toFixed(3)}x the ratio of the medians); ` +
+      `A/A, bare's twin against bare: ${bareTwinVsBare.toFixed(3)}x (${spread(twinRatios)})` +
       (singleThreadedGc
         ? `; bare with the default GC in its own process ${median(capacities.bareDefaultGc).toFixed(1)}/s ` +
           `(background lane ${backgroundVsBareDefaultGc!.toFixed(3)}x of it, bare here ${bareVsBareDefaultGc!.toFixed(3)}x)`
         : ''),
   );
+  for (const [label, f] of [
+    ['bare piscina', workerFigures.bare],
+    ["bare's twin", workerFigures.bareTwin],
+    ['background lane', workerFigures.background],
+  ] as const) {
+    console.log(
+      `  ${label.padEnd(16)} workers on a CPU ${pct(f.workerRunShare)} of the wall time, waiting for one ${pct(f.workerWaitShare)}, ${f.cpuPerQueryMs.toFixed(1)} ms CPU per query`,
+    );
+  }
   printTable(
     [
       'case',
@@ -396,16 +467,30 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     floodCapacity,
     floodRates,
     aloneP99,
+    capacityMs,
     capacities,
     backgroundVsBare,
     backgroundVsBareOfMedians,
+    bareTwinVsBare,
+    workerFigures,
+    workerTimes,
     backgroundVsBareDefaultGc,
     bareVsBareDefaultGc,
     rows,
     summary,
   };
   await writeResult('isolation', data, CHARTS['isolation']!(data));
-  return { aloneP99, rows, summary, backgroundVsBare, backgroundVsBareDefaultGc };
+  return { aloneP99, rows, summary, backgroundVsBare, bareTwinVsBare, backgroundVsBareDefaultGc };
+}
+
+/** The mean capacity of bare piscina and its twin in round `i` (negative: from the end). */
+function bareMean(capacities: { bare: readonly number[]; bareTwin: readonly number[] }, i: number): number {
+  return (capacities.bare.at(i)! + capacities.bareTwin.at(i)!) / 2;
+}
+
+/** A share 0..1 as a percentage, one decimal; "n/a" without schedstat. */
+function pct(share: number): string {
+  return Number.isNaN(share) ? 'n/a' : `${(share * 100).toFixed(1)} %`;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await run(process.argv.includes('--full'));

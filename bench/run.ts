@@ -141,6 +141,12 @@ function summarise(name: string, r: Result): Line[] {
     }
     const bg = r['backgroundVsBare'] as number;
     add('background lane alone: flood capacity / bare', x(bg), '>= 0.95', bg >= 0.95);
+    add(
+      "A/A: bare piscina's twin / bare (the measurement's noise)",
+      x(r['bareTwinVsBare'] as number),
+      '',
+      undefined,
+    );
   } else if (name === 'memory') {
     for (const row of r['rows'] as Array<{ figure: string; bare: number; runtime: number; ratio: number }>)
       add(

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as hdr from 'hdr-histogram-js';
 import { Piscina } from 'piscina';
+import { busiestThreads, threadTimes } from './thread-time.js';
 
 /** The engine module every benchmark worker loads. */
 export const engineUrl = new URL('../src/engine/minisearch-engine.js', import.meta.url).href;
@@ -177,8 +178,17 @@ export async function phase(target: Target, cheapPerSecond: number, floodPerSeco
   return { result, floodPending, started };
 }
 
-/** Expensive requests per second the workers complete with the queue kept full (closed loop). */
-export async function capacity(target: Target, threads: number, ms: number): Promise<number> {
+/** Completed expensive queries and the wall time they took, ms. */
+interface ClosedLoop {
+  readonly done: number;
+  readonly ms: number;
+}
+
+/**
+ * Keeps the queue full (`threads` x 2 expensive requests in flight) for `ms`, then waits for the last
+ * ones to settle. A refused request is not counted; its sender waits 5 ms before the next.
+ */
+async function closedLoop(target: Target, threads: number, ms: number): Promise<ClosedLoop> {
   let done = 0;
   let next = 0;
   const started = performance.now();
@@ -193,5 +203,94 @@ export async function capacity(target: Target, threads: number, ms: number): Pro
       }
     }),
   );
-  return (done * 1000) / (performance.now() - started);
+  return { done, ms: performance.now() - started };
+}
+
+/** Expensive requests per second the workers complete with the queue kept full (closed loop). */
+export async function capacity(target: Target, threads: number, ms: number): Promise<number> {
+  const { done, ms: took } = await closedLoop(target, threads, ms);
+  return (done * 1000) / took;
+}
+
+/** One target's part of an interleaved capacity measurement (`interleavedCapacity`). */
+export interface SliceCapacity {
+  /** Completed queries per second over the target's slices. */
+  readonly perSecond: number;
+  /** Queries completed in its slices. */
+  readonly done: number;
+  /** Wall time of its slices, ms (each runs until its last query settles, so a little over the slice). */
+  readonly ms: number;
+  /**
+   * Time on a CPU of its workers (the `threads` busiest threads of each slice, the main thread
+   * excepted) over `ms` x `threads`, 0..1; NaN without `/proc` schedstat.
+   */
+  readonly workerRunShare: number;
+  /** Time its workers were runnable but waited for a CPU, over `ms` x `threads`, 0..1; NaN likewise. */
+  readonly workerWaitShare: number;
+  /** Its workers' CPU time per completed query, ms; NaN likewise. */
+  readonly cpuPerQueryMs: number;
+}
+
+/**
+ * The closed-loop capacity of several targets measured in interleaved slices: `sliceMs` on each in
+ * turn, until each has had `msEach`. Each cycle visits every target once, the order rotating from
+ * cycle to cycle and reversed every `targets.length` cycles (`offset` shifts the first order), so
+ * every target takes every position equally often. A host whose speed moves
+ * during the measurement (the same pool's completions per 10 s here moved by up to 15 % from one 10 s
+ * to the next) then moves all targets alike: back-to-back phases of 10 s each put that drift into
+ * their ratio.
+ *
+ * Per slice it also reads every thread's schedstat (`bench/thread-time.ts`) and charges the `threads`
+ * busiest, other than the main thread, to the target: its workers.
+ *
+ * @returns one entry per target, in the order given.
+ * @throws RangeError when `msEach` or `sliceMs` is not a positive number, or `targets` is empty.
+ */
+export async function interleavedCapacity(
+  targets: readonly Target[],
+  threads: number,
+  msEach: number,
+  sliceMs = 1000,
+  offset = 0,
+): Promise<SliceCapacity[]> {
+  if (!(msEach > 0) || !(sliceMs > 0) || targets.length === 0) {
+    throw new RangeError(
+      `interleavedCapacity needs targets and positive times; received ${targets.length} targets, msEach ${msEach}, sliceMs ${sliceMs}`,
+    );
+  }
+  const sums = targets.map(() => ({ done: 0, ms: 0, runMs: 0, waitMs: 0, threadMs: 0, counted: true }));
+  const cycles = Math.max(1, Math.round(msEach / sliceMs));
+  for (let cycle = 0; cycle < cycles; cycle++) {
+    for (const i of sliceOrder(targets.length, cycle + offset)) {
+      const before = threadTimes();
+      const slice = await closedLoop(targets[i]!, threads, sliceMs);
+      const workers = busiestThreads(before, threadTimes(), threads);
+      const sum = sums[i]!;
+      sum.done += slice.done;
+      sum.ms += slice.ms;
+      sum.runMs += workers.runMs;
+      sum.waitMs += workers.waitMs;
+      sum.threadMs += workers.wallMs * threads;
+      if (workers.count < threads) sum.counted = false;
+    }
+  }
+  return sums.map((s) => ({
+    perSecond: (s.done * 1000) / s.ms,
+    done: s.done,
+    ms: s.ms,
+    workerRunShare: s.counted ? s.runMs / s.threadMs : Number.NaN,
+    workerWaitShare: s.counted ? s.waitMs / s.threadMs : Number.NaN,
+    cpuPerQueryMs: s.counted && s.done > 0 ? s.runMs / s.done : Number.NaN,
+  }));
+}
+
+/**
+ * The order of cycle `cycle` over `n` targets: 0..n-1 rotated by `cycle`, reversed when
+ * `floor(cycle / n)` is odd. Over 2n consecutive cycles every target is in every position twice
+ * (for n = 3, these are the six orders).
+ */
+export function sliceOrder(n: number, cycle: number): number[] {
+  const c = ((cycle % (2 * n)) + 2 * n) % (2 * n);
+  const rotated = Array.from({ length: n }, (_, k) => (k + c) % n);
+  return Math.floor(c / n) % 2 === 1 ? rotated.reverse() : rotated;
 }
