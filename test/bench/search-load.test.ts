@@ -22,7 +22,7 @@ describe('sliceOrder', () => {
       for (let c = 0; c < 2 * n; c++) {
         const order = sliceOrder(n, c);
         expect([...order].sort()).toEqual(Array.from({ length: n }, (_, k) => k));
-        order.forEach((target, position) => counts[target]![position]!++);
+        for (const [position, target] of order.entries()) counts[target]![position]!++;
       }
       for (const row of counts) expect(row).toEqual(new Array(n).fill(2));
     }
