@@ -27,6 +27,7 @@ export const CPU_BOUND_TESTS = [
   'test/engine/minisearch-engine-full-corpus.test.ts',
   'test/cli/cluster.test.ts',
   'test/cluster/failover-e2e.test.ts',
+  'test/bench/thread-time.test.ts',
 ];
 
 export default defineConfig({

@@ -6,7 +6,8 @@
  * sandbox `dashboards`, priority 20) sends cheap `match` queries open-loop at 20/s; a low-priority
  * client (`analyst_*`, sandbox `analysts`, priority 5, CPU limits 0.3 / 0.6) floods expensive fuzzy
  * and prefix queries open-loop at 1.2x, then 2x, the capacity of `cores` bare piscina workers, as
- * measured (closed loop) at the start of the same round. Cases, each phase `phaseSeconds` long, interleaved round by round:
+ * measured (closed loop) at the start of the same round (the mean of bare piscina and its twin in the
+ * round's capacity slices, below). Cases, each phase `phaseSeconds` long, interleaved round by round:
  * - (a) alone: the cheap client alone on the runtime with lanes (the reference p99);
  * - (b) bare piscina: one FIFO pool of `cores` workers, no accounting (the baseline);
  * - (P) two bare pools: the cheap queries on `cores` workers at nice 0, the flood on `cores` workers
@@ -27,9 +28,9 @@
  * per query. Why slices and a twin: the same bare pool's completions moved by up to 15 % from one
  * 10 s to the next on this machine, and back-to-back 10 s phases put that into the ratio (per round
  * 0.83-1.06x in one run; 0.88-1.10x for b' against b in 10 s of 1 s slices each). The flood's
- * throughput against bare piscina's is
- * likewise the median of the rounds' ratios (`floodVsBareOfMedians` in the JSON: the ratio of the
- * medians). Other figures are medians over the rounds. Latency is open-loop, from each request's
+ * throughput against bare piscina's is likewise the median of the rounds' ratios, each round's phase
+ * against the same round's bare piscina phase (`floodVsBare` in the JSON; `floodVsBareOfMedians` is
+ * the ratio of the medians). Other figures are medians over the rounds. Latency is open-loop, from each request's
  * intended send time (hdr-histogram), so a stalled sender does not hide queueing. The flood's
  * throughput is its completions per second from the phase's start until its last request settled.
  *
@@ -37,12 +38,16 @@
  * lane alone >= 0.95x bare piscina's capacity.
  *
  * GC: `npm run bench` runs under `node --single-threaded-gc`, as `npm start` serves (docs/lanes.md,
- * "GC helper threads"). The flag is process-wide, so bare piscina here collects the same way; each
- * round then also measures bare piscina's flood capacity in a child process with node's default flags
- * (`bench/bare-capacity.ts`), and the background lane alone is compared with both.
+ * "GC helper threads"). The flag is process-wide, so bare piscina here collects the same way. As
+ * context, not a target, each round also runs bare piscina's closed loop for one `phaseSeconds` phase
+ * in a child process with node's default flags (`bench/bare-capacity.ts`) and prints the background
+ * lane's capacity against it; that figure is one phase a round in another process, not interleaved,
+ * so it carries the host's drift that the slices take out of the target's figure.
  *
  * Usage: part of `npm run bench`; alone: `node [--single-threaded-gc] dist/bench/isolation.js [--full]
- * [--rounds N] [--phase-seconds S] [--capacity-seconds S] [--helper-thread-weight N]`.
+ * [--rounds N] [--phase-seconds S] [--capacity-seconds S] [--helper-thread-weight N]` (N and S
+ * positive, `--rounds` an integer, `--helper-thread-weight` an integer 0..19; run alone, it refuses
+ * any other argument; a bad one is one line on stderr and exit 2).
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -80,12 +85,56 @@ function runtimeTarget(runtime: Runtime, name: string): Target {
   };
 }
 
-function numberArg(name: string, fallback: number): number {
+/** This module's flags and whether each takes a value (run alone, anything else is refused). */
+const FLAGS: Readonly<Record<string, boolean>> = {
+  '--full': false,
+  '--rounds': true,
+  '--phase-seconds': true,
+  '--capacity-seconds': true,
+  '--helper-thread-weight': true,
+};
+
+/** Exits 2 with one line when the command line holds an argument this module does not take. */
+function refuseUnknownArguments(args: readonly string[]): void {
+  for (let i = 0; i < args.length; i++) {
+    const takesValue = FLAGS[args[i]!];
+    if (takesValue === undefined) {
+      console.error(
+        `isolation: unknown argument ${JSON.stringify(args[i])}; it takes ${Object.keys(FLAGS).join(', ')}`,
+      );
+      process.exit(2);
+    }
+    if (takesValue) i++;
+  }
+}
+
+/**
+ * The number after `name` on the command line, or `fallback` when the flag is absent; exits 2 with
+ * one line when the value is not a positive number (or, with `integer`, not a positive integer).
+ */
+function numberArg(name: string, fallback: number, integer = false): number {
   const i = process.argv.indexOf(name);
   if (i < 0) return fallback;
   const n = Number(process.argv[i + 1]);
-  if (!(n > 0)) {
-    console.error(`${name} must be a positive number; received ${process.argv[i + 1] ?? '(nothing)'}`);
+  if (!(n > 0) || (integer && !Number.isInteger(n))) {
+    console.error(
+      `${name} must be a positive ${integer ? 'integer' : 'number'}; received ${process.argv[i + 1] ?? '(nothing)'}`,
+    );
+    process.exit(2);
+  }
+  return n;
+}
+
+/** `--helper-thread-weight N`, an integer nice value 0..19, or undefined; exits 2 with one line otherwise. */
+function helperWeightArg(): number | undefined {
+  const i = process.argv.indexOf('--helper-thread-weight');
+  if (i < 0) return undefined;
+  const raw = process.argv[i + 1];
+  const n = Number(raw);
+  if (raw === undefined || raw.trim() === '' || !Number.isInteger(n) || n < 0 || n > 19) {
+    console.error(
+      `--helper-thread-weight must be an integer nice value in 0..19; received ${raw ?? '(nothing)'}`,
+    );
     process.exit(2);
   }
   return n;
@@ -103,7 +152,7 @@ interface Case {
 }
 
 export async function run(full: boolean): Promise<Record<string, unknown>> {
-  const rounds = numberArg('--rounds', full ? 5 : 3);
+  const rounds = numberArg('--rounds', full ? 5 : 3, true);
   const phaseMs = numberArg('--phase-seconds', full ? 20 : 10) * 1000;
   // Per target per round: the background lane, bare piscina and its twin, 1 s slices each in turn.
   const capacityMs = numberArg('--capacity-seconds', 30) * 1000;
@@ -113,8 +162,7 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
   const singleThreadedGc = process.execArgv.includes('--single-threaded-gc');
   // `--helper-thread-weight N`: the lanes runtime renices the process's helper threads (every case
   // in this process then runs with them at that nice).
-  const helperAt = process.argv.indexOf('--helper-thread-weight');
-  const helperThreadWeight = helperAt < 0 ? undefined : Number(process.argv[helperAt + 1]);
+  const helperThreadWeight = helperWeightArg();
   const laned = await createRuntime({
     sandboxes: sandboxFile,
     dataDir: DATA_DIR,
@@ -493,4 +541,7 @@ function pct(share: number): string {
   return Number.isNaN(share) ? 'n/a' : `${(share * 100).toFixed(1)} %`;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await run(process.argv.includes('--full'));
+if (import.meta.url === `file://${process.argv[1]}`) {
+  refuseUnknownArguments(process.argv.slice(2));
+  await run(process.argv.includes('--full'));
+}

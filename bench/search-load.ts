@@ -7,7 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as hdr from 'hdr-histogram-js';
 import { Piscina } from 'piscina';
-import { busiestThreads, threadTimes } from './thread-time.js';
+import { busiestThreads, type ThreadTimeSnapshot, threadTimes } from './thread-time.js';
 
 /** The engine module every benchmark worker loads. */
 export const engineUrl = new URL('../src/engine/minisearch-engine.js', import.meta.url).href;
@@ -235,13 +235,16 @@ export interface SliceCapacity {
  * The closed-loop capacity of several targets measured in interleaved slices: `sliceMs` on each in
  * turn, until each has had `msEach`. Each cycle visits every target once, the order rotating from
  * cycle to cycle and reversed every `targets.length` cycles (`offset` shifts the first order), so
- * every target takes every position equally often. A host whose speed moves
+ * every target takes every position equally often (and, for two or three targets, follows every other
+ * target within a cycle equally often: rotations alone would only ever put B after A, never A after
+ * B). A host whose speed moves
  * during the measurement (the same pool's completions per 10 s here moved by up to 15 % from one 10 s
  * to the next) then moves all targets alike: back-to-back phases of 10 s each put that drift into
  * their ratio.
  *
- * Per slice it also reads every thread's schedstat (`bench/thread-time.ts`) and charges the `threads`
- * busiest, other than the main thread, to the target: its workers.
+ * Per slice it also reads every thread's schedstat (`readThreads`, default `threadTimes` from
+ * `bench/thread-time.ts`) and charges the `threads` busiest, other than the main thread, to the
+ * target: its workers.
  *
  * @returns one entry per target, in the order given.
  * @throws RangeError when `msEach` or `sliceMs` is not a positive number, or `targets` is empty.
@@ -252,6 +255,7 @@ export async function interleavedCapacity(
   msEach: number,
   sliceMs = 1000,
   offset = 0,
+  readThreads: () => ThreadTimeSnapshot = threadTimes,
 ): Promise<SliceCapacity[]> {
   if (!(msEach > 0) || !(sliceMs > 0) || targets.length === 0) {
     throw new RangeError(
@@ -262,9 +266,9 @@ export async function interleavedCapacity(
   const cycles = Math.max(1, Math.round(msEach / sliceMs));
   for (let cycle = 0; cycle < cycles; cycle++) {
     for (const i of sliceOrder(targets.length, cycle + offset)) {
-      const before = threadTimes();
+      const before = readThreads();
       const slice = await closedLoop(targets[i]!, threads, sliceMs);
-      const workers = busiestThreads(before, threadTimes(), threads);
+      const workers = busiestThreads(before, readThreads(), threads);
       const sum = sums[i]!;
       sum.done += slice.done;
       sum.ms += slice.ms;
