@@ -85,6 +85,8 @@ export function poolTarget(
 export interface PhaseResult {
   readonly p50Ms: number;
   readonly p99Ms: number;
+  /** The cheap requests' latencies, µs from each one's intended send time (to pool across phases). */
+  readonly histogram: hdr.Histogram;
   readonly okPerSecond: number;
   readonly sent: number;
   readonly ok: number;
@@ -93,7 +95,8 @@ export interface PhaseResult {
   readonly floodRefused: number;
 }
 
-function histogram() {
+/** A latency histogram, µs, 1 µs to 600 s, 3 significant digits. */
+export function histogram(): hdr.Histogram {
   return hdr.build({
     lowestDiscernibleValue: 1,
     highestTrackableValue: 600_000_000,
@@ -164,6 +167,7 @@ export async function phase(target: Target, cheapPerSecond: number, floodPerSeco
   const result: PhaseResult = {
     p50Ms: h.totalCount === 0 ? Number.NaN : h.getValueAtPercentile(50) / 1000,
     p99Ms: h.totalCount === 0 ? Number.NaN : h.getValueAtPercentile(99) / 1000,
+    histogram: h,
     okPerSecond: (ok * 1000) / ms,
     sent,
     ok,
