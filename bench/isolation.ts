@@ -544,6 +544,7 @@ export async function run(full: boolean): Promise<Record<string, unknown>> {
     floodCapacity,
     floodRates,
     aloneP99,
+    alonePooledP99,
     capacityMs,
     capacities,
     backgroundVsBare,
