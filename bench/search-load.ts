@@ -241,10 +241,9 @@ export interface SliceCapacity {
  * cycle to cycle and reversed every `targets.length` cycles (`offset` shifts the first order), so
  * every target takes every position equally often (and, for two or three targets, follows every other
  * target within a cycle equally often: rotations alone would only ever put B after A, never A after
- * B). A host whose speed moves
- * during the measurement (the same pool's completions per 10 s here moved by up to 15 % from one 10 s
- * to the next) then moves all targets alike: back-to-back phases of 10 s each put that drift into
- * their ratio.
+ * B). A host whose speed moves during the measurement (the same pool's completions per 10 s here
+ * moved by up to 15 % from one 10 s to the next) then moves all targets alike: back-to-back phases of
+ * 10 s each put that drift into their ratio.
  *
  * Per slice it also reads every thread's schedstat (`readThreads`, default `threadTimes` from
  * `bench/thread-time.ts`) and charges the `threads` busiest, other than the main thread, to the

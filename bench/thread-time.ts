@@ -9,6 +9,7 @@
  * run queue instead, something else (at a better nice) had the cores.
  */
 import fs from 'node:fs';
+import { processThreadIds } from '../native-shim/index.js';
 
 /** One thread's counters, ns since it started. */
 export interface ThreadTime {
@@ -38,16 +39,10 @@ export function parseSchedstat(line: string): ThreadTime | undefined {
  */
 export function threadTimes(): ThreadTimeSnapshot {
   const threads = new Map<number, ThreadTime>();
-  let tids: string[] = [];
-  try {
-    tids = fs.readdirSync('/proc/self/task');
-  } catch {
-    // Not Linux: no figures.
-  }
-  for (const tid of tids) {
+  for (const tid of processThreadIds()) {
     try {
       const t = parseSchedstat(fs.readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8'));
-      if (t !== undefined) threads.set(Number(tid), t);
+      if (t !== undefined) threads.set(tid, t);
     } catch {
       // The thread exited between the listing and the read.
     }
