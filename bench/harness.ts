@@ -166,3 +166,25 @@ function formatNumber(v: number): string {
   const abs = Math.abs(v);
   return abs >= 100 ? v.toFixed(0) : abs >= 1 ? v.toFixed(2) : v.toFixed(3);
 }
+
+/**
+ * Exits 2 with one line on stderr when `args` holds an argument that `flags` does not name; `flags`
+ * maps each flag to whether it takes a value (the argument after it, skipped here: each bench checks
+ * its values itself). For a bench run alone (`node dist/bench/<name>.js ...`).
+ */
+export function refuseUnknownArguments(
+  bench: string,
+  flags: Readonly<Record<string, boolean>>,
+  args: readonly string[] = process.argv.slice(2),
+): void {
+  for (let i = 0; i < args.length; i++) {
+    const takesValue = flags[args[i]!];
+    if (takesValue === undefined) {
+      console.error(
+        `${bench}: unknown argument ${JSON.stringify(args[i])}; it takes ${Object.keys(flags).join(', ')}`,
+      );
+      process.exit(2);
+    }
+    if (takesValue) i++;
+  }
+}

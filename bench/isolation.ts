@@ -56,7 +56,7 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { createRuntime, type QueryPriorityInput, type Runtime } from '../src/index.js';
 import { CHARTS } from './charts.js';
-import { median, printTable, writeResult } from './harness.js';
+import { median, printTable, refuseUnknownArguments, writeResult } from './harness.js';
 import { bareCapacityWithDefaultGc } from './bare-capacity.js';
 import { benchPhase } from './progress.js';
 import {
@@ -96,20 +96,6 @@ const FLAGS: Readonly<Record<string, boolean>> = {
   '--capacity-seconds': true,
   '--helper-thread-weight': true,
 };
-
-/** Exits 2 with one line when the command line holds an argument this module does not take. */
-function refuseUnknownArguments(args: readonly string[]): void {
-  for (let i = 0; i < args.length; i++) {
-    const takesValue = FLAGS[args[i]!];
-    if (takesValue === undefined) {
-      console.error(
-        `isolation: unknown argument ${JSON.stringify(args[i])}; it takes ${Object.keys(FLAGS).join(', ')}`,
-      );
-      process.exit(2);
-    }
-    if (takesValue) i++;
-  }
-}
 
 /**
  * The number after `name` on the command line, or `fallback` when the flag is absent; exits 2 with
@@ -572,6 +558,6 @@ function pct(share: number): string {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  refuseUnknownArguments(process.argv.slice(2));
+  refuseUnknownArguments('isolation', FLAGS);
   await run(process.argv.includes('--full'));
 }

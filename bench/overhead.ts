@@ -30,7 +30,7 @@ import { RuntimeFeed, withTaskEnds } from '../src/observability/runtime-feed.js'
 import { RuntimeMetrics } from '../src/observability/runtime-metrics.js';
 import { CHARTS } from './charts.js';
 import { benchPhase } from './progress.js';
-import { median, printTable, writeResult } from './harness.js';
+import { median, printTable, refuseUnknownArguments, writeResult } from './harness.js';
 
 const workerFile = fileURLToPath(new URL('../../bench/workers/spin-task.mjs', import.meta.url));
 
@@ -292,13 +292,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const at = args.indexOf('--round-seconds');
   const given = at < 0 ? undefined : args[at + 1];
   const seconds = at < 0 ? undefined : Number(given);
-  const unknown = args.filter((a, i) => a !== '--full' && i !== at && !(at >= 0 && i === at + 1));
-  if (unknown.length > 0) {
-    console.error(
-      `overhead: unknown argument ${unknown[0]}; usage: overhead.js [--full] [--round-seconds S]`,
-    );
-    process.exit(2);
-  }
+  refuseUnknownArguments('overhead', { '--full': false, '--round-seconds': true }, args);
   if (seconds !== undefined && !(Number.isFinite(seconds) && seconds >= 1 && seconds <= 600)) {
     console.error(`--round-seconds must be a number of seconds in 1..600; got ${given ?? '(nothing)'}`);
     process.exit(2);
