@@ -294,7 +294,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const seconds = at < 0 ? undefined : Number(given);
   refuseUnknownArguments('overhead', { '--full': false, '--round-seconds': true }, args);
   if (seconds !== undefined && !(Number.isFinite(seconds) && seconds >= 1 && seconds <= 600)) {
-    console.error(`--round-seconds must be a number of seconds in 1..600; got ${given ?? '(nothing)'}`);
+    console.error(`--round-seconds must be a number of seconds in 1..600; received ${given ?? '(nothing)'}`);
     process.exit(2);
   }
   await run(args.includes('--full'), seconds);
